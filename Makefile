@@ -1,0 +1,43 @@
+# spark-mlt developer commands. `make` alone lists them.
+.DEFAULT_GOAL := help
+SHELL := /bin/bash
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-dev
+PYTEST_ARGS ?=
+
+help: ## List the commands
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+
+$(STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	@touch $(STAMP)
+
+venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
+
+test: $(STAMP) ## Run the whole test suite, slow tests included
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+test-fast: $(STAMP) ## Run the test suite without the slow tests
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+
+lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
+	$(BIN)/ruff check spark_mlt jobs tests
+	$(BIN)/ruff format --check spark_mlt jobs tests
+	$(BIN)/mypy
+
+format: $(STAMP) ## Format and auto-fix the code
+	$(BIN)/ruff format spark_mlt jobs tests
+	$(BIN)/ruff check --fix spark_mlt jobs tests
+
+bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, one core)
+	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python jobs/benchmark_codec.py
+
+clean: ## Remove build artefacts and caches (keeps .venv)
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
+
+.PHONY: help venv test test-fast lint format bench-codec clean

@@ -1,0 +1,336 @@
+"""Vectorised encode/decode kernels behind :class:`spark_mlt.MLTCodec` (private).
+
+A kernel works on one chunk of already-validated input: ids in ``[0, max_id]`` or tokens
+in ``[0, p)``. Three kernels cover every allowed (p, n); the codec picks one by p and n:
+
+* ``_LaneKernel`` (p <= 256, n >= 2): the map is linear, so an id's tokens are the sum
+  mod p of the contributions of its digit groups. Ids are split into limbs of k base-p
+  digits (``p**k <= 2**16``); each limb indexes a precomputed table of contributions, and
+  the rows are summed and reduced with a branch-free ``min(s, s - m*p)`` on unsigned lanes
+  (where ``s < m*p`` the subtraction wraps around to a huge value). Lanes are uint8 when the
+  sum fits, else uint16, and rows are padded to a power-of-two byte width so that
+  ``np.take`` copies a row in one move. Decoding does the same with token groups and
+  ``M_inv``, then reads the id from pairs of digits through 65,536-entry tables.
+* ``_FloatKernel`` (``n * p**2 < 2**50``): digits as float64 rows, one BLAS product, and a
+  reduction ``v - floor(v/p + 1/(2p)) * p``. Every value is an integer below 2**50, so the
+  float arithmetic is exact, and the 1/(2p) offset absorbs the rounding of ``v * (1/p)``
+  (its error is far below 1/(2p) there), so the floor is exact too.
+* ``_WideKernel`` (anything larger, up to p < 2**31): uint64 products (< 2**62), reduced
+  mod p after every multiply-add. Slow but exact.
+
+Ids are rebuilt from digits in uint64 with an explicit check for values reaching 2**63
+(possible only when p**n > 2**63), since uint64 arithmetic wraps silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Final
+
+import numpy as np
+import numpy.typing as npt
+
+U64 = npt.NDArray[np.uint64]
+I64 = npt.NDArray[np.int64]
+F64 = npt.NDArray[np.float64]
+Mask = npt.NDArray[np.bool_]
+Tokens = npt.NDArray[np.integer[Any]]
+
+MAX_ID: Final = 2**63 - 1
+TABLE_ROWS: Final = 1 << 16
+FLOAT_LIMIT: Final = 2**50
+
+
+class Kernel:
+    """Encode/decode one validated chunk."""
+
+    def encode_into(self, x: I64, out: npt.NDArray[np.int32]) -> None:
+        raise NotImplementedError
+
+    def decode_into(self, tokens: Tokens, out: I64) -> Mask | None:
+        """Decode into ``out``; return a mask of rows that decode to 2**63 or more, if any."""
+        raise NotImplementedError
+
+
+def make_kernel(p: int, matrix: I64, inverse: I64) -> Kernel:
+    """The fastest exact kernel for this (p, n)."""
+    n = matrix.shape[0]
+    if n > 1 and p * p <= TABLE_ROWS:
+        return _LaneKernel(p, matrix, inverse)
+    if n * p * p < FLOAT_LIMIT:
+        return _FloatKernel(p, matrix, inverse)
+    return _WideKernel(p, matrix, inverse)
+
+
+def digit_groups(n: int, k: int) -> list[tuple[int, int]]:
+    """(first digit, digits) of each group of k digits, least significant group first."""
+    return [(max(0, end - k), min(k, end)) for end in range(n, 0, -k)]
+
+
+def combine_limbs(limbs: Sequence[npt.NDArray[Any]], radices: Sequence[int], out: I64) -> Mask | None:
+    """out = the number whose mixed-radix digits are ``limbs`` (most significant first).
+
+    ``radices[i]`` is the radix of ``limbs[i]`` (every limb is below its radix). Computed in
+    uint64, checking for values that reach 2**63 once the running bound allows it (uint64
+    arithmetic wraps silently). Returns a mask of such rows, or None when there are none.
+    """
+    acc = out.view(np.uint64)
+    acc[:] = limbs[0]
+    overflow: Mask | None = None
+    bound = radices[0]  # every value of acc is below bound
+    for limb, radix in zip(limbs[1:], radices[1:], strict=True):
+        term = limb.astype(np.uint64)
+        if bound * radix > 2**63:
+            # acc * radix + term >= 2**63  <=>  acc > (2**63 - 1 - term) // radix.
+            over = acc > (np.uint64(MAX_ID) - term) // np.uint64(radix)
+            if over.any():
+                overflow = over if overflow is None else overflow | over
+                acc[over] = 0
+                term[over] = 0
+        acc *= np.uint64(radix)
+        acc += term
+        bound *= radix
+    return overflow
+
+
+def combine_digits(rows: Sequence[npt.NDArray[Any]], p: int, out: I64) -> Mask | None:
+    """out = sum of rows[i] * p**(n-1-i), digit rows most significant first.
+
+    Digits are first combined in float64 within groups of k (``p**k <= 2**52``: exact),
+    then the groups by :func:`combine_limbs`.
+    """
+    n = len(rows)
+    k = 1
+    while k < n and p ** (k + 1) <= 2**52:
+        k += 1
+    limbs, radices = [], []
+    for a, size in digit_groups(n, k)[::-1]:
+        limb = rows[a].astype(np.float64)
+        for i in range(1, size):
+            limb *= p
+            limb += rows[a + i]
+        limbs.append(limb)
+        radices.append(p**size)
+    return combine_limbs(limbs, radices, out)
+
+
+def _contributions(rows: I64, p: int) -> I64:
+    """Row v of the result is ``digits(v) @ rows mod p``, v's k base-p digits msd first."""
+    k, n = rows.shape
+    rest = np.arange(p**k, dtype=np.int64)
+    table = np.zeros((p**k, n), dtype=np.int64)
+    for i in range(k - 1, -1, -1):
+        rest, digit = np.divmod(rest, p)
+        table += digit[:, None] * rows[i][None, :]  # each product < 2**62: no overflow
+        table %= p
+    return table
+
+
+def _reduce_lanes(acc: npt.NDArray[Any], scratch: npt.NDArray[Any], p: int, bound: int) -> None:
+    """acc = acc mod p in place, for unsigned lanes holding values below ``bound``."""
+    multiple = 1
+    while multiple * 2 * p < bound:
+        multiple *= 2
+    while multiple:
+        np.subtract(acc, multiple * p, out=scratch)  # wraps around where acc < multiple * p
+        np.minimum(acc, scratch, out=acc)
+        multiple //= 2
+
+
+class _LaneKernel(Kernel):
+    def __init__(self, p: int, matrix: I64, inverse: I64) -> None:
+        self.p, self.n = p, matrix.shape[0]
+        k = 1
+        while k < self.n and p ** (k + 1) <= TABLE_ROWS:
+            k += 1
+        self.groups = digit_groups(self.n, k)
+        # Tables hold contributions < p <= 251 as bytes; the sum of all group terms is
+        # accumulated in uint8 lanes when it fits there, else in uint16 lanes.
+        self.lane = np.dtype(np.uint8 if len(self.groups) * (p - 1) < 256 else np.uint16)
+        # Pad rows to a power-of-two byte width (up to 32): np.take copies those in one move.
+        self.width = 1 << (self.n - 1).bit_length() if self.n <= 32 else self.n
+        self.enc_tables = [self._table(matrix[a : a + size]) for a, size in self.groups]
+        # Decoding indexes tables by the raw bytes of two tokens (t[a] + 256 * t[a+1]).
+        self.dec_tables = [self._byte_pair_table(inverse[a : a + 2]) for a in range(0, self.n, 2)]
+        self.compact = self.width != self.n and _overlapping_copy_works()
+        # Ids from digits: tables indexed by two digits' bytes, valid while p**n <= 2**63.
+        self.pair_tables, self.pair_radices = self._pair_tables()
+
+    def _table(self, rows: I64) -> npt.NDArray[Any]:
+        table = np.zeros((self.p ** rows.shape[0], self.width), dtype=np.uint8)
+        table[:, : self.n] = _contributions(rows, self.p)
+        return table
+
+    def _byte_pair_table(self, rows: I64) -> npt.NDArray[np.uint8]:
+        """Contributions of one or two tokens, indexed by their bytes read as a uint16."""
+        table = np.zeros((TABLE_ROWS if rows.shape[0] == 2 else 256, self.width), dtype=np.uint8)
+        values = _contributions(rows, self.p)  # indexed by t[a] * p + t[a+1]
+        if rows.shape[0] == 2:
+            first, second = np.divmod(np.arange(self.p * self.p), self.p)
+            table[first + 256 * second, : self.n] = values
+        else:
+            table[: self.p, : self.n] = values
+        return table
+
+    def _pair_tables(self) -> tuple[list[npt.NDArray[np.uint16]], list[int]]:
+        """Tables mapping the bytes of digits (2j, 2j+1), read as one uint16, to the
+        two-digit limb ``d[2j] * p + d[2j+1]`` (or ``d[2j]`` alone for a last odd digit)."""
+        high, low = np.divmod(np.arange(TABLE_ROWS, dtype=np.int64), 256)
+        tables, radices = [], []
+        for j in range(0, self.n, 2):
+            if j + 1 < self.n:
+                value, radix = np.where((low < self.p) & (high < self.p), low * self.p + high, 0), self.p**2
+            else:
+                value, radix = np.where(low < self.p, low, 0), self.p
+            tables.append(value.astype(np.uint16))
+            radices.append(radix)
+        return tables, radices
+
+    def _sum(self, tables: list[npt.NDArray[Any]], indices: Sequence[npt.NDArray[Any]]) -> npt.NDArray[Any]:
+        """Sum of the indexed table rows mod p, as (rows, width) lanes (padding lanes are 0)."""
+        acc = np.empty((indices[0].shape[0], self.width), dtype=self.lane)
+        term = np.empty_like(acc, dtype=np.uint8)
+        lane_values = 1 << (8 * self.lane.itemsize)
+        bound = 1  # every lane of acc is below bound
+        for j, (table, index) in enumerate(zip(tables, indices, strict=True)):
+            direct = j == 0 and acc.dtype == np.uint8
+            np.take(table, index, axis=0, out=acc if direct else term, mode="clip")
+            if j == 0:
+                if not direct:
+                    acc[:] = term
+            else:
+                if bound + self.p - 1 > lane_values:  # only for very wide codecs
+                    _reduce_lanes(acc, np.empty_like(acc), self.p, bound)
+                    bound = self.p
+                np.add(acc, term, out=acc)
+            bound += self.p - 1
+        _reduce_lanes(acc, np.empty_like(acc), self.p, bound)
+        return acc
+
+    def encode_into(self, x: I64, out: npt.NDArray[np.int32]) -> None:
+        rest = x.view(np.uint64)
+        limbs = []
+        for j, (_, size) in enumerate(self.groups):
+            if j == len(self.groups) - 1:
+                limbs.append(rest.view(np.int64))
+                break
+            radix = np.uint64(self.p**size)
+            quotient = rest // radix  # division by a scalar constant: fast in NumPy
+            limbs.append((rest - quotient * radix).view(np.int64))
+            rest = quotient
+        lanes = self._sum(self.enc_tables, limbs)
+        if self.width == self.n:
+            out[:] = lanes
+        elif self.compact:
+            out.reshape(-1)[:] = _drop_padding(lanes, self.n)
+        else:
+            out[:] = lanes[:, : self.n]  # a strided copy: correct, several times slower
+
+    def decode_into(self, tokens: Tokens, out: I64) -> Mask | None:
+        rows = tokens.shape[0]
+        raw = np.ascontiguousarray(tokens, dtype=np.uint8)  # tokens < p <= 251 fit a byte
+        pairs = np.ndarray((rows, self.n // 2), dtype="<u2", buffer=raw, strides=(self.n, 2))
+        indices: list[npt.NDArray[Any]] = [pairs[:, j] for j in range(self.n // 2)]
+        if self.n % 2:
+            indices.append(raw[:, self.n - 1])
+        digits = self._sum(self.dec_tables, indices)
+        # Digits are < p <= 251, so each fits a byte, and two bytes index a pair table.
+        pairs = digits if digits.dtype == np.uint8 else digits.astype(np.uint8)
+        if pairs.shape[1] % 2:
+            pairs = np.pad(pairs, ((0, 0), (0, 1)))
+        pair_index = pairs.view("<u2")  # explicit little-endian: byte 2j + 256 * byte 2j+1
+        limbs = [table.take(pair_index[:, j], mode="clip") for j, table in enumerate(self.pair_tables)]
+        return combine_limbs(limbs, self.pair_radices, out)
+
+
+def _drop_padding(lanes: npt.NDArray[Any], n: int) -> npt.NDArray[Any]:
+    """The first n lanes of every row, packed contiguously, by overlapping row writes.
+
+    Each padded row is written whole at a stride of n lanes, so its padding lands where the
+    next row starts and is overwritten by it; the last row's padding goes to slack at the end.
+    A strided copy of rows this short costs about 6x more.
+    """
+    rows, width = lanes.shape
+    item = lanes.dtype.itemsize
+    unit = np.dtype(f"V{width * item}")
+    buffer = np.empty(rows * n * item + width * item, dtype=np.uint8)
+    target = np.ndarray(shape=(rows,), dtype=unit, buffer=buffer, strides=(n * item,))
+    target[...] = lanes.view(unit).reshape(rows)
+    return buffer[: rows * n * item].view(lanes.dtype)
+
+
+_OVERLAP_OK: bool | None = None
+
+
+def _overlapping_copy_works() -> bool:
+    """Whether this NumPy writes overlapping rows in order (probed once, on 1000 rows)."""
+    global _OVERLAP_OK  # noqa: PLW0603 - a once-per-process probe
+    if _OVERLAP_OK is None:
+        _OVERLAP_OK = True
+        for dtype, n, width in ((np.uint8, 6, 8), (np.uint8, 7, 8), (np.uint16, 5, 8), (np.uint8, 9, 16)):
+            lanes = np.zeros((1000, width), dtype=dtype)
+            lanes[:, :n] = np.arange(1000 * n).reshape(1000, n) % 200
+            if not np.array_equal(_drop_padding(lanes, n).reshape(1000, n), lanes[:, :n]):
+                _OVERLAP_OK = False
+    return _OVERLAP_OK
+
+
+class _FloatKernel(Kernel):
+    def __init__(self, p: int, matrix: I64, inverse: I64) -> None:
+        self.p, self.n = p, matrix.shape[0]
+        self.m_t = np.ascontiguousarray(matrix.T, dtype=np.float64)
+        self.inv_t = np.ascontiguousarray(inverse.T, dtype=np.float64)
+        self.scale, self.offset = 1.0 / p, 0.5 / p
+
+    def _reduce(self, v: F64) -> F64:
+        q = v * self.scale
+        q += self.offset
+        np.floor(q, out=q)
+        q *= self.p
+        v -= q
+        return v
+
+    def encode_into(self, x: I64, out: npt.NDArray[np.int32]) -> None:
+        digits = np.empty((self.n, x.shape[0]), dtype=np.float64)  # row i = digit i
+        rest = x.view(np.uint64)
+        radix = np.uint64(self.p)
+        for i in range(self.n - 1, 0, -1):
+            quotient = rest // radix  # division by a scalar constant: fast in NumPy
+            digits[i] = rest - quotient * radix
+            rest = quotient
+        digits[0] = rest
+        out[:] = self._reduce(self.m_t @ digits).T
+
+    def decode_into(self, tokens: Tokens, out: I64) -> Mask | None:
+        t = np.empty((self.n, tokens.shape[0]), dtype=np.float64)
+        t[:] = tokens.T
+        digits = self._reduce(self.inv_t @ t)
+        return combine_digits(list(digits), self.p, out)
+
+
+class _WideKernel(Kernel):
+    def __init__(self, p: int, matrix: I64, inverse: I64) -> None:
+        self.p, self.n = p, matrix.shape[0]
+        self.matrix, self.inverse = matrix.astype(np.uint64), inverse.astype(np.uint64)
+
+    def _multiply(self, digits: U64, weights: U64) -> U64:
+        """digits @ weights mod p, reducing after every product (< 2**62 + p: no overflow)."""
+        p = np.uint64(self.p)
+        result = np.zeros(digits.shape, dtype=np.uint64)
+        for j in range(self.n):
+            column = result[:, j]
+            for i in range(self.n):
+                column += digits[:, i] * weights[i, j]
+                column %= p
+        return result
+
+    def encode_into(self, x: I64, out: npt.NDArray[np.int32]) -> None:
+        digits = np.empty((x.shape[0], self.n), dtype=np.uint64)
+        rest = x.astype(np.uint64)
+        for i in range(self.n - 1, -1, -1):
+            rest, digits[:, i] = np.divmod(rest, np.uint64(self.p))
+        out[:] = self._multiply(digits, self.matrix)
+
+    def decode_into(self, tokens: Tokens, out: I64) -> Mask | None:
+        digits = self._multiply(tokens.astype(np.uint64), self.inverse)
+        return combine_digits([digits[:, i] for i in range(self.n)], self.p, out)
