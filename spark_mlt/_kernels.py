@@ -80,7 +80,8 @@ def combine_limbs(limbs: Sequence[npt.NDArray[Any]], radices: Sequence[int], out
     bound = radices[0]  # every value of acc is below bound
     for limb, radix in zip(limbs[1:], radices[1:], strict=True):
         term = limb.astype(np.uint64)
-        if bound * radix > 2**63:
+        # No row can reach 2**63 while acc <= (2**63 - radix) // radix (one cheap max).
+        if bound * radix > 2**63 and acc.size and int(acc.max()) > (2**63 - radix) // radix:
             # acc * radix + term >= 2**63  <=>  acc > (2**63 - 1 - term) // radix.
             over = acc > (np.uint64(MAX_ID) - term) // np.uint64(radix)
             if over.any():
@@ -275,37 +276,160 @@ def _overlapping_copy_works() -> bool:
     return _OVERLAP_OK
 
 
+def _floor_reciprocal(divisor: int, vmax: int) -> float | None:
+    """A float64 m with ``floor(fl(v * m)) == v // divisor`` for every integer 0 <= v <= vmax.
+
+    With u = 2**-53 and m = 1/divisor + delta: fl(v*m) >= v*m*(1-u) >= v/divisor as long as
+    delta >= m*u, and fl(v*m) <= v*m*(1+u) < v//divisor + 1 as long as
+    vmax*(delta + m*u) < 1/divisor. Both are checked exactly (Fractions); None if they fail.
+    """
+    from fractions import Fraction
+
+    u = Fraction(1, 2**53)
+    m = 1.0 / divisor
+    for _ in range(16):
+        m = float(np.nextafter(m, np.inf))
+        delta = Fraction(m) - Fraction(1, divisor)
+        if delta >= Fraction(m) * u:
+            break
+    else:  # pragma: no cover - two or three steps always suffice
+        return None
+    if vmax * (delta + Fraction(m) * u) >= Fraction(1, divisor):
+        return None
+    return m
+
+
+def _exact(reciprocal: float | None, p: int, n: int) -> float:
+    if reciprocal is None:  # pragma: no cover - make_kernel only picks this kernel when it exists
+        raise RuntimeError(f"no exact float64 reduction for p={p}, n={n}; please report this")
+    return reciprocal
+
+
 class _FloatKernel(Kernel):
+    """float64 + BLAS kernel for ``n * p**2 < 2**50``.
+
+    Encode: ids are split (uint64 division by a constant) into limbs of k digits below
+    2**32. Within a limb l, digit i (counted from the limb's least significant end) is
+    congruent mod p to the partial quotient ``floor(l / p**i)``, so the BLAS operand rows
+    are those quotients (one multiply + floor each, exact by :func:`_floor_reciprocal`) and
+    no remainders are formed. V = rows @ M is exact (integers below 2**51) and is reduced as
+    ``V - p * floor(V * m)``. Decode: V = tokens @ M_inv, reduced the same way, digits are
+    combined into limbs below 2**52 by a second (exact) BLAS product, then in int64.
+    """
+
+    ROWS: Final = 8192  # sub-chunk: keeps every buffer in L2
+
     def __init__(self, p: int, matrix: I64, inverse: I64) -> None:
         self.p, self.n = p, matrix.shape[0]
-        self.m_t = np.ascontiguousarray(matrix.T, dtype=np.float64)
-        self.inv_t = np.ascontiguousarray(inverse.T, dtype=np.float64)
-        self.scale, self.offset = 1.0 / p, 0.5 / p
+        n = self.n
+        self.matrix = np.ascontiguousarray(matrix, dtype=np.float64)
+        self.inverse = np.ascontiguousarray(inverse, dtype=np.float64)
+        # Encode limbs: the largest k with p**k < 2**32 whose V bound still reduces exactly.
+        for k in range(n, 0, -1):
+            if p**k > 2**32:
+                continue
+            groups = digit_groups(n, k)
+            vmax = sum((p**size - 1) // p**j * (p - 1) for _, size in groups for j in range(size))
+            m = _floor_reciprocal(p, vmax)
+            recips = [_floor_reciprocal(p**j, p**size - 1) for _, size in groups for j in range(1, size)]
+            if m is not None and all(r is not None for r in recips):
+                break
+        self.enc_groups = groups
+        recips_by_power = {j: _floor_reciprocal(p**j, 2**32) for j in range(1, k)}
+        # Decode: digits < p, V < n * p**2; digits combined in limbs below 2**52.
+        dec_m = _floor_reciprocal(p, n * (p - 1) ** 2)
+        self.enc_m: float = _exact(m, p, n)
+        self.recips: dict[int, float] = {j: _exact(r, p, n) for j, r in recips_by_power.items()}
+        self.dec_m: float = _exact(dec_m, p, n)
+        kd = 1
+        while kd < n and p ** (kd + 1) <= 2**52:
+            kd += 1
+        self.dec_groups = digit_groups(n, kd)[::-1]  # most significant first
+        self.limb_weights = np.zeros((n, len(self.dec_groups)), dtype=np.float64)
+        for g, (a, size) in enumerate(self.dec_groups):
+            for i in range(size):
+                self.limb_weights[a + i, g] = float(p ** (size - 1 - i))
+        self.radices = [p**size for _, size in self.dec_groups]
 
-    def _reduce(self, v: F64) -> F64:
-        q = v * self.scale
-        q += self.offset
-        np.floor(q, out=q)
-        q *= self.p
-        v -= q
-        return v
+    def _reduce_into(self, v: F64, scratch: F64, m: float) -> None:
+        """v = v mod p in place (v holds integers with floor(v*m) == v // p)."""
+        np.multiply(v, m, out=scratch)
+        np.floor(scratch, out=scratch)
+        scratch *= self.p
+        v -= scratch
 
     def encode_into(self, x: I64, out: npt.NDArray[np.int32]) -> None:
-        digits = np.empty((self.n, x.shape[0]), dtype=np.float64)  # row i = digit i
-        rest = x.view(np.uint64)
-        radix = np.uint64(self.p)
-        for i in range(self.n - 1, 0, -1):
-            quotient = rest // radix  # division by a scalar constant: fast in NumPy
-            digits[i] = rest - quotient * radix
-            rest = quotient
-        digits[0] = rest
-        out[:] = self._reduce(self.m_t @ digits).T
+        step = self.ROWS
+        rows = min(step, x.shape[0])
+        n, p = self.n, self.p
+        limbs = np.empty((len(self.enc_groups), rows), dtype=np.uint64)
+        tmp = np.empty(rows, dtype=np.uint64)
+        d = np.empty((n, rows), dtype=np.float64)  # row i: a value congruent to digit i
+        v = np.empty((rows, n), dtype=np.float64)
+        s = np.empty((rows, n), dtype=np.float64)
+        last = len(self.enc_groups) - 1
+        for start in range(0, x.shape[0], step):
+            c = min(step, x.shape[0] - start)
+            rest = x[start : start + c].view(np.uint64)
+            for g, (a, size) in enumerate(self.enc_groups):
+                if g == last:
+                    limb = rest
+                else:
+                    radix = np.uint64(p**size)
+                    q = limbs[g + 1, :c]
+                    np.floor_divide(rest, radix, out=q)
+                    np.multiply(q, radix, out=tmp[:c])
+                    limb = limbs[g, :c]
+                    np.subtract(rest, tmp[:c], out=limb)
+                    rest = q
+                top = d[a + size - 1, :c]
+                np.copyto(top, limb.view(np.int64), casting="unsafe")  # exact: < 2**32
+                for j in range(1, size):
+                    row = d[a + size - 1 - j, :c]
+                    np.multiply(top, self.recips[j], out=row)
+                    np.floor(row, out=row)
+            vc, sc = v[:c], s[:c]
+            np.matmul(d[:, :c].T, self.matrix, out=vc)
+            self._reduce_into(vc, sc, self.enc_m)
+            np.copyto(out[start : start + c], vc, casting="unsafe")
 
     def decode_into(self, tokens: Tokens, out: I64) -> Mask | None:
-        t = np.empty((self.n, tokens.shape[0]), dtype=np.float64)
-        t[:] = tokens.T
-        digits = self._reduce(self.inv_t @ t)
-        return combine_digits(list(digits), self.p, out)
+        step = self.ROWS
+        total = tokens.shape[0]
+        rows = min(step, total)
+        n = self.n
+        t = np.empty((rows, n), dtype=np.float64)
+        v = np.empty((rows, n), dtype=np.float64)
+        s = np.empty((rows, n), dtype=np.float64)
+        nl = len(self.dec_groups)
+        limbs = np.empty((rows, nl), dtype=np.float64)
+        ilimbs = np.empty((rows, nl), dtype=np.int64)
+        overflow: Mask | None = None
+        for start in range(0, total, step):
+            c = min(step, total - start)
+            np.copyto(t[:c], tokens[start : start + c], casting="unsafe")
+            vc, sc = v[:c], s[:c]
+            np.matmul(t[:c], self.inverse, out=vc)
+            self._reduce_into(vc, sc, self.dec_m)
+            if nl == 1:
+                np.matmul(vc, self.limb_weights[:, 0], out=limbs[:c, 0])
+                np.copyto(out[start : start + c], limbs[:c, 0], casting="unsafe")
+                continue
+            np.matmul(vc, self.limb_weights, out=limbs[:c])
+            np.copyto(ilimbs[:c], limbs[:c], casting="unsafe")
+            if nl == 2 and int(ilimbs[:c, 0].max()) <= (2**63 - self.radices[1]) // self.radices[1]:
+                # Fast path: no row can reach 2**63; out = hi * radix + lo, directly in int64.
+                o = out[start : start + c]
+                np.multiply(ilimbs[:c, 0], self.radices[1], out=o)
+                o += ilimbs[:c, 1]
+                continue
+            cols = [ilimbs[:c, g] for g in range(nl)]
+            over = combine_limbs(cols, self.radices, out[start : start + c])
+            if over is not None:
+                if overflow is None:
+                    overflow = np.zeros(total, dtype=np.bool_)
+                overflow[start : start + c] = over
+        return overflow
 
 
 class _WideKernel(Kernel):
