@@ -1,0 +1,111 @@
+"""Arrow <-> NumPy glue for the UDF engine (private; runs inside Python workers).
+
+No per-row Python objects: ids come in as an Arrow int64 buffer, tokens go out as one flat
+int32 buffer wrapped in a list (or struct) array, nulls as a validity bitmap.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import numpy.typing as npt
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from spark_mlt.codec import MLTCodec
+from spark_mlt.errors import MLTError
+
+__all__ = ["codec_from_json", "decode_arrow", "encode_arrow"]
+
+
+@functools.lru_cache(maxsize=64)
+def codec_from_json(document: str) -> MLTCodec:
+    """The codec of a JSON document, parsed and validated once per worker process."""
+    return MLTCodec.from_json(document)
+
+
+def _mask(invalid: npt.NDArray[np.bool_]) -> pa.Array | None:
+    return pa.array(invalid) if invalid.any() else None
+
+
+def encode_arrow(codec: MLTCodec, ids: pa.Array, *, output: str, handle_invalid: str, name: str) -> pa.Array:
+    """Tokens of an int64 Arrow array as list<int32> (or struct t0..t{n-1}); null in, null out."""
+    present = ids.is_valid().to_numpy(zero_copy_only=False)
+    values = pc.fill_null(ids, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    if handle_invalid == "error":
+        try:
+            tokens = codec.encode(values)
+        except MLTError as exc:
+            raise type(exc)(
+                f"spark-mlt: {name}: {exc}; use handle_invalid='null' to turn such ids into nulls"
+            ) from None
+        null = ~present
+    else:
+        tokens, ok = codec.encode_masked(values)
+        null = ~(present & ok)
+    mask = _mask(null)
+    if output == "struct":
+        fields = [pa.array(np.ascontiguousarray(tokens[:, j])) for j in range(codec.n)]
+        return pa.StructArray.from_arrays(fields, names=[f"t{j}" for j in range(codec.n)], mask=mask)
+    offsets = pa.array(np.arange(0, (len(values) + 1) * codec.n, codec.n, dtype=np.int32))
+    return pa.ListArray.from_arrays(offsets, pa.array(tokens.reshape(-1)), mask=mask)
+
+
+def _token_matrix(codec: MLTCodec, tokens: pa.Array, form: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+    """(rows, n) int64 token matrix and a mask of rows with the right shape and no null token."""
+    rows, n = len(tokens), codec.n
+    present = tokens.is_valid().to_numpy(zero_copy_only=False)
+    if form == "struct":
+        columns = [tokens.field(j) for j in range(n)]
+        shaped = present.copy()
+        matrix = np.empty((rows, n), dtype=np.int64)
+        for j, column in enumerate(columns):
+            shaped &= column.is_valid().to_numpy(zero_copy_only=False)
+            matrix[:, j] = pc.fill_null(column, 0).to_numpy(zero_copy_only=False)
+        return matrix, shaped
+    offsets = tokens.offsets.to_numpy(zero_copy_only=False).astype(np.int64)
+    lengths = np.diff(offsets)
+    child = tokens.values
+    child_ok = child.is_valid().to_numpy(zero_copy_only=False)
+    child_values = pc.fill_null(child, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+    shaped = present & (lengths == n)
+    if shaped.all() and rows and np.array_equal(offsets, offsets[0] + n * np.arange(rows + 1)):
+        window = slice(int(offsets[0]), int(offsets[0]) + rows * n)
+        shaped &= child_ok[window].reshape(rows, n).all(axis=1)
+        return child_values[window].reshape(rows, n), shaped
+    # Irregular batch (nulls or wrong lengths): gather the well-shaped rows only.
+    index = np.where(shaped, offsets[:-1], 0)[:, None] + np.arange(n)
+    index = np.minimum(index, max(len(child_values) - 1, 0))
+    if len(child_values):
+        matrix = child_values[index]
+        shaped &= child_ok[index].all(axis=1)
+    else:
+        matrix = np.zeros((rows, n), dtype=np.int64)
+    return matrix, shaped
+
+
+def decode_arrow(codec: MLTCodec, tokens: pa.Array, *, form: str, handle_invalid: str, name: str) -> pa.Array:
+    """Ids (int64) of an Arrow list<int> (or struct) token array; null in, null out."""
+    matrix, shaped = _token_matrix(codec, tokens, form)
+    present = tokens.is_valid().to_numpy(zero_copy_only=False)
+    if handle_invalid == "error":
+        bad_shape = present & ~shaped
+        if bad_shape.any():
+            row = int(np.flatnonzero(bad_shape)[0])
+            raise MLTError(
+                f"spark-mlt: {name}: token vector {tokens[row].as_py()} is not a valid MLT code: expected "
+                f"{codec.n} non-null tokens in [0, {codec.p}) (p={codec.p}, n={codec.n}); "
+                "use handle_invalid='null' to turn such rows into nulls"
+            )
+        try:
+            ids = codec.decode(np.where(present[:, None], matrix, 0))
+        except MLTError as exc:
+            raise type(exc)(
+                f"spark-mlt: {name}: {exc}; use handle_invalid='null' to turn such rows into nulls"
+            ) from None
+        null = ~present
+    else:
+        ids, ok = codec.decode_masked(np.where(shaped[:, None], matrix, 0))
+        null = ~(shaped & ok)
+    return pa.array(ids, mask=null if null.any() else None)

@@ -1,0 +1,320 @@
+"""The native engine: MLT as plain Spark SQL expressions (private).
+
+The same arithmetic is emitted for two targets, a PySpark ``Column`` (for
+``mlt_encode``/``mlt_decode``) and SQL text (for ``CREATE TEMPORARY FUNCTION``), through the
+small :class:`Backend` interface, so the two cannot drift apart.
+
+Traps handled here:
+
+* ANSI mode (Spark 4's default) raises on bigint overflow, and with ANSI off overflow wraps
+  silently. Every intermediate stays below 2**63: digits come from ``x div p**k % p``
+  (no power of p above 2**63 - 1 is ever formed: such a digit is 0 for any valid id), and
+  products ``digit * M[i, j]`` (< 2**62) are summed only in groups whose sum cannot exceed
+  2**63 - 1, each reduced mod p before the groups are added.
+* Decoding to an id: when p**n <= 2**63 the weighted digit sum is below 2**63. Otherwise the
+  digits whose weight is 2**63 or more must be 0, and the rest is summed as decimal(38,0)
+  (each term < 2**94) and compared with 2**63 before the cast to bigint.
+* Input types: an analysis-time gate (never evaluated: the optimizer folds ``false AND``
+  away) makes Spark reject anything but integral and decimal inputs with its own
+  DATATYPE_MISMATCH error naming the column and its type. Decimal values must be whole
+  numbers that fit a bigint; other values are invalid rows.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol, TypeVar
+
+from spark_mlt.codec import MAX_ID, MLTCodec
+
+E = TypeVar("E")
+
+
+class Backend(Protocol[E]):
+    """Operations the builders need, for one target representation E."""
+
+    def lit(self, value: int | str | bool | None) -> E: ...
+    def add(self, a: E, b: E) -> E: ...
+    def sub(self, a: E, b: E) -> E: ...
+    def mul(self, a: E, b: E) -> E: ...
+    def mod(self, a: E, b: E) -> E: ...
+    def div(self, a: E, b: E) -> E: ...
+    def cmp(self, a: E, op: str, b: E) -> E: ...
+    def and_(self, items: Sequence[E]) -> E: ...
+    def or_(self, items: Sequence[E]) -> E: ...
+    def is_null(self, a: E) -> E: ...
+    def cast(self, a: E, sql_type: str) -> E: ...
+    def try_cast(self, a: E, sql_type: str) -> E: ...
+    def case(self, branches: Sequence[tuple[E, E]], otherwise: E) -> E: ...
+    def call(self, name: str, args: Sequence[E]) -> E: ...
+    def field(self, a: E, name: str) -> E: ...
+    def struct(self, names: Sequence[str], values: Sequence[E]) -> E: ...
+
+
+class SqlBackend:
+    """Emits Spark SQL text."""
+
+    def lit(self, value: int | str | bool | None) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return f"{value}L" if abs(value) >= 2**31 else str(value)
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    def add(self, a: str, b: str) -> str:
+        return f"({a} + {b})"
+
+    def sub(self, a: str, b: str) -> str:
+        return f"({a} - {b})"
+
+    def mul(self, a: str, b: str) -> str:
+        return f"({a} * {b})"
+
+    def mod(self, a: str, b: str) -> str:
+        return f"({a} % {b})"
+
+    def div(self, a: str, b: str) -> str:
+        return f"({a} div {b})"
+
+    def cmp(self, a: str, op: str, b: str) -> str:
+        return f"({a} {op} {b})"
+
+    def and_(self, items: Sequence[str]) -> str:
+        return "(" + " AND ".join(items) + ")"
+
+    def or_(self, items: Sequence[str]) -> str:
+        return "(" + " OR ".join(items) + ")"
+
+    def is_null(self, a: str) -> str:
+        return f"({a} IS NULL)"
+
+    def cast(self, a: str, sql_type: str) -> str:
+        return f"CAST({a} AS {sql_type})"
+
+    def try_cast(self, a: str, sql_type: str) -> str:
+        return f"TRY_CAST({a} AS {sql_type})"
+
+    def case(self, branches: Sequence[tuple[str, str]], otherwise: str) -> str:
+        whens = " ".join(f"WHEN {cond} THEN {value}" for cond, value in branches)
+        return f"CASE {whens} ELSE {otherwise} END"
+
+    def call(self, name: str, args: Sequence[str]) -> str:
+        return f"{name}({', '.join(args)})"
+
+    def field(self, a: str, name: str) -> str:
+        return f"{a}.{name}"
+
+    def struct(self, names: Sequence[str], values: Sequence[str]) -> str:
+        pairs = ", ".join(f"'{name}', {value}" for name, value in zip(names, values, strict=True))
+        return f"named_struct({pairs})"
+
+
+class ColumnBackend:
+    """Builds PySpark Columns (works on Spark Classic and Spark Connect)."""
+
+    def __init__(self) -> None:
+        from pyspark.sql import functions
+
+        self.F = functions
+
+    def lit(self, value: int | str | bool | None) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self.F.lit(value).cast("bigint" if abs(value) >= 2**31 else "int")
+        return self.F.lit(value)
+
+    def add(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def sub(self, a: Any, b: Any) -> Any:
+        return a - b
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return a * b
+
+    def mod(self, a: Any, b: Any) -> Any:
+        return a % b
+
+    def div(self, a: Any, b: Any) -> Any:
+        return self.F.call_function("div", a, b)
+
+    def cmp(self, a: Any, op: str, b: Any) -> Any:
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "=": a == b, "<>": a != b}[op]
+
+    def and_(self, items: Sequence[Any]) -> Any:
+        result = items[0]
+        for item in items[1:]:
+            result = result & item
+        return result
+
+    def or_(self, items: Sequence[Any]) -> Any:
+        result = items[0]
+        for item in items[1:]:
+            result = result | item
+        return result
+
+    def is_null(self, a: Any) -> Any:
+        return a.isNull()
+
+    def cast(self, a: Any, sql_type: str) -> Any:
+        return a.cast(sql_type)
+
+    def try_cast(self, a: Any, sql_type: str) -> Any:
+        return a.try_cast(sql_type)
+
+    def case(self, branches: Sequence[tuple[Any, Any]], otherwise: Any) -> Any:
+        (cond, value), *rest = branches
+        result = self.F.when(cond, value)
+        for cond, value in rest:
+            result = result.when(cond, value)
+        return result.otherwise(otherwise)
+
+    def call(self, name: str, args: Sequence[Any]) -> Any:
+        return self.F.call_function(name, *args)
+
+    def field(self, a: Any, name: str) -> Any:
+        return a.getField(name)
+
+    def struct(self, names: Sequence[str], values: Sequence[Any]) -> Any:
+        return self.F.struct(*[value.alias(name) for name, value in zip(names, values, strict=True)])
+
+
+def token_names(n: int) -> list[str]:
+    """Field names of the struct output: t0 .. t{n-1}."""
+    return [f"t{j}" for j in range(n)]
+
+
+def _sum_mod(b: Backend[E], terms: list[tuple[E, int]], p: int) -> E:
+    """(sum of term * weight) mod p, never exceeding 2**63 - 1 on the way."""
+    terms = [(t, w % p) for t, w in terms if w % p]
+    if not terms:
+        return b.lit(0)
+    per_group = max(1, MAX_ID // max(1, (p - 1) ** 2))  # products < (p-1)**2 each
+    groups = []
+    for start in range(0, len(terms), per_group):
+        groups.append(b.mod(_weighted(b, terms[start : start + per_group]), b.lit(p)))
+    result = groups[0]
+    for group in groups[1:]:  # each < p: the sum of n of them is far below 2**63
+        result = b.add(result, group)
+    return result if len(groups) == 1 else b.mod(result, b.lit(p))
+
+
+def input_gate(b: Backend[E], value: E) -> E:
+    """A predicate that is always false but fails analysis unless value is integral or decimal."""
+    contains = b.call("array_contains", [b.call("array", [b.cast(b.lit(0), "BIGINT")]), value])
+    interval = b.is_null(b.cast(value, "INTERVAL DAY"))
+    return b.and_([b.lit(False), contains, interval])
+
+
+def encode_expr(b: Backend[E], value: E, codec: MLTCodec, *, output: str, handle_invalid: str, sql_name: str) -> E:
+    """Tokens of ``value`` (any integral or decimal expression) as array<int> or struct."""
+    p, n = codec.p, codec.n
+    x = b.try_cast(value, "BIGINT")
+    invalid = b.or_(
+        [
+            b.is_null(x),  # a decimal beyond the bigint range
+            b.cmp(x, "<", b.lit(0)),
+            b.cmp(x, ">", b.lit(codec.max_id)),
+            b.cmp(value, "<>", x),  # a decimal with a fraction
+        ]
+    )
+    digits: list[tuple[int, E]] = []
+    for i in range(n):
+        weight = p ** (n - 1 - i)
+        if weight > MAX_ID:
+            continue  # this digit is 0 for every id below 2**63
+        shifted = x if weight == 1 else b.div(x, b.lit(weight))
+        digits.append((i, shifted if i == 0 and p**n <= 2**63 else b.mod(shifted, b.lit(p))))
+    matrix = codec.M.tolist()
+    tokens = [b.cast(_sum_mod(b, [(d, matrix[i][j]) for i, d in digits], p), "INT") for j in range(n)]
+    result = b.struct(token_names(n), tokens) if output == "struct" else b.call("array", tokens)
+    if handle_invalid == "null":
+        on_invalid = b.lit(None)
+    else:
+        on_invalid = b.call(
+            "raise_error",
+            [
+                b.call(
+                    "concat",
+                    [
+                        b.lit(f"spark-mlt: {sql_name}: id "),
+                        b.cast(value, "STRING"),
+                        b.lit(
+                            f" is outside the codec's domain [0, {codec.max_id + 1}) (p={p}, n={n}); "
+                            "ids must be whole numbers; use handle_invalid='null' to turn such ids into nulls"
+                        ),
+                    ],
+                )
+            ],
+        )
+    return b.case(
+        [(input_gate(b, value), b.lit(None)), (b.is_null(value), b.lit(None)), (invalid, on_invalid)],
+        result,
+    )
+
+
+def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_invalid: str, sql_name: str) -> E:
+    """The bigint id of ``tokens`` (array<int-like> or struct t0..t{n-1})."""
+    p, n = codec.p, codec.n
+    if form == "struct":
+        items = [b.field(tokens, name) for name in token_names(n)]
+        shape_ok: list[E] = []
+    else:
+        items = [b.call("try_element_at", [tokens, b.lit(j + 1)]) for j in range(n)]
+        shape_ok = [b.cmp(b.call("size", [tokens]), "=", b.lit(n))]
+    t = [b.cast(item, "BIGINT") for item in items]
+    valid = b.and_(
+        shape_ok + [b.and_([b.cmp(tj, ">=", b.lit(0)), b.cmp(tj, "<", b.lit(p))]) for tj in t]
+    )  # null when a token is null: treated as invalid below
+    inverse = codec.M_inv.tolist()
+    digits = [_sum_mod(b, [(t[j], inverse[j][i]) for j in range(n)], p) for i in range(n)]
+    if codec.capacity <= 2**63:
+        value = _weighted(b, [(d, p ** (n - 1 - i)) for i, d in enumerate(digits)])
+    else:
+        high = [d for i, d in enumerate(digits) if p ** (n - 1 - i) > MAX_ID]
+        low = [
+            (b.cast(d, "DECIMAL(38,0)"), p ** (n - 1 - i)) for i, d in enumerate(digits) if p ** (n - 1 - i) <= MAX_ID
+        ]
+        exact = _weighted(b, low, decimal=True)
+        fits = b.and_(
+            [b.cmp(d, "=", b.lit(0)) for d in high] + [b.cmp(exact, "<=", b.cast(b.lit(MAX_ID), "DECIMAL(38,0)"))]
+        )
+        valid = b.and_([valid, fits])
+        value = b.cast(b.case([(fits, exact)], b.lit(None)), "BIGINT")
+    if handle_invalid == "null":
+        on_invalid = b.lit(None)
+    else:
+        on_invalid = b.call(
+            "raise_error",
+            [
+                b.call(
+                    "concat",
+                    [
+                        b.lit(f"spark-mlt: {sql_name}: token vector "),
+                        b.cast(tokens, "STRING"),
+                        b.lit(
+                            f" is not a valid MLT code: expected {n} tokens in [0, {p}) "
+                            f"that decode to an id below 2^63 (p={p}, n={n}); "
+                            "use handle_invalid='null' to turn such rows into nulls"
+                        ),
+                    ],
+                )
+            ],
+        )
+    return b.case(
+        [(b.is_null(tokens), b.lit(None)), (b.call("coalesce", [valid, b.lit(False)]), value)],
+        on_invalid,
+    )
+
+
+def _weighted(b: Backend[E], terms: list[tuple[E, int]], *, decimal: bool = False) -> E:
+    total: E | None = None
+    for term, weight in terms:
+        if weight == 1:
+            product = term
+        else:
+            factor = b.cast(b.lit(weight), "DECIMAL(38,0)") if decimal else b.lit(weight)
+            product = b.mul(term, factor)
+        total = product if total is None else b.add(total, product)
+    return total if total is not None else b.lit(0)

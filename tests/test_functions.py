@@ -1,0 +1,209 @@
+"""mlt_encode / mlt_decode on a real local SparkSession, both engines, both ANSI modes."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import numpy as np
+import pytest
+from pyspark.errors import AnalysisException, PythonException, SparkRuntimeException
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from spark_mlt import MLTCodec, MLTTypeError
+from spark_mlt.codec import MAX_ID
+from spark_mlt.functions import mlt_decode, mlt_encode, register_mlt_functions
+
+ENGINES = ["native", "udf"]
+CODECS = [(13, 6), (7, 7), (2, 16), (251, 8), (65521, 4), (2_147_483_647, 3)]
+
+
+@pytest.fixture(params=["true", "false"], ids=["ansi", "legacy"])
+def ansi(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs the test with ANSI mode on and off; restores the session's setting."""
+    before = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", request.param)
+    yield request.param
+    spark.conf.set("spark.sql.ansi.enabled", before)
+
+
+def _ids(codec: MLTCodec) -> list[int | None]:
+    rng = np.random.default_rng(codec.p)
+    edge = [0, 1, codec.p - 1, codec.p, codec.max_id, codec.max_id - 1, None]
+    near_2_62 = [2**62, 2**62 + 7] if codec.max_id >= 2**62 + 7 else []
+    return edge + near_2_62 + rng.integers(0, codec.max_id, size=40, endpoint=True).tolist()
+
+
+def _expected(codec: MLTCodec, ids: list[int | None]) -> list[list[int] | None]:
+    return [None if i is None else codec.encode([i])[0].tolist() for i in ids]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("p", "n"), CODECS)
+def test_encode_matches_the_numpy_codec_and_decode_inverts_it(
+    spark: SparkSession, ansi: str, engine: str, p: int, n: int
+) -> None:
+    codec = MLTCodec.from_seed(p, n, seed=11)
+    ids = _ids(codec)
+    df = spark.createDataFrame([(i,) for i in ids], "id bigint")
+    tokens = df.select("id", mlt_encode("id", codec, engine=engine).alias("t"))
+    rows = tokens.select("t", mlt_decode("t", codec, engine=engine).alias("back")).collect()
+    assert [r.t for r in rows] == _expected(codec, ids)
+    assert [r.back for r in rows] == ids
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_struct_output_and_struct_decoding(spark: SparkSession, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([(5,), (None,), (4_826_808,)], "id bigint")
+    out = df.select("id", mlt_encode("id", codec, output="struct", engine=engine).alias("s"))
+    assert out.schema["s"].dataType.simpleString() == "struct<t0:int,t1:int,t2:int,t3:int,t4:int,t5:int>"
+    rows = out.select("s", mlt_decode("s", codec, form="struct", engine=engine).alias("back")).collect()
+    assert [None if r.s is None else list(r.s) for r in rows] == _expected(codec, [5, None, 4_826_808])
+    assert [r.back for r in rows] == [5, None, 4_826_808]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_vector_output_is_tokens_over_p_minus_1(spark: SparkSession, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    rows = spark.createDataFrame([(42,), (None,)], "id bigint").select(
+        mlt_encode("id", codec, output="vector", engine=engine).alias("v")
+    )
+    vector, missing = (r.v for r in rows.collect())
+    np.testing.assert_allclose(vector.toArray(), codec.encode([42])[0] / 12)
+    assert missing is None
+
+
+def test_engines_are_bit_identical_on_many_ids(spark: SparkSession) -> None:
+    codec = MLTCodec.from_seed(251, 8, seed=3)
+    df = spark.range(0, 20_000).select((F.col("id") * 461_168_601_842_738 + 17).alias("id"))
+    both = df.select(
+        mlt_encode("id", codec, engine="native").alias("native"), mlt_encode("id", codec, engine="udf").alias("udf")
+    )
+    assert both.where("native <> udf").count() == 0
+    assert both.where("native IS NULL").count() == 0
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("dtype", ["tinyint", "smallint", "int", "bigint", "decimal(18,0)", "decimal(10,2)"])
+def test_every_integral_and_decimal_input_type_is_accepted(spark: SparkSession, engine: str, dtype: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([(7,), (None,)], "v int").select(F.col("v").cast(dtype).alias("v"))
+    rows = df.select(mlt_encode("v", codec, engine=engine).alias("t")).collect()
+    assert [r.t for r in rows] == _expected(codec, [7, None])
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("dtype", "shown"), [("string", "STRING"), ("double", "DOUBLE"), ("boolean", "BOOLEAN")])
+def test_non_integer_input_fails_at_analysis_naming_column_and_type(
+    spark: SparkSession, ansi: str, engine: str, dtype: str, shown: str
+) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([("1",)], "user_key string").select(F.col("user_key").cast(dtype).alias("user_key"))
+    with pytest.raises(AnalysisException, match=rf"(?s)DATATYPE_MISMATCH.*user_key.*{shown}"):
+        df.select(mlt_encode("user_key", codec, engine=engine))  # analysis happens here, before any job
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("bad", [-5, 4_826_809, MAX_ID])
+def test_an_invalid_id_fails_the_query_naming_value_and_range(spark: SparkSession, engine: str, bad: int) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([(1,), (bad,)], "user_id bigint")
+    with pytest.raises(
+        (SparkRuntimeException, PythonException), match=rf"(?s)column 'user_id'.*id {bad} .*\[0, 4826809\)"
+    ):
+        df.select(mlt_encode("user_id", codec, engine=engine)).collect()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_decimal_with_a_fraction_is_an_invalid_id(spark: SparkSession, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([("7.00",), ("7.50",)], "v string").select(F.col("v").cast("decimal(10,2)").alias("v"))
+    rows = df.select(mlt_encode("v", codec, engine=engine, handle_invalid="null").alias("t")).collect()
+    assert [r.t for r in rows] == [codec.encode([7])[0].tolist(), None]
+    with pytest.raises((SparkRuntimeException, PythonException), match=r"id 7.50 "):
+        df.select(mlt_encode("v", codec, engine=engine)).collect()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_handle_invalid_null_turns_bad_ids_into_nulls(spark: SparkSession, ansi: str, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([(1,), (-1,), (4_826_809,), (None,)], "id bigint")
+    rows = df.select(mlt_encode("id", codec, engine=engine, handle_invalid="null").alias("t")).collect()
+    assert [r.t for r in rows] == [codec.encode([1])[0].tolist(), None, None, None]
+
+
+def _bad_token_rows(codec: MLTCodec) -> list[tuple[list[int | None] | None]]:
+    good = codec.encode([12345])[0].tolist()
+    return [
+        (good,),
+        (good[:-1],),  # too short
+        ([*good, 0],),  # too long
+        ([codec.p, *good[1:]],),  # a token equal to p
+        ([-1, *good[1:]],),  # a negative token
+        ([None, *good[1:]],),  # a null token
+        (None,),  # a null array: null out, not invalid
+    ]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_invalid_token_vectors_become_null_on_request(spark: SparkSession, ansi: str, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame(_bad_token_rows(codec), "t array<int>")
+    rows = df.select(mlt_decode("t", codec, engine=engine, handle_invalid="null").alias("id")).collect()
+    assert [r.id for r in rows] == [12345, None, None, None, None, None, None]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("row", [1, 2, 3, 4, 5])
+def test_an_invalid_token_vector_fails_the_query_naming_it(spark: SparkSession, engine: str, row: int) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    bad = _bad_token_rows(codec)[row]
+    df = spark.createDataFrame([bad], "t array<int>")
+    with pytest.raises((SparkRuntimeException, PythonException), match=r"(?s)column 't'.*token"):
+        df.select(mlt_decode("t", codec, engine=engine)).collect()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_token_vector_decoding_beyond_2_to_63_is_invalid(spark: SparkSession, ansi: str, engine: str) -> None:
+    codec = MLTCodec.from_seed(251, 8)
+    digits, value = [], 2**63
+    for _ in range(8):
+        value, digit = divmod(value, 251)
+        digits.append(digit)
+    beyond = (np.array(digits[::-1], dtype=object).dot(codec.M.astype(object)) % 251).tolist()
+    df = spark.createDataFrame([(codec.encode([MAX_ID])[0].tolist(),), (beyond,)], "t array<int>")
+    rows = df.select(mlt_decode("t", codec, engine=engine, handle_invalid="null").alias("id")).collect()
+    assert [r.id for r in rows] == [MAX_ID, None]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sql_functions_encode_and_decode(spark: SparkSession, engine: str) -> None:
+    codec = MLTCodec.from_seed(7, 7)
+    names = register_mlt_functions(spark, codec, f"user_{engine}", engine=engine)
+    assert names == (f"mlt_encode_user_{engine}", f"mlt_decode_user_{engine}")
+    spark.createDataFrame([(3,), (None,), (823_542,)], "user_id int").createOrReplaceTempView("users_sql")
+    result = spark.sql(
+        f"SELECT user_id, mlt_encode_user_{engine}(user_id) AS t, "
+        f"mlt_decode_user_{engine}(mlt_encode_user_{engine}(user_id)) AS back FROM users_sql"
+    )
+    expected = spark.createDataFrame(
+        [(i, t, i) for i, t in zip([3, None, 823_542], _expected(codec, [3, None, 823_542]), strict=True)],
+        "user_id int, t array<int>, back bigint",
+    )
+    assertDataFrameEqual(result, expected)
+
+
+def test_bad_options_are_refused_before_spark_sees_them() -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    with pytest.raises(MLTTypeError, match=r"output must be one of 'array', 'struct', 'vector'; got 'list'"):
+        mlt_encode("id", codec, output="list")  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"engine must be one of 'auto', 'udf', 'native'; got 'jvm'"):
+        mlt_decode("t", codec, engine="jvm")  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"handle_invalid must be one of 'error', 'null'; got 'skip'"):
+        mlt_encode("id", codec, handle_invalid="skip")  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"codec must be an MLTCodec, got dict"):
+        mlt_encode("id", {"p": 13})  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"name must be a plain identifier"):
+        register_mlt_functions(None, codec, "user; DROP TABLE x")  # type: ignore[arg-type]
