@@ -114,10 +114,17 @@ def mlt_encode(
         from pyspark.ml.functions import array_to_vector
         from pyspark.sql import functions as F
 
-        tokens = mlt_encode(column, codec, output="array", handle_invalid=handle_invalid, engine=engine)
+        if _resolve_engine(engine) == "native":
+            b = _sqlgen.ColumnBackend()
+            vector: Column = _sqlgen.encode_expr(
+                b, column, codec, output="scaled", handle_invalid=handle_invalid, sql_name=name, wrap=array_to_vector
+            )
+            return vector
+        tokens = mlt_encode(column, codec, output="array", handle_invalid=handle_invalid, engine="udf")
         scale = float(max(codec.p - 1, 1))
-        scaled = F.array(*[tokens.getItem(j).cast("double") / scale for j in range(codec.n)])
-        return F.when(tokens.isNull(), F.lit(None)).otherwise(array_to_vector(scaled))
+        items = F.array(*[tokens.getItem(j).cast("double") / scale for j in range(codec.n)])
+        udf_vector: Column = F.when(tokens.isNull(), F.lit(None)).otherwise(array_to_vector(items))
+        return udf_vector  # the UDF itself runs once: Spark deduplicates identical UDF calls
     b = _sqlgen.ColumnBackend()
     if _resolve_engine(engine) == "native":
         native: Column = _sqlgen.encode_expr(

@@ -1,0 +1,93 @@
+"""Benchmark: mlt_encode / mlt_decode in Spark against Spark's own hashing and a no-op UDF.
+
+On local[2], ids from ``spark.range`` are cached, then each expression is written to the
+``noop`` sink and timed (best of ``--repeats``). Prints rows/s and ratios against
+``xxhash64`` (Spark's native hashing, the hashing-trick peer) and an identity pandas UDF
+(the cost floor of any Python UDF).
+
+Targets: udf engine >= 0.8x the identity UDF (array output); native engine >= 0.4x
+xxhash64; decode within 1.5x of encode's time for each engine.
+
+Run: ``make bench`` or ``python jobs/benchmark_functions.py --rows 20000000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import pandas as pd
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import LongType
+
+from spark_mlt import MLTCodec
+from spark_mlt.functions import mlt_decode, mlt_encode
+from spark_mlt.session import local_session
+
+
+def _time(df: DataFrame, repeats: int) -> float:
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        df.write.format("noop").mode("overwrite").save()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+@F.pandas_udf(LongType())  # type: ignore[call-overload]
+def identity_udf(ids: pd.Series) -> pd.Series:
+    return ids
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--p", type=int, default=13)
+    parser.add_argument("--n", type=int, default=6)
+    args = parser.parse_args(argv)
+
+    spark = local_session("spark-mlt-bench", extra_conf={"spark.ui.showConsoleProgress": "false"})
+    codec = MLTCodec.from_seed(args.p, args.n)
+    ids = spark.range(args.rows).select((F.col("id") % (codec.max_id + 1)).alias("id")).cache()
+    ids.count()
+    tokens = ids.select(mlt_encode("id", codec, engine="native").alias("t")).cache()
+    tokens.count()
+
+    results: dict[str, float] = {}
+
+    def run(label: str, df: DataFrame) -> None:
+        seconds = _time(df, args.repeats)
+        results[label] = args.rows / seconds
+        print(f"{label:<32} {args.rows / seconds / 1e6:>8.2f} M rows/s  ({seconds:.2f} s)", flush=True)
+
+    print(f"{args.rows:,} ids, local[2], p={codec.p}, n={codec.n}, best of {args.repeats}")
+    run("xxhash64 (native hashing)", ids.select(F.xxhash64("id")))
+    run("identity pandas UDF", ids.select(identity_udf("id")))
+    for engine in ("native", "udf"):
+        for output in ("array", "struct", "vector"):
+            run(f"mlt_encode {engine} {output}", ids.select(mlt_encode("id", codec, output=output, engine=engine)))
+        run(f"mlt_decode {engine}", tokens.select(mlt_decode("t", codec, engine=engine)))
+
+    xx, floor = results["xxhash64 (native hashing)"], results["identity pandas UDF"]
+    checks = [
+        ("udf array >= 0.8x identity UDF", results["mlt_encode udf array"] / floor, 0.8),
+        ("native array >= 0.4x xxhash64", results["mlt_encode native array"] / xx, 0.4),
+        # decode time / encode time <= 1.5  <=>  decode rate / encode rate >= 1/1.5
+        (
+            "native decode within 1.5x encode",
+            results["mlt_decode native"] / results["mlt_encode native array"],
+            1 / 1.5,
+        ),
+        ("udf decode within 1.5x encode", results["mlt_decode udf"] / results["mlt_encode udf array"], 1 / 1.5),
+    ]
+    print()
+    for label, ratio, target in checks:
+        print(f"{label:<36} ratio {ratio:5.2f} (target {target:.2f}) {'ok' if ratio >= target else 'MISSED'}")
+    spark.stop()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,56 @@
+"""Both engines over Spark Connect (a local Connect server, in a separate process).
+
+Spark Connect has no SparkContext: this proves the codec travels inside the UDF closure
+and the native engine needs only the Column API. A separate process keeps its JVM apart
+from the test session's.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from spark_mlt import MLTCodec
+
+SCRIPT = textwrap.dedent(
+    """
+    import json, os, sys
+    os.environ["PYSPARK_PYTHON"] = sys.executable
+    from pyspark.sql import SparkSession
+    from spark_mlt import MLTCodec
+    from spark_mlt.functions import mlt_decode, mlt_encode
+
+    spark = (
+        SparkSession.builder.remote("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.pyspark.python", sys.executable)
+        .getOrCreate()
+    )
+    assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
+    codec = MLTCodec.from_seed(13, 6, seed=42)
+    df = spark.createDataFrame([(0,), (12345,), (None,), (4826808,)], "id bigint")
+    out = {}
+    for engine in ("native", "udf"):
+        tokens = df.select("id", mlt_encode("id", codec, engine=engine).alias("t"))
+        rows = tokens.select("t", mlt_decode("t", codec, engine=engine).alias("back")).collect()
+        out[engine] = [[r.t, r.back] for r in rows]
+    print("RESULT " + json.dumps(out))
+    spark.stop()
+    """
+)
+
+
+@pytest.mark.slow
+def test_both_engines_work_over_spark_connect() -> None:
+    completed = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600, check=False)
+    lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
+    assert completed.returncode == 0 and lines, completed.stderr[-3000:]
+    result = json.loads(lines[0].removeprefix("RESULT "))
+    codec = MLTCodec.from_seed(13, 6, seed=42)
+    ids = [0, 12345, None, 4826808]
+    expected = [[None if i is None else codec.encode([i])[0].tolist(), i] for i in ids]
+    assert result == {"native": expected, "udf": expected}
