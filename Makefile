@@ -37,7 +37,12 @@ format: $(STAMP) ## Format and auto-fix the code
 bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, one core)
 	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python jobs/benchmark_codec.py
 
+bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2])
+	$(BIN)/python jobs/benchmark_functions.py
+
+bench: bench-codec bench-functions ## Run every benchmark
+
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help venv test test-fast lint format bench-codec clean
+.PHONY: help venv test test-fast lint format bench bench-codec bench-functions clean

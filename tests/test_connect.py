@@ -48,7 +48,8 @@ SCRIPT = textwrap.dedent(
 def test_both_engines_work_over_spark_connect() -> None:
     completed = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, timeout=600, check=False)
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
-    assert completed.returncode == 0 and lines, completed.stderr[-3000:]
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    assert lines, completed.stdout[-3000:]
     result = json.loads(lines[0].removeprefix("RESULT "))
     codec = MLTCodec.from_seed(13, 6, seed=42)
     ids = [0, 12345, None, 4826808]
