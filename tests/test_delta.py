@@ -1,0 +1,152 @@
+"""Delta storage through delta-rs (the embedded default): real tables under tmp_path."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+from deltalake import DeltaTable
+from pyspark.errors import PythonException, SparkRuntimeException
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from spark_mlt import CodecFormatError, MLTCodec
+from spark_mlt.delta import (
+    CodecMismatchError,
+    TableExistsError,
+    has_delta_jars,
+    read_codecs,
+    read_delta,
+    write_delta,
+)
+from spark_mlt.errors import MLTError
+from spark_mlt.functions import mlt_encode
+
+CODEC = MLTCodec.from_seed(7, 7, seed=42)
+
+
+def _ratings(spark: SparkSession, start: int = 0, rows: int = 200) -> DataFrame:
+    df = spark.range(start, start + rows).select(
+        F.col("id").alias("userId"),
+        (F.col("id") % 3).cast("int").alias("part"),
+        (F.col("id") % 5 + 0.5).alias("rating"),
+    )
+    return df.withColumn("userId_mlt", mlt_encode("userId", CODEC))
+
+
+def test_no_delta_jars_here_so_delta_rs_is_the_backend(spark: SparkSession) -> None:
+    assert has_delta_jars(spark) is False
+
+
+def test_create_stores_codecs_and_delta_rs_alone_reads_the_same_rows(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    df = _ratings(spark)
+    result = write_delta(df, path, {"userId": CODEC}, commit_info={"job": "test"})
+    assert (result.rows, result.backend, result.version) == (200, "delta-rs", 1)
+    table = DeltaTable(path)
+    assert table.metadata().configuration["mlt.codec.userId"] == CODEC.to_json()
+    assert table.metadata().configuration["mlt.format.version"] == "1"
+    assert read_codecs(path) == {"userId": CODEC}
+    arrow = table.to_pyarrow_table()
+    assert arrow.num_rows == 200
+    assertDataFrameEqual(spark.createDataFrame(arrow.to_pandas()), df)
+    history = table.history()
+    assert history[0]["job"] == "test"
+    assert history[0]["spark_mlt.rows"] == 200
+    assert DeltaTable(path, version=0).to_pyarrow_table().num_rows == 0  # properties before any data
+    assert read_codecs(path, version=0) == {"userId": CODEC}
+
+
+def test_append_reuses_codecs_and_time_travel_reads_old_versions(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 100), path, {"userId": CODEC})
+    write_delta(_ratings(spark, 100, 50), path, {"userId": CODEC}, mode="append")
+    assert read_delta(spark, path).count() == 150
+    assert read_delta(spark, path, version=1).count() == 100
+    assertDataFrameEqual(read_delta(spark, path), _ratings(spark, 0, 150))
+
+
+def test_overwrite_replaces_rows_and_keeps_history(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 100), path, {"userId": CODEC})
+    write_delta(_ratings(spark, 500, 10), path, {"userId": CODEC}, mode="overwrite")
+    assertDataFrameEqual(read_delta(spark, path), _ratings(spark, 500, 10))
+    assert read_delta(spark, path, version=1).count() == 100
+
+
+def test_mode_error_refuses_an_existing_table(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
+    with pytest.raises(TableExistsError, match=r"a Delta table already exists at .*ratings"):
+        write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
+
+
+def test_a_different_codec_for_a_stored_column_is_refused_and_the_table_kept(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
+    other = MLTCodec.from_seed(7, 7, seed=43)
+    for mode in ("append", "overwrite"):
+        with pytest.raises(CodecMismatchError, match=r"already stores a codec for column 'userId' .*seed=42.*seed=43"):
+            write_delta(_ratings(spark, 0, 10), path, {"userId": other}, mode=mode)  # type: ignore[arg-type]
+    assert DeltaTable(path).version() == 1
+    assert read_codecs(path) == {"userId": CODEC}
+
+
+def test_a_schema_mismatch_on_append_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
+    with pytest.raises(MLTError, match=r"schema does not match the table"):
+        write_delta(_ratings(spark, 0, 10).drop("rating"), path, {"userId": CODEC}, mode="append")
+    assert DeltaTable(path).version() == 1
+
+
+def test_partitioned_tables_round_trip(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark), path, {"userId": CODEC}, partition_by=["part"])
+    table = DeltaTable(path)
+    assert table.metadata().partition_columns == ["part"]
+    assert table.to_pyarrow_table().num_rows == 200
+    assertDataFrameEqual(read_delta(spark, path), _ratings(spark))
+    write_delta(_ratings(spark, 200, 30), path, {"userId": CODEC}, mode="append")
+    assert read_delta(spark, path).where("part = 2").count() == _ratings(spark, 0, 230).where("part = 2").count()
+
+
+def test_a_tampered_codec_property_is_refused_on_read(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
+    document = json.loads(CODEC.to_json())
+    document["M"][0][0] = (document["M"][0][0] + 1) % 7
+    DeltaTable(path).alter.set_table_properties({"mlt.codec.userId": json.dumps(document)}, raise_if_not_exists=False)
+    with pytest.raises(CodecFormatError, match=r"property mlt.codec.userId: .*fingerprint .* does not match"):
+        read_codecs(path)
+    DeltaTable(path).alter.set_table_properties({"mlt.codec.userId": '{"trunc'}, raise_if_not_exists=False)
+    with pytest.raises(CodecFormatError, match=r"not valid JSON"):
+        read_codecs(path)
+
+
+def test_a_failing_job_leaves_no_new_version_and_no_files(spark: SparkSession, tmp_path: Path) -> None:
+    """Pins atomicity: a row that fails mlt_encode (handle_invalid=error) aborts the write."""
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
+    before = sorted(os.listdir(path))
+    bad = spark.range(0, 1000).select(F.when(F.col("id") == 777, -1).otherwise(F.col("id")).alias("userId"))
+    bad = bad.select(
+        "userId",
+        (F.col("userId") % 3).cast("int").alias("part"),
+        F.lit(0.5).alias("rating"),
+        mlt_encode("userId", CODEC).alias("userId_mlt"),
+    )
+    with pytest.raises((SparkRuntimeException, PythonException, Exception), match=r"id -1 is outside"):
+        write_delta(bad, path, {"userId": CODEC}, mode="append")
+    assert DeltaTable(path).version() == 1
+    assert sorted(os.listdir(path)) == before
+
+
+def test_read_codecs_of_a_missing_table_says_so(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError, match=r"no Delta table at"):
+        read_codecs(tmp_path / "nothing")
