@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-__all__ = ["LOCAL_CONF", "local_session"]
+__all__ = ["LOCAL_CONF", "job_session", "local_session"]
 
 LOCAL_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "2",
@@ -50,3 +50,14 @@ def local_session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     return session
+
+
+def job_session(app_name: str, *, master: str | None = None) -> SparkSession:
+    """The session for a job: spark-submit's when launched by it, else a local one.
+
+    Under spark-submit the driver's Python finds a running JVM gateway and the master comes
+    from spark-submit, so nothing is overridden here.
+    """
+    if "PYSPARK_GATEWAY_PORT" in os.environ and master is None:
+        return SparkSession.builder.appName(app_name).getOrCreate()
+    return local_session(app_name, master=master or "local[2]")

@@ -1,0 +1,15 @@
+"""spark-submit entry point: `spark-mlt decode` (see `spark_mlt.cli` for the flags).
+
+Example::
+
+    spark-submit jobs/decode_table.py --help
+"""
+
+from __future__ import annotations
+
+import sys
+
+from spark_mlt.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(["decode", *sys.argv[1:]]))

@@ -1,0 +1,15 @@
+"""spark-submit entry point: `spark-mlt movielens` (see `spark_mlt.cli` for the flags).
+
+Example::
+
+    spark-submit jobs/tokenize_movielens.py --help
+"""
+
+from __future__ import annotations
+
+import sys
+
+from spark_mlt.cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main(["movielens", *sys.argv[1:]]))

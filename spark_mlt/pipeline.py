@@ -1,0 +1,351 @@
+"""The batch jobs as library functions; ``spark_mlt.cli`` and ``jobs/`` are thin wrappers.
+
+Every job reads, tokenises or decodes with the column functions, and writes through
+:func:`spark_mlt.delta.write_delta`, so the codec of every token column is stored with
+the table. The token column of an id column ``c`` is ``c_mlt``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from spark_mlt.codec import DEFAULT_SEED, MLTCodec
+from spark_mlt.delta import (
+    DeltaWriteResult,
+    MissingCodecError,
+    TableExistsError,
+    read_codecs,
+    read_delta,
+    write_delta,
+)
+from spark_mlt.errors import MLTError
+from spark_mlt.functions import mlt_decode, mlt_encode
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+__all__ = [
+    "TOKEN_SUFFIX",
+    "JobReport",
+    "decode_table",
+    "inspect_table",
+    "size_codecs",
+    "tokenize_dataframe",
+    "tokenize_movielens",
+    "tokenize_table",
+]
+
+TOKEN_SUFFIX = "_mlt"
+log = logging.getLogger("spark_mlt")
+
+
+@dataclass
+class JobReport:
+    """Counts and timings of one job run, printed at its end."""
+
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_rejected: int = 0
+    mismatches: int | None = None
+    write: DeltaWriteResult | None = None
+    codecs: dict[str, MLTCodec] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        parts = [f"rows in {self.rows_in}", f"out {self.rows_out}", f"rejected {self.rows_rejected}"]
+        if self.mismatches is not None:
+            parts.append(f"mismatches {self.mismatches}")
+        if self.write is not None:
+            parts.append(f"table {self.write.path} version {self.write.version}")
+        return ", ".join(parts)
+
+
+class _Phase:
+    """Logs a job phase with its duration and records it in the report."""
+
+    def __init__(self, report: JobReport, name: str) -> None:
+        self.report, self.name = report, name
+
+    def __enter__(self) -> None:
+        log.info("%s ...", self.name)
+        self.start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        seconds = time.perf_counter() - self.start
+        self.report.seconds[self.name] = seconds
+        log.info("%s done in %.2f s", self.name, seconds)
+
+
+def size_codecs(
+    df: DataFrame,
+    columns: Sequence[str],
+    *,
+    p: int | None = None,
+    n: int | None = None,
+    seed: int = DEFAULT_SEED,
+    existing: Mapping[str, MLTCodec] | None = None,
+) -> dict[str, MLTCodec]:
+    """A codec per column: the stored one if any, else sized from the column's largest id."""
+    from pyspark.sql import functions as F
+
+    existing = dict(existing or {})
+    missing = [c for c in columns if c not in existing]
+    codecs = {c: existing[c] for c in columns if c in existing}
+    if not missing:
+        return codecs
+    if p is not None and n is not None:
+        return {**codecs, **{c: MLTCodec.from_seed(p, n, seed) for c in missing}}
+    row = df.agg(*[F.max(F.col(c)).cast("decimal(38,0)").alias(c) for c in missing]).first()
+    for column in missing:
+        largest = 0 if row is None or row[column] is None else max(0, int(row[column]))
+        codecs[column] = MLTCodec.for_cardinality(min(largest, 2**63 - 1), p=p, n=n, seed=seed)
+    return codecs
+
+
+def tokenize_dataframe(
+    df: DataFrame, codecs: Mapping[str, MLTCodec], *, handle_invalid: str = "error", engine: str = "auto"
+) -> tuple[DataFrame, DataFrame | None]:
+    """Add ``c_mlt`` tokens for every codec column.
+
+    With ``handle_invalid="quarantine"`` the second value is the rejected rows with a
+    ``mlt_reason`` column (the first holds only valid rows); otherwise it is None.
+    """
+    from pyspark.sql import functions as F
+
+    per_row = "error" if handle_invalid == "error" else "null"
+    out = df
+    for column, codec in codecs.items():
+        tokens = mlt_encode(column, codec, handle_invalid=per_row, engine=engine)  # type: ignore[arg-type]
+        out = out.withColumn(f"{column}{TOKEN_SUFFIX}", tokens)
+    if handle_invalid != "quarantine":
+        return out, None
+    reasons = [
+        F.when(
+            F.col(column).isNotNull() & F.col(f"{column}{TOKEN_SUFFIX}").isNull(),
+            F.concat(
+                F.lit(f"{column}: id "),
+                F.col(column).cast("string"),
+                F.lit(f" is not a whole number in [0, {codec.max_id + 1}) (p={codec.p}, n={codec.n})"),
+            ),
+        )
+        for column, codec in codecs.items()
+    ]
+    with_reason = out.withColumn("mlt_reason", F.concat_ws("; ", *reasons))
+    good = with_reason.where(F.col("mlt_reason") == "").drop("mlt_reason")
+    rejected = with_reason.where(F.col("mlt_reason") != "").drop(*[f"{c}{TOKEN_SUFFIX}" for c in codecs])
+    return good, rejected
+
+
+def _write(
+    df: DataFrame,
+    output: str,
+    codecs: Mapping[str, MLTCodec],
+    *,
+    mode: str,
+    partition_by: Iterable[str],
+    info: Mapping[str, Any],
+) -> DeltaWriteResult:
+    return write_delta(df, output, codecs, mode=mode, partition_by=partition_by, commit_info=info)  # type: ignore[arg-type]
+
+
+def _existing_codecs(output: str, mode: str) -> dict[str, MLTCodec]:
+    """The codecs already stored at ``output``; fails early when mode="error" and it exists."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(output):
+        return {}
+    if mode == "error":
+        raise TableExistsError(f"a Delta table already exists at {output} (use --mode append or overwrite)")
+    return read_codecs(output)
+
+
+def tokenize_movielens(
+    spark: SparkSession,
+    input_folder: str,
+    output: str,
+    *,
+    mode: str = "error",
+    p: int | None = None,
+    n: int | None = None,
+    seed: int = DEFAULT_SEED,
+    engine: str = "auto",
+    partition_by: Sequence[str] = (),
+) -> JobReport:
+    """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
+
+    The table holds userId, movieId, rating, timestamp, the paper's label (rating > 4, as 0/1)
+    and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties.
+    """
+    from pyspark.sql import functions as F
+
+    from spark_mlt.movielens import detect_layout, read_ratings
+
+    report = JobReport()
+    with _Phase(report, "read"):
+        layout = detect_layout(input_folder)
+        ratings = read_ratings(spark, input_folder).withColumn("label", (F.col("rating") > 4).cast("int"))
+    existing = _existing_codecs(output, mode)
+    with _Phase(report, "size codecs"):
+        report.codecs = size_codecs(ratings, ["userId", "movieId"], p=p, n=n, seed=seed, existing=existing)
+    with _Phase(report, "tokenize and write"):
+        tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=engine)
+        info = {"spark_mlt.job": "movielens", "spark_mlt.input": input_folder, "spark_mlt.layout": layout.name}
+        report.write = _write(tokens, output, report.codecs, mode=mode, partition_by=partition_by, info=info)
+    report.rows_in = report.rows_out = report.write.rows
+    return report
+
+
+def _read_input(spark: SparkSession, source: str, fmt: str | None, options: Mapping[str, str]) -> DataFrame:
+    if fmt is None:
+        return spark.table(source)
+    if fmt == "delta":
+        return read_delta(spark, source)
+    reader = spark.read.options(**options)
+    if fmt == "csv":
+        reader = reader.option("header", options.get("header", "true")).option(
+            "inferSchema", options.get("inferSchema", "true")
+        )
+    return reader.format(fmt).load(source)
+
+
+def tokenize_table(
+    spark: SparkSession,
+    source: str,
+    output: str,
+    columns: Sequence[str],
+    *,
+    input_format: str | None = "parquet",
+    read_options: Mapping[str, str] | None = None,
+    mode: str = "error",
+    p: int | None = None,
+    n: int | None = None,
+    seed: int = DEFAULT_SEED,
+    handle_invalid: str = "error",
+    quarantine: str | None = None,
+    engine: str = "auto",
+    partition_by: Sequence[str] = (),
+) -> JobReport:
+    """Tokenise id columns of any table (a path with a format, or a catalog table if
+    ``input_format`` is None) into a Delta table.
+
+    ``handle_invalid``: ``"error"`` fails the job, ``"null"`` keeps the row with null tokens,
+    ``"quarantine"`` writes rejected rows with a ``mlt_reason`` column to a side Delta table
+    (``quarantine``, default ``<output>_quarantine``) so no row is lost.
+    """
+    if handle_invalid not in ("error", "null", "quarantine"):
+        raise MLTError(f"handle_invalid must be 'error', 'null' or 'quarantine', got {handle_invalid!r}")
+    report = JobReport()
+    with _Phase(report, "read"):
+        df = _read_input(spark, source, input_format, read_options or {})
+        unknown = [c for c in columns if c not in df.columns]
+        if unknown:
+            raise MLTError(f"column(s) {unknown} not in the input; it has {df.columns}")
+    existing = _existing_codecs(output, mode)
+    with _Phase(report, "size codecs"):
+        report.codecs = size_codecs(df, columns, p=p, n=n, seed=seed, existing=existing)
+    with _Phase(report, "tokenize and write"):
+        good, rejected = tokenize_dataframe(df, report.codecs, handle_invalid=handle_invalid, engine=engine)
+        info = {"spark_mlt.job": "tokenize", "spark_mlt.input": source, "spark_mlt.handle_invalid": handle_invalid}
+        report.write = _write(good, output, report.codecs, mode=mode, partition_by=partition_by, info=info)
+        report.rows_out = report.write.rows
+    if rejected is not None:
+        with _Phase(report, "quarantine"):
+            target = quarantine or f"{output.rstrip('/')}_quarantine"
+            side = write_delta(
+                rejected, target, {}, mode="append", commit_info={**info, "spark_mlt.quarantine_of": output}
+            )
+            report.rows_rejected = side.rows
+    report.rows_in = report.rows_out + report.rows_rejected
+    return report
+
+
+def decode_table(
+    spark: SparkSession,
+    source: str,
+    *,
+    output: str | None = None,
+    output_format: str = "delta",
+    mode: str = "error",
+    verify: bool = False,
+    engine: str = "auto",
+) -> JobReport:
+    """Decode every ``c_mlt`` column of a tokenised Delta table back to ``c``.
+
+    With ``verify`` the decoded ids are compared with the kept original columns and the
+    mismatches counted (0 expected); otherwise the decoded table is written to ``output``
+    (Delta, or Parquet with ``output_format="parquet"``).
+    """
+    from pyspark.sql import functions as F
+
+    report = JobReport()
+    with _Phase(report, "read"):
+        codecs = read_codecs(source)
+        table = read_delta(spark, source)
+        for column in codecs:
+            if f"{column}{TOKEN_SUFFIX}" not in table.columns:
+                raise MissingCodecError(
+                    f"table {source} has a codec for {column!r} but no {column}{TOKEN_SUFFIX} column"
+                )
+        if not codecs:
+            raise MissingCodecError(f"table {source} stores no codec (no mlt.codec.* property): nothing to decode")
+        report.codecs = codecs
+    decoded = {c: mlt_decode(f"{c}{TOKEN_SUFFIX}", codec, engine=engine) for c, codec in codecs.items()}  # type: ignore[arg-type]
+    if verify:
+        with _Phase(report, "verify"):
+            missing = [c for c in codecs if c not in table.columns]
+            if missing:
+                raise MLTError(f"--verify needs the original column(s) {missing}, which the table does not keep")
+            bad = F.lit(False)
+            for column, ids in decoded.items():
+                bad = bad | ~F.col(column).eqNullSafe(ids)
+            counts = table.agg(F.count(F.lit(1)).alias("rows"), F.sum(bad.cast("long")).alias("bad")).first()
+            report.rows_in = report.rows_out = int(counts["rows"]) if counts else 0
+            report.mismatches = int(counts["bad"] or 0) if counts else 0
+        return report
+    if output is None:
+        raise MLTError("decode needs --output, or --verify")
+    with _Phase(report, "decode and write"):
+        result = table
+        for column, ids in decoded.items():
+            result = result.withColumn(column, ids)
+        result = result.drop(*[f"{c}{TOKEN_SUFFIX}" for c in codecs])
+        if output_format == "parquet":
+            result.write.mode("errorifexists" if mode == "error" else mode).parquet(output)
+            report.rows_out = spark.read.parquet(output).count()
+        else:
+            report.write = write_delta(result, output, {}, mode=mode, commit_info={"spark_mlt.job": "decode"})  # type: ignore[arg-type]
+            report.rows_out = report.write.rows
+        report.rows_in = report.rows_out
+    return report
+
+
+def inspect_table(path: str) -> dict[str, Any]:
+    """A table's codecs (p, n, capacity, fingerprint), versions and row count."""
+    from deltalake import DeltaTable
+
+    if not DeltaTable.is_deltatable(path):
+        raise FileNotFoundError(f"no Delta table at {os.fspath(path)}")
+    table = DeltaTable(path)
+    codecs = read_codecs(path)
+    actions = table.get_add_actions(flatten=True)
+    import pyarrow as pa
+
+    rows = int(pa.table(actions).column("num_records").to_numpy().sum()) if len(pa.table(actions)) else 0
+    return {
+        "path": os.fspath(path),
+        "version": table.version(),
+        "rows": rows,
+        "codecs": {
+            c: {"p": k.p, "n": k.n, "seed": k.seed, "capacity": k.capacity, "fingerprint": k.fingerprint}
+            for c, k in codecs.items()
+        },
+        "history": [
+            {key: entry.get(key) for key in ("version", "timestamp", "operation", "spark_mlt.job", "spark_mlt.rows")}
+            for entry in table.history(10)
+        ],
+    }

@@ -1,0 +1,169 @@
+"""The batch jobs end to end: MovieLens layouts, warehouse tables, decode --verify, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import SparkSession
+
+from spark_mlt import MLTCodec
+from spark_mlt.cli import main
+from spark_mlt.delta import read_codecs, read_delta
+from spark_mlt.movielens import detect_layout, generate_synthetic, read_ratings
+from spark_mlt.pipeline import decode_table, tokenize_movielens, tokenize_table
+
+RATINGS = [(1, 31, 2.5, 1260759144), (1, 1029, 3.0, 1260759179), (7, 1061, 4.5, 1260759182), (138493, 10, 5.0, 1)]
+
+
+def _write_release(folder: Path, layout: str, line_ending: str) -> Path:
+    folder.mkdir(parents=True)
+    if layout == "ml-100k":
+        text = line_ending.join(f"{u}\t{m}\t{int(r)}\t{t}" for u, m, r, t in RATINGS)
+        (folder / "u.data").write_bytes((text + line_ending).encode())
+    elif layout == "ml-1m":
+        text = line_ending.join(f"{u}::{m}::{int(r)}::{t}" for u, m, r, t in RATINGS)
+        (folder / "ratings.dat").write_bytes((text + line_ending).encode())
+    else:
+        rows = ["userId,movieId,rating,timestamp"] + [f"{u},{m},{r},{t}" for u, m, r, t in RATINGS]
+        (folder / "ratings.csv").write_bytes((line_ending.join(rows) + line_ending).encode())
+    return folder
+
+
+@pytest.mark.parametrize("line_ending", ["\n", "\r\n"], ids=["lf", "crlf"])
+@pytest.mark.parametrize("layout", ["ml-100k", "ml-1m", "ml-latest"])
+def test_every_movielens_layout_reads_the_same_ratings(
+    spark: SparkSession, tmp_path: Path, layout: str, line_ending: str
+) -> None:
+    folder = _write_release(tmp_path / layout, layout, line_ending)
+    rows = read_ratings(spark, folder).orderBy("userId", "movieId").collect()
+    expected = [(u, m, r if layout == "ml-latest" else float(int(r)), t) for u, m, r, t in RATINGS]
+    assert [tuple(r) for r in rows] == sorted(expected)
+
+
+def test_a_folder_without_ratings_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match=r"not a MovieLens release folder: expected one of ratings.csv"):
+        detect_layout(tmp_path)
+
+
+def test_movielens_job_writes_tokens_label_and_both_codecs(spark: SparkSession, tmp_path: Path) -> None:
+    folder = _write_release(tmp_path / "ml", "ml-latest", "\r\n")
+    output = str(tmp_path / "out")
+    report = tokenize_movielens(spark, str(folder), output, p=7)
+    assert report.rows_out == 4
+    codecs = read_codecs(output)
+    assert set(codecs) == {"userId", "movieId"}
+    assert codecs["userId"].capacity > 138_493  # sized from the largest id: p^n > V
+    table = DeltaTable(output).to_pyarrow_table().to_pandas().sort_values(["userId", "movieId"])
+    assert table["label"].tolist() == [0, 0, 1, 1]
+    expected = codecs["userId"].encode(table["userId"].to_numpy())
+    np.testing.assert_array_equal(np.stack(table["userId_mlt"].to_numpy()), expected)
+    assert decode_table(spark, output, verify=True).mismatches == 0
+
+
+def test_append_reuses_stored_codecs_and_overwrite_replaces(spark: SparkSession, tmp_path: Path) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=500, users=50, movies=80)
+    output = str(tmp_path / "out")
+    first = tokenize_movielens(spark, str(folder), output, p=13)
+    second = tokenize_movielens(spark, str(folder), output, mode="append")  # no p: stored codecs win
+    assert second.codecs == first.codecs
+    assert read_delta(spark, output).count() == 1000
+    tokenize_movielens(spark, str(folder), output, mode="overwrite")
+    assert read_delta(spark, output).count() == 500
+    assert DeltaTable(output).version() == 3
+
+
+def test_warehouse_table_quarantines_bad_rows_and_loses_none(spark: SparkSession, tmp_path: Path) -> None:
+    source = str(tmp_path / "orders.parquet")
+    spark.createDataFrame(
+        [(1, 10, "a"), (2, -5, "b"), (None, 11, "c"), (4, 10**12, "d"), (5, 12, "e")],
+        "customer_id bigint, product_id bigint, note string",
+    ).write.parquet(source)
+    output = str(tmp_path / "orders_mlt")
+    report = tokenize_table(
+        spark, source, output, ["customer_id", "product_id"], p=13, n=3, handle_invalid="quarantine"
+    )
+    assert (report.rows_in, report.rows_out, report.rows_rejected) == (5, 3, 2)
+    rejected = read_delta(spark, f"{output}_quarantine").orderBy("note").collect()
+    assert [r.note for r in rejected] == ["b", "d"]
+    assert "product_id: id -5 is not a whole number in [0, 2197)" in rejected[0].mlt_reason
+    kept = read_delta(spark, output).orderBy("note").collect()
+    assert [(r.note, r.customer_id_mlt is None) for r in kept] == [("a", False), ("c", True), ("e", False)]
+
+
+def test_decode_writes_ids_back_to_delta_and_parquet(spark: SparkSession, tmp_path: Path) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=300, users=30, movies=40)
+    tokens = str(tmp_path / "tokens")
+    tokenize_movielens(spark, str(folder), tokens)
+    decode_table(spark, tokens, output=str(tmp_path / "ids"))
+    decode_table(spark, tokens, output=str(tmp_path / "ids.parquet"), output_format="parquet")
+    original = read_ratings(spark, folder)
+    for decoded in (read_delta(spark, str(tmp_path / "ids")), spark.read.parquet(str(tmp_path / "ids.parquet"))):
+        assert "userId_mlt" not in decoded.columns
+        assert decoded.select("userId", "movieId").exceptAll(original.select("userId", "movieId")).count() == 0
+        assert decoded.count() == 300
+
+
+def test_cli_runs_jobs_with_a_config_file_and_flags_override_it(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=200, users=20, movies=30)
+    config = tmp_path / "job.json"
+    config.write_text(json.dumps({"input": str(folder), "output": str(tmp_path / "wrong"), "p": 11}))
+    output = str(tmp_path / "out")
+    assert main(["movielens", "--config", str(config), "--output", output]) == 0
+    assert read_codecs(output)["userId"].p == 11
+    assert "spark-mlt movielens: rows in 200, out 200" in capsys.readouterr().out
+    assert main(["decode", "--input", output, "--verify"]) == 0
+    assert "mismatches 0" in capsys.readouterr().out
+    assert main(["inspect", output]) == 0
+    assert json.loads(capsys.readouterr().out)["rows"] == 200
+
+
+def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=50, users=5, movies=5)
+    output = str(tmp_path / "out")
+    assert main(["movielens", "--input", str(folder), "--output", output]) == 0
+    capsys.readouterr()
+    assert main(["movielens", "--input", str(folder), "--output", output]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("spark-mlt: error: TableExistsError: a Delta table already exists at")
+    assert (
+        main(
+            [
+                "tokenize",
+                "--input",
+                str(folder / "ratings.csv"),
+                "--format",
+                "csv",
+                "--columns",
+                "nope",
+                "--output",
+                str(tmp_path / "x"),
+            ]
+        )
+        == 1
+    )
+    assert "column(s) ['nope'] not in the input" in capsys.readouterr().err
+    assert main(["decode"]) == 1
+    assert "missing required option(s) --input" in capsys.readouterr().err
+
+
+def test_decode_refuses_a_table_without_codecs(spark: SparkSession, tmp_path: Path) -> None:
+    from spark_mlt.delta import MissingCodecError, write_delta
+
+    path = str(tmp_path / "plain")
+    write_delta(spark.range(3), path, {})
+    with pytest.raises(MissingCodecError, match=r"stores no codec"):
+        decode_table(spark, path, verify=True)
+
+
+def test_codec_sizing_from_data_matches_the_paper_rule(spark: SparkSession, tmp_path: Path) -> None:
+    folder = _write_release(tmp_path / "ml", "ml-latest", "\n")
+    report = tokenize_movielens(spark, str(folder), str(tmp_path / "out"), n=7)
+    assert report.codecs["userId"] == MLTCodec.for_cardinality(138_493, n=7)
