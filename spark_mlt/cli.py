@@ -146,6 +146,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             seed=options["seed"],
             handle_invalid=options["handle_invalid"],
             quarantine=options.get("quarantine"),
+            vocabulary_dir=options.get("vocabulary_dir"),
             partition_by=options["partition_by"],
             **common,
         )

@@ -54,6 +54,7 @@ __all__ = [
     "has_delta_jars",
     "read_codecs",
     "read_delta",
+    "read_properties",
     "write_delta",
 ]
 
@@ -114,6 +115,14 @@ def _table_exists(path: str) -> bool:
     return bool(DeltaTable.is_deltatable(path))
 
 
+def read_properties(path: str | os.PathLike[str], *, version: int | None = None) -> dict[str, str]:
+    """A Delta table's properties (its metadata configuration)."""
+    from deltalake import DeltaTable
+
+    configuration = DeltaTable(os.fspath(path), version=version).metadata().configuration
+    return {k: v for k, v in configuration.items() if v is not None}
+
+
 def read_codecs(path: str | os.PathLike[str], *, version: int | None = None) -> dict[str, MLTCodec]:
     """The codecs stored in a Delta table's properties, by id column.
 
@@ -167,6 +176,7 @@ def write_delta(
     partition_by: Iterable[str] = (),
     commit_info: Mapping[str, Any] | None = None,
     backend: Literal["auto", "delta-rs", "delta-spark"] = "auto",
+    properties: Mapping[str, str] | None = None,
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -178,6 +188,7 @@ def write_delta(
         partition_by: partition columns (a new table only; an existing table keeps its own).
         commit_info: extra JSON-able entries for the commit's metadata.
         backend: ``"auto"`` (delta-spark when the session has the jars, else delta-rs).
+        properties: more table properties for a new table (e.g. ``mlt.vocab.<column>``).
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -197,13 +208,20 @@ def write_delta(
         raise TableExistsError(f"a Delta table already exists at {location} (use mode='append' or 'overwrite')")
     all_codecs = _check_codecs(location, codecs) if exists else dict(codecs)
     info = {"spark_mlt.mode": mode, **(commit_info or {})}
+    table_properties = {**(properties or {}), **_codec_properties(all_codecs)}
     chosen = backend if backend != "auto" else ("delta-spark" if has_delta_jars(df.sparkSession) else "delta-rs")
     if chosen == "delta-spark":
         return _write_with_delta_spark(
-            df, location=location, codecs=all_codecs, mode=mode, partition_by=list(partition_by), info=info
+            df, location=location, properties=table_properties, mode=mode, partition_by=list(partition_by), info=info
         )
     return _write_with_delta_rs(
-        df, location=location, codecs=all_codecs, mode=mode, partition_by=list(partition_by), info=info, exists=exists
+        df,
+        location=location,
+        properties=table_properties,
+        mode=mode,
+        partition_by=list(partition_by),
+        info=info,
+        exists=exists,
     )
 
 
@@ -266,7 +284,7 @@ def _write_with_delta_rs(
     df: DataFrame,
     *,
     location: str,
-    codecs: dict[str, MLTCodec],
+    properties: dict[str, str],
     mode: str,
     partition_by: list[str],
     info: dict[str, Any],
@@ -327,7 +345,7 @@ def _write_with_delta_rs(
 
     started = time.perf_counter()
     delta_schema = Schema.from_arrow(arrow_schema)
-    properties = CommitProperties(custom_metadata={**info, "spark_mlt.rows": rows, "spark_mlt.run_id": run_id})
+    commit = CommitProperties(custom_metadata={**info, "spark_mlt.rows": rows, "spark_mlt.run_id": run_id})
     try:
         if not exists:
             DeltaTable.create(
@@ -335,7 +353,7 @@ def _write_with_delta_rs(
                 delta_schema,
                 mode="error",
                 partition_by=partition_by or None,
-                configuration=_codec_properties(codecs),
+                configuration=properties,
                 raise_if_key_not_exists=False,
                 commit_properties=CommitProperties(custom_metadata={"spark_mlt.operation": "create"}),
             )
@@ -345,7 +363,7 @@ def _write_with_delta_rs(
             "append" if mode == "append" or not exists else "overwrite",
             delta_schema,
             partition_by=partition_by or None,
-            commit_properties=properties,
+            commit_properties=commit,
         )
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
@@ -364,7 +382,7 @@ def _write_with_delta_spark(  # pragma: no cover - needs the io.delta jars, abse
     df: DataFrame,
     *,
     location: str,
-    codecs: dict[str, MLTCodec],
+    properties: dict[str, str],
     mode: str,
     partition_by: list[str],
     info: dict[str, Any],
@@ -375,7 +393,7 @@ def _write_with_delta_spark(  # pragma: no cover - needs the io.delta jars, abse
     started = time.perf_counter()
     if not SparkDeltaTable.isDeltaTable(spark, location):
         builder = SparkDeltaTable.createIfNotExists(spark).location(location).addColumns(df.schema)
-        for key, value in _codec_properties(codecs).items():
+        for key, value in properties.items():
             builder = builder.property(key, value)
         if partition_by:
             builder = builder.partitionedBy(*partition_by)

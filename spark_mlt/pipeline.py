@@ -12,7 +12,7 @@ import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.delta import (
@@ -29,6 +29,8 @@ from spark_mlt.functions import mlt_decode, mlt_encode
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+    from spark_mlt.delta import WriteMode
+
 __all__ = [
     "TOKEN_SUFFIX",
     "JobReport",
@@ -41,6 +43,7 @@ __all__ = [
 ]
 
 TOKEN_SUFFIX = "_mlt"
+VOCAB_PROPERTY_PREFIX = "mlt.vocab."
 log = logging.getLogger("spark_mlt")
 
 
@@ -108,9 +111,15 @@ def size_codecs(
 
 
 def tokenize_dataframe(
-    df: DataFrame, codecs: Mapping[str, MLTCodec], *, handle_invalid: str = "error", engine: str = "auto"
+    df: DataFrame,
+    codecs: Mapping[str, MLTCodec],
+    *,
+    handle_invalid: str = "error",
+    engine: str = "auto",
+    sources: Mapping[str, str] | None = None,
 ) -> tuple[DataFrame, DataFrame | None]:
-    """Add ``c_mlt`` tokens for every codec column.
+    """Add ``c_mlt`` tokens for every codec column ``c`` (encoding ``sources[c]`` if given,
+    e.g. the dense id of a string key).
 
     With ``handle_invalid="quarantine"`` the second value is the rejected rows with a
     ``mlt_reason`` column (the first holds only valid rows); otherwise it is None.
@@ -118,18 +127,20 @@ def tokenize_dataframe(
     from pyspark.sql import functions as F
 
     per_row = "error" if handle_invalid == "error" else "null"
+    sources = dict(sources or {})
     out = df
     for column, codec in codecs.items():
-        tokens = mlt_encode(column, codec, handle_invalid=per_row, engine=engine)  # type: ignore[arg-type]
+        source = sources.get(column, column)
+        tokens = mlt_encode(source, codec, handle_invalid=per_row, engine=engine)  # type: ignore[arg-type]
         out = out.withColumn(f"{column}{TOKEN_SUFFIX}", tokens)
     if handle_invalid != "quarantine":
         return out, None
     reasons = [
         F.when(
-            F.col(column).isNotNull() & F.col(f"{column}{TOKEN_SUFFIX}").isNull(),
+            F.col(sources.get(column, column)).isNotNull() & F.col(f"{column}{TOKEN_SUFFIX}").isNull(),
             F.concat(
                 F.lit(f"{column}: id "),
-                F.col(column).cast("string"),
+                F.col(sources.get(column, column)).cast("string"),
                 F.lit(f" is not a whole number in [0, {codec.max_id + 1}) (p={codec.p}, n={codec.n})"),
             ),
         )
@@ -229,6 +240,7 @@ def tokenize_table(
     quarantine: str | None = None,
     engine: str = "auto",
     partition_by: Sequence[str] = (),
+    vocabulary_dir: str | None = None,
 ) -> JobReport:
     """Tokenise id columns of any table (a path with a format, or a catalog table if
     ``input_format`` is None) into a Delta table.
@@ -236,6 +248,11 @@ def tokenize_table(
     ``handle_invalid``: ``"error"`` fails the job, ``"null"`` keeps the row with null tokens,
     ``"quarantine"`` writes rejected rows with a ``mlt_reason`` column to a side Delta table
     (``quarantine``, default ``<output>_quarantine``) so no row is lost.
+
+    String columns are keys: each goes through an append-only vocabulary Delta table
+    (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
+    tokenised; the vocabulary's path is stored in the table property ``mlt.vocab.<column>``
+    and decoding returns the original keys.
     """
     if handle_invalid not in ("error", "null", "quarantine"):
         raise MLTError(f"handle_invalid must be 'error', 'null' or 'quarantine', got {handle_invalid!r}")
@@ -246,12 +263,45 @@ def tokenize_table(
         if unknown:
             raise MLTError(f"column(s) {unknown} not in the input; it has {df.columns}")
     existing = _existing_codecs(output, mode)
+    types = dict(df.dtypes)
+    string_keys = [c for c in columns if types[c] == "string"]
+    sources = {c: f"__{c}_id" for c in string_keys}
+    properties = {}
+    if string_keys:
+        from spark_mlt.vocab import assign_ids
+
+        with _Phase(report, "vocabularies"):
+            for column in string_keys:
+                path = os.path.join(vocabulary_dir or f"{output.rstrip('/')}_vocab", column)
+                df = assign_ids(spark, df, column, path, id_column=sources[column])
+                properties[f"{VOCAB_PROPERTY_PREFIX}{column}"] = os.path.abspath(path)
     with _Phase(report, "size codecs"):
-        report.codecs = size_codecs(df, columns, p=p, n=n, seed=seed, existing=existing)
+        sized = size_codecs(
+            df,
+            [sources.get(c, c) for c in columns],
+            p=p,
+            n=n,
+            seed=seed,
+            existing={sources.get(c, c): k for c, k in existing.items()},
+        )
+        report.codecs = {c: sized[sources.get(c, c)] for c in columns}
     with _Phase(report, "tokenize and write"):
-        good, rejected = tokenize_dataframe(df, report.codecs, handle_invalid=handle_invalid, engine=engine)
+        good, rejected = tokenize_dataframe(
+            df, report.codecs, handle_invalid=handle_invalid, engine=engine, sources=sources
+        )
+        good = good.drop(*sources.values())
+        if rejected is not None:
+            rejected = rejected.drop(*sources.values())
         info = {"spark_mlt.job": "tokenize", "spark_mlt.input": source, "spark_mlt.handle_invalid": handle_invalid}
-        report.write = _write(good, output, report.codecs, mode=mode, partition_by=partition_by, info=info)
+        report.write = write_delta(
+            good,
+            output,
+            report.codecs,
+            mode=cast("WriteMode", mode),
+            partition_by=partition_by,
+            commit_info=info,
+            properties=properties,
+        )
         report.rows_out = report.write.rows
     if rejected is not None:
         with _Phase(report, "quarantine"):
@@ -294,7 +344,29 @@ def decode_table(
         if not codecs:
             raise MissingCodecError(f"table {source} stores no codec (no mlt.codec.* property): nothing to decode")
         report.codecs = codecs
-    decoded = {c: mlt_decode(f"{c}{TOKEN_SUFFIX}", codec, engine=engine) for c, codec in codecs.items()}  # type: ignore[arg-type]
+    from spark_mlt.delta import read_properties
+
+    vocabularies = {
+        key.removeprefix(VOCAB_PROPERTY_PREFIX): value
+        for key, value in read_properties(source).items()
+        if key.startswith(VOCAB_PROPERTY_PREFIX)
+    }
+    decoded = {}
+    for column, codec in codecs.items():
+        ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, engine=engine)  # type: ignore[arg-type]
+        if column in vocabularies:
+            from spark_mlt.vocab import keys_for_ids
+
+            table = keys_for_ids(
+                spark,
+                table.withColumn(f"__{column}_id", ids),
+                f"__{column}_id",
+                vocabularies[column],
+                key_column=f"__{column}_key",
+            ).drop(f"__{column}_id")
+            decoded[column] = F.col(f"__{column}_key")
+        else:
+            decoded[column] = ids
     if verify:
         with _Phase(report, "verify"):
             missing = [c for c in codecs if c not in table.columns]
@@ -313,7 +385,7 @@ def decode_table(
         result = table
         for column, ids in decoded.items():
             result = result.withColumn(column, ids)
-        result = result.drop(*[f"{c}{TOKEN_SUFFIX}" for c in codecs])
+        result = result.drop(*[f"{c}{TOKEN_SUFFIX}" for c in codecs], *[f"__{c}_key" for c in vocabularies])
         if output_format == "parquet":
             result.write.mode("errorifexists" if mode == "error" else mode).parquet(output)
             report.rows_out = spark.read.parquet(output).count()

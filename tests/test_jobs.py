@@ -167,3 +167,24 @@ def test_codec_sizing_from_data_matches_the_paper_rule(spark: SparkSession, tmp_
     folder = _write_release(tmp_path / "ml", "ml-latest", "\n")
     report = tokenize_movielens(spark, str(folder), str(tmp_path / "out"), n=7)
     assert report.codecs["userId"] == MLTCodec.for_cardinality(138_493, n=7)
+
+
+def test_string_keys_go_through_a_vocabulary_that_grows_across_runs(spark: SparkSession, tmp_path: Path) -> None:
+    first = str(tmp_path / "day1.parquet")
+    second = str(tmp_path / "day2.parquet")
+    spark.createDataFrame([("SKU-3", 1), ("SKU-1", 2), ("SKU-3", 3)], "sku string, qty int").write.parquet(first)
+    spark.createDataFrame([("SKU-2", 4), ("SKU-1", 5), (None, 6)], "sku string, qty int").write.parquet(second)
+    output = str(tmp_path / "orders_mlt")
+    tokenize_table(spark, first, output, ["sku"], p=13, n=3)
+    vocabulary = str(tmp_path / "orders_mlt_vocab" / "sku")
+    assert sorted(tuple(r) for r in read_delta(spark, vocabulary).collect()) == [("SKU-1", 0), ("SKU-3", 1)]
+    tokenize_table(spark, second, output, ["sku"], mode="append")
+    ids = dict(tuple(r) for r in read_delta(spark, vocabulary).collect())
+    assert ids == {"SKU-1": 0, "SKU-3": 1, "SKU-2": 2}  # old keys keep their ids
+    codec = read_codecs(output)["sku"]
+    row = read_delta(spark, output).where("qty = 4").first()
+    assert row.sku_mlt == codec.encode([2])[0].tolist()
+    assert decode_table(spark, output, verify=True).mismatches == 0
+    decode_table(spark, output, output=str(tmp_path / "decoded"))
+    decoded = sorted((r.qty, r.sku) for r in read_delta(spark, str(tmp_path / "decoded")).collect())
+    assert decoded == [(1, "SKU-3"), (2, "SKU-1"), (3, "SKU-3"), (4, "SKU-2"), (5, "SKU-1"), (6, None)]
