@@ -17,6 +17,9 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
 
+demo: $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., or synthetic) into Delta, decode-check it
+	$(BIN)/python jobs/demo.py
+
 venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 
 test: $(STAMP) ## Run the whole test suite, slow tests included
@@ -40,9 +43,12 @@ bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, o
 bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2])
 	$(BIN)/python jobs/benchmark_functions.py
 
-bench: bench-codec bench-functions ## Run every benchmark
+bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Parquet (20M ratings)
+	$(BIN)/python jobs/benchmark_delta.py
+
+bench: bench-codec bench-functions bench-delta ## Run every benchmark
 
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help venv test test-fast lint format bench bench-codec bench-functions clean
+.PHONY: help demo venv test test-fast lint format bench bench-codec bench-functions bench-delta clean
