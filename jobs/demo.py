@@ -58,9 +58,8 @@ def main() -> int:
     print(f"\nTokenised {'synthetic ' if synthetic else ''}MovieLens ratings from {folder}")
     print(f"Delta table: {output} (version {report.write.version if report.write else '?'})")
     for column, codec in report.codecs.items():
-        print(
-            f"  codec {column}: p={codec.p} n={codec.n} capacity={codec.capacity:,} fingerprint={codec.fingerprint[:16]}"
-        )
+        fingerprint = codec.fingerprint[:16]
+        print(f"  codec {column}: p={codec.p} n={codec.n} capacity={codec.capacity:,} fingerprint={fingerprint}")
     print(f"  rows: {report.rows_out:,}; phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
     print("Sample:")
     read_delta(spark, output).select("userId", "userId_mlt", "movieId", "movieId_mlt", "label").show(5, truncate=False)
