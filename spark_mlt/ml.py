@@ -15,6 +15,7 @@ Example::
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from pyspark import keyword_only
@@ -22,7 +23,7 @@ from pyspark.ml import Estimator, Model, Transformer
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasInputCol, HasInputCols, HasOutputCol, HasOutputCols
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
@@ -77,6 +78,23 @@ class _CodecParams(Params):
     def getCodecs(self) -> list[MLTCodec]:  # noqa: N802 - Spark ML naming
         """The codecs, one per input column (validated from their JSON documents)."""
         return [MLTCodec.from_json(document) for document in self.getOrDefault(self.codecs)]
+
+    def _apply(self, dataset: DataFrame, make: Callable[[str, MLTCodec, Any], Column]) -> DataFrame:
+        """Add ``make(input column, codec, handle_invalid)`` as each output column;
+        ``handleInvalid="skip"`` then drops the rows where it came out null."""
+        if not isinstance(self, _MLTParams):  # pragma: no cover - every stage mixes both in
+            raise TypeError("codec stages need input/output column params")
+        pairs = self._columns()
+        codecs = self.getCodecs()
+        if len(codecs) != len(pairs):
+            raise MLTTypeError(f"{len(pairs)} input columns but {len(codecs)} codecs")
+        handle = self._check_handle_invalid()
+        out = dataset
+        for (source, target), codec in zip(pairs, codecs, strict=True):
+            out = out.withColumn(target, make(source, codec, "error" if handle == "error" else "null"))
+            if handle == "skip":
+                out = out.where(F.col(source).isNull() | F.col(target).isNotNull())
+        return out
 
 
 class MLTEncoder(Estimator["MLTEncoderModel"], _MLTParams, DefaultParamsReadable["MLTEncoder"], DefaultParamsWritable):
@@ -168,22 +186,14 @@ class MLTEncoderModel(Model, _MLTParams, _CodecParams, DefaultParamsReadable["ML
         self._set(**{k: v for k, v in kwargs.items() if v is not None})
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
-        pairs = self._columns()
-        codecs = self.getCodecs()
-        handle = self._check_handle_invalid()
-        out = dataset
-        for (source, target), codec in zip(pairs, codecs, strict=True):
-            tokens = mlt_encode(
-                source,
-                codec,
-                output=self.getOrDefault(self.outputFormat),  # type: ignore[arg-type]
-                handle_invalid="error" if handle == "error" else "null",
-                engine=self.getOrDefault(self.engine),  # type: ignore[arg-type]
-            )
-            out = out.withColumn(target, tokens)
-            if handle == "skip":
-                out = out.where(F.col(source).isNull() | F.col(target).isNotNull())
-        return out
+        output: Any = self.getOrDefault(self.outputFormat)  # checked by mlt_encode
+        engine: Any = self.getOrDefault(self.engine)
+        return self._apply(
+            dataset,
+            lambda source, codec, handle: mlt_encode(
+                source, codec, output=output, handle_invalid=handle, engine=engine
+            ),
+        )
 
 
 class MLTDecoder(Transformer, _MLTParams, _CodecParams, DefaultParamsReadable["MLTDecoder"], DefaultParamsWritable):
@@ -222,21 +232,9 @@ class MLTDecoder(Transformer, _MLTParams, _CodecParams, DefaultParamsReadable["M
         return cls(codecs=[c.to_json() for c in codecs], **params)
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
-        pairs = self._columns()
-        codecs = self.getCodecs()
-        if len(codecs) != len(pairs):
-            raise MLTTypeError(f"{len(pairs)} input columns but {len(codecs)} codecs")
-        handle = self._check_handle_invalid()
-        out = dataset
-        for (source, target), codec in zip(pairs, codecs, strict=True):
-            ids = mlt_decode(
-                source,
-                codec,
-                form=self.getOrDefault(self.inputFormat),  # type: ignore[arg-type]
-                handle_invalid="error" if handle == "error" else "null",
-                engine=self.getOrDefault(self.engine),  # type: ignore[arg-type]
-            )
-            out = out.withColumn(target, ids)
-            if handle == "skip":
-                out = out.where(F.col(source).isNull() | F.col(target).isNotNull())
-        return out
+        form: Any = self.getOrDefault(self.inputFormat)  # checked by mlt_decode
+        engine: Any = self.getOrDefault(self.engine)
+        return self._apply(
+            dataset,
+            lambda source, codec, handle: mlt_decode(source, codec, form=form, handle_invalid=handle, engine=engine),
+        )
