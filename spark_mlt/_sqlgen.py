@@ -35,7 +35,6 @@ class Backend(Protocol[E]):
 
     def lit(self, value: int | str | bool | None) -> E: ...
     def add(self, a: E, b: E) -> E: ...
-    def sub(self, a: E, b: E) -> E: ...
     def mul(self, a: E, b: E) -> E: ...
     def mod(self, a: E, b: E) -> E: ...
     def div(self, a: E, b: E) -> E: ...
@@ -65,9 +64,6 @@ class SqlBackend:
 
     def add(self, a: str, b: str) -> str:
         return f"({a} + {b})"
-
-    def sub(self, a: str, b: str) -> str:
-        return f"({a} - {b})"
 
     def mul(self, a: str, b: str) -> str:
         return f"({a} * {b})"
@@ -126,9 +122,6 @@ class ColumnBackend:
 
     def add(self, a: Any, b: Any) -> Any:
         return a + b
-
-    def sub(self, a: Any, b: Any) -> Any:
-        return a - b
 
     def mul(self, a: Any, b: Any) -> Any:
         return a * b

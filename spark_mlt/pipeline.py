@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, cast
 
@@ -152,18 +152,6 @@ def tokenize_dataframe(
     return good, rejected
 
 
-def _write(
-    df: DataFrame,
-    output: str,
-    codecs: Mapping[str, MLTCodec],
-    *,
-    mode: str,
-    partition_by: Iterable[str],
-    info: Mapping[str, Any],
-) -> DeltaWriteResult:
-    return write_delta(df, output, codecs, mode=mode, partition_by=partition_by, commit_info=info)  # type: ignore[arg-type]
-
-
 def _existing_codecs(output: str, mode: str) -> dict[str, MLTCodec]:
     """The codecs already stored at ``output``; fails early when mode="error" and it exists."""
     from deltalake import DeltaTable
@@ -206,7 +194,9 @@ def tokenize_movielens(
     with _Phase(report, "tokenize and write"):
         tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=engine)
         info = {"spark_mlt.job": "movielens", "spark_mlt.input": input_folder, "spark_mlt.layout": layout.name}
-        report.write = _write(tokens, output, report.codecs, mode=mode, partition_by=partition_by, info=info)
+        report.write = write_delta(
+            tokens, output, report.codecs, mode=cast("WriteMode", mode), partition_by=partition_by, commit_info=info
+        )
     report.rows_in = report.rows_out = report.write.rows
     return report
 
@@ -404,10 +394,11 @@ def inspect_table(path: str) -> dict[str, Any]:
         raise FileNotFoundError(f"no Delta table at {os.fspath(path)}")
     table = DeltaTable(path)
     codecs = read_codecs(path)
-    actions = table.get_add_actions(flatten=True)
     import pyarrow as pa
+    import pyarrow.compute as pc
 
-    rows = int(pa.table(actions).column("num_records").to_numpy().sum()) if len(pa.table(actions)) else 0
+    actions = pa.table(table.get_add_actions(flatten=True))
+    rows = int(pc.sum(actions.column("num_records")).as_py() or 0)
     return {
         "path": os.fspath(path),
         "version": table.version(),
