@@ -48,7 +48,13 @@ bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Par
 
 bench: bench-codec bench-functions bench-delta ## Run every benchmark
 
+dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
+	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
+	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
+	@ls -1 dist/spark_mlt-*.whl
+	@$(BIN)/python jobs/build_pyfiles.py --out-dir dist
+
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help demo venv test test-fast lint format bench bench-codec bench-functions bench-delta clean
+.PHONY: help demo venv test test-fast lint format bench bench-codec bench-functions bench-delta dist clean

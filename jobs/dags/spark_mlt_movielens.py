@@ -1,0 +1,156 @@
+"""Airflow DAG ``spark_mlt_movielens``: tokenise MovieLens into Delta, then verify the round trip.
+
+Two ``SparkSubmitOperator`` tasks, once a day::
+
+    tokenize_movielens  ->  decode_verify
+
+* ``tokenize_movielens`` runs ``jobs/tokenize_movielens.py --input <release> --output
+  <root>/ds=<date> --mode overwrite``.
+* ``decode_verify`` runs ``jobs/decode_table.py --input <root>/ds=<date> --verify``; it fails
+  (exit 1) when a decoded id differs from the original.
+
+Idempotent reruns: each DAG run writes its own table, ``<root>/ds=<logical date>``, in
+``overwrite`` mode, so a retried task or a cleared and re-run DAG run replaces that run's
+table (one new Delta version, same rows) instead of appending a second copy. A manual run
+without a logical date uses the day it was triggered.
+
+Deployment:
+
+1. Install Airflow 3 and the Spark provider on the scheduler and workers
+   (``pip install -e ".[airflow]"``, or ``apache-airflow`` and
+   ``apache-airflow-providers-apache-spark``), with ``spark-submit`` on the workers' PATH.
+2. Put this file in the dags folder: symlink it (then the repository is found from the
+   link's target), or copy it and set ``SPARK_MLT_HOME`` to the repository's checkout on the
+   workers (default: this file's repository when it is in one, else ``/opt/spark-mlt``).
+   The file imports neither spark_mlt nor pyspark.
+3. Run ``make dist`` in that checkout: the tasks ship ``dist/spark_mlt-<version>.zip`` with
+   ``--py-files``. The driver also needs ``deltalake`` and ``pyyaml``, and executors
+   ``numpy``, ``pandas`` and ``pyarrow`` (``pip install .`` on the cluster's Python does it).
+4. Point the ``spark_default`` connection at the cluster, e.g. for a local run
+   ``AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[2]"}'``, or
+   ``yarn``, ``spark://host:7077``, ``k8s://https://host:443``.
+5. Optional Airflow Variables, read when a task runs (defaults in brackets):
+   ``spark_mlt_movielens_input`` (``$SPARK_MLT_HOME/data/ml-latest-small``),
+   ``spark_mlt_movielens_output`` (``$SPARK_MLT_HOME/output/movielens_mlt``, the root of the
+   per-run tables) and ``spark_mlt_py_files`` (``$SPARK_MLT_HOME/dist/spark_mlt-<version>.zip``).
+
+Environment variables, read when the DAG file is parsed: ``SPARK_MLT_HOME`` (above),
+``SPARK_MLT_VERSION`` (the zip's version; default: the one in the checkout's pyproject.toml,
+else ``0.1.0``), and ``SPARK_MLT_DELTA_JARS=true`` on clusters that have the Delta Lake jars
+(delta-spark for Spark 4): the jobs then get Delta's session extension and catalog and write
+through delta-spark. Leave it unset elsewhere: the jobs detect that the jars are missing and
+commit through delta-rs on the driver, no jars needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+try:  # Airflow 3
+    from airflow.sdk import DAG
+except ImportError:  # Airflow 2.10+
+    from airflow import DAG  # type: ignore[attr-defined,no-redef]
+
+
+def _default_home() -> str:
+    """The spark-mlt checkout: $SPARK_MLT_HOME, else this file's repository, else /opt/spark-mlt."""
+    if os.environ.get("SPARK_MLT_HOME"):
+        return os.environ["SPARK_MLT_HOME"]
+    repo = Path(__file__).resolve().parent.parent.parent  # <repo>/jobs/dags/<this file>
+    return str(repo) if (repo / "jobs" / "tokenize_movielens.py").is_file() else "/opt/spark-mlt"
+
+
+def _project_version(home: str) -> str:
+    """$SPARK_MLT_VERSION, else the version in the checkout's pyproject.toml (what ``make dist`` uses), else 0.1.0."""
+    if os.environ.get("SPARK_MLT_VERSION"):
+        return os.environ["SPARK_MLT_VERSION"]
+    try:
+        import tomllib  # Python 3.11+
+
+        with open(Path(home) / "pyproject.toml", "rb") as file:
+            return str(tomllib.load(file)["project"]["version"])
+    except (ImportError, OSError, KeyError, ValueError):  # no checkout here: the documented default
+        return "0.1.0"
+
+
+def _variable(name: str, default: str) -> str:
+    """A template that reads Airflow Variable ``name`` when the task runs (no database access at parse time)."""
+    return "{{ var.value.get(%s, %s) }}" % (json.dumps(name), json.dumps(default))  # noqa: UP031 - Jinja braces
+
+
+def _truthy(value: str | None) -> bool:
+    return (value or "").strip().lower() in {"1", "true", "yes", "on"}
+
+
+SPARK_MLT_HOME = _default_home()
+SPARK_MLT_VERSION = _project_version(SPARK_MLT_HOME)
+
+PY_FILES = _variable("spark_mlt_py_files", f"{SPARK_MLT_HOME}/dist/spark_mlt-{SPARK_MLT_VERSION}.zip")
+INPUT = _variable("spark_mlt_movielens_input", f"{SPARK_MLT_HOME}/data/ml-latest-small")
+OUTPUT_ROOT = _variable("spark_mlt_movielens_output", f"{SPARK_MLT_HOME}/output/movielens_mlt")
+# The run's logical date; a manual run without one (Airflow 3) uses the day it was triggered.
+RUN_DATE = "{{ ds if ds is defined else dag_run.run_after | ds }}"
+OUTPUT = f"{OUTPUT_ROOT}/ds={RUN_DATE}"
+
+# The same settings as conf/spark-local.conf, minus the master and the memory (the
+# connection and the cluster decide those).
+SPARK_CONF: dict[str, str] = {
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
+}
+if _truthy(os.environ.get("SPARK_MLT_DELTA_JARS")):
+    # Only for clusters that have the Delta jars: with these set and the jars missing the
+    # session cannot load its catalog. Without them the jobs commit through delta-rs.
+    SPARK_CONF |= {
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    }
+
+default_args = {
+    "owner": "spark-mlt",
+    "depends_on_past": False,
+    "retries": 2,
+    "retry_delay": timedelta(minutes=5),
+    "retry_exponential_backoff": True,
+    "execution_timeout": timedelta(hours=2),
+}
+
+with DAG(
+    dag_id="spark_mlt_movielens",
+    description="Tokenise MovieLens into Delta with spark-mlt, then check that decoding gives the ids back",
+    doc_md=__doc__,
+    schedule="@daily",  # None to run only when triggered
+    start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+    catchup=False,  # no backfill of the days before the DAG was deployed
+    max_active_runs=1,
+    default_args=default_args,
+    tags=["spark-mlt", "movielens", "delta"],
+) as dag:
+    tokenize_movielens = SparkSubmitOperator(
+        task_id="tokenize_movielens",
+        conn_id="spark_default",
+        application=f"{SPARK_MLT_HOME}/jobs/tokenize_movielens.py",
+        py_files=PY_FILES,
+        conf=SPARK_CONF,
+        name="spark-mlt-movielens-tokenize",
+        # Overwrite this run's own table: retries and re-runs replace it, never duplicate rows.
+        application_args=["--input", INPUT, "--output", OUTPUT, "--mode", "overwrite"],
+    )
+
+    decode_verify = SparkSubmitOperator(
+        task_id="decode_verify",
+        conn_id="spark_default",
+        application=f"{SPARK_MLT_HOME}/jobs/decode_table.py",
+        py_files=PY_FILES,
+        conf=SPARK_CONF,
+        name="spark-mlt-movielens-decode-verify",
+        application_args=["--input", OUTPUT, "--verify"],
+    )
+
+    tokenize_movielens >> decode_verify

@@ -1,0 +1,243 @@
+"""The Airflow DAG in jobs/dags: it parses, wires the two spark-submit tasks, and renders idempotent paths.
+
+Airflow is loaded in a subprocess, never in the pytest process: importing it configures the
+root logger (a handler at INFO), reads and creates ``AIRFLOW_HOME`` and emits its own
+deprecation warnings, none of which should leak into the other tests (``filterwarnings =
+error``). The subprocess gets a fresh ``AIRFLOW_HOME`` under ``tmp_path``, parses the DAG
+folder with Airflow's ``DagBag`` (no metadata database needed), renders the task templates
+as a run would, and prints JSON.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DAGS = ROOT / "jobs" / "dags"
+DAG_ID = "spark_mlt_movielens"
+SPARK_SUBMIT = "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator"
+
+
+def _installed(distribution: str) -> bool:
+    try:
+        importlib.metadata.distribution(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+# Looked up, never imported here (see the module docstring), hence not pytest.importorskip;
+# find_spec of a submodule would import its parent packages, so the provider is checked by distribution.
+if importlib.util.find_spec("airflow") is None or not _installed("apache-airflow-providers-apache-spark"):
+    pytest.skip(
+        "Airflow or its Spark provider is not installed: pip install -e '.[airflow]' "
+        "(apache-airflow, apache-airflow-providers-apache-spark) to test jobs/dags",
+        allow_module_level=True,
+    )
+
+# Runs in the subprocess. argv[1]: the DAG folder; argv[2]: JSON list of parse-time environments.
+PROBE = r"""
+import copy, inspect, json, os, sys, warnings
+from datetime import datetime, timezone
+
+try:
+    from airflow.dag_processing.dagbag import DagBag  # Airflow 3
+except ImportError:
+    from airflow.models.dagbag import DagBag  # Airflow 2
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+
+class Variables:  # stands in for Airflow's `var.value` accessor: no metadata database here
+    def __init__(self, values):
+        self.values = values
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+class DagRun:
+    run_after = datetime(2025, 3, 4, 5, 6, tzinfo=timezone.utc)
+
+kwargs = {"include_examples": False} if "include_examples" in inspect.signature(DagBag.__init__).parameters else {}
+results = []
+for env in json.loads(sys.argv[2]):
+    os.environ.pop("SPARK_MLT_HOME", None)
+    os.environ.pop("SPARK_MLT_DELTA_JARS", None)
+    os.environ.pop("SPARK_MLT_VERSION", None)
+    os.environ.update(env)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        bag = DagBag(dag_folder=sys.argv[1], **kwargs)
+    result = {
+        "import_errors": {str(k): str(v) for k, v in bag.import_errors.items()},
+        # warnings raised by the DAG file: those DagBag kept (Airflow 3) and any that reached us
+        "warnings": sorted(
+            {str(w) for ws in getattr(bag, "captured_warnings", {}).values() for w in ws}
+            | {f"{w.category.__name__}: {w.message} ({w.filename})" for w in caught if "jobs/dags" in w.filename}
+        ),
+        "dag_ids": sorted(bag.dags),
+        "imported": sorted(m for m in ("spark_mlt", "pyspark") if m in sys.modules),
+    }
+    dag = bag.dags.get("spark_mlt_movielens")
+    if dag is not None:
+        result["dag"] = {
+            "catchup": dag.catchup,
+            "schedule": str(getattr(dag, "schedule", None) or getattr(dag, "schedule_interval", None)),
+            "max_active_runs": dag.max_active_runs,
+        }
+        tasks = {}
+        for task in dag.tasks:
+            cls = type(task)
+            info = {
+                "type": f"{cls.__module__}.{cls.__qualname__}",
+                "is_spark_submit": isinstance(task, SparkSubmitOperator),
+                "downstream": sorted(task.downstream_task_ids),
+                "conn_id": task._conn_id,
+                "retries": task.retries,
+                "retry_delay_s": task.retry_delay.total_seconds(),
+                "application": task.application,
+                "application_args": list(task.application_args or []),
+                "py_files": task.py_files,
+                "conf": dict(task.conf or {}),
+            }
+            for label, context in {
+                "scheduled": {"ds": "2025-01-02", "var": {"value": Variables({})}, "dag_run": DagRun()},
+                "manual": {"var": {"value": Variables({})}, "dag_run": DagRun()},  # Airflow 3: no logical date
+                "variables": {
+                    "ds": "2025-01-02",
+                    "dag_run": DagRun(),
+                    "var": {"value": Variables({
+                        "spark_mlt_movielens_input": "/data/ml-25m",
+                        "spark_mlt_movielens_output": "s3a://bucket/mlt",
+                        "spark_mlt_py_files": "/opt/zips/spark_mlt.zip",
+                    })},
+                },
+            }.items():
+                rendered = copy.copy(task)
+                rendered.render_template_fields(context, jinja_env=dag.get_template_env())
+                info[label] = {"application_args": list(rendered.application_args), "py_files": rendered.py_files}
+            tasks[task.task_id] = info
+        result["tasks"] = tasks
+    results.append(result)
+print("PROBE-JSON " + json.dumps(results))
+"""
+
+
+def _probe(tmp_path: Path, environments: list[dict[str, str]]) -> list[dict[str, Any]]:
+    home = tmp_path / "airflow_home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "SPARK_MLT_"))}
+    env |= {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(DAGS),
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home / 'airflow.db'}",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", PROBE, str(DAGS), json.dumps(environments)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+        check=False,
+    )
+    line = next((line for line in proc.stdout.splitlines() if line.startswith("PROBE-JSON ")), None)
+    assert proc.returncode == 0, f"probe failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert line is not None, f"no probe output:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    assert not (home / "airflow.db").exists(), "parsing the DAG must not need the metadata database"
+    return list(json.loads(line.removeprefix("PROBE-JSON ")))
+
+
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    """[default environment, cluster environment with SPARK_MLT_HOME and the Delta jars]."""
+    return _probe(
+        tmp_path_factory.mktemp("airflow"),
+        [{}, {"SPARK_MLT_HOME": "/opt/spark-mlt", "SPARK_MLT_DELTA_JARS": "true"}],
+    )
+
+
+def _project_version() -> str:
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    match = re.search(r'^version\s*=\s*"([^"]+)"', text, re.MULTILINE)
+    assert match is not None
+    return match.group(1)
+
+
+def test_dag_parses_without_errors_or_warnings(parsed: list[dict[str, Any]]) -> None:
+    for result in parsed:
+        assert result["import_errors"] == {}
+        assert result["warnings"] == []
+        assert result["dag_ids"] == [DAG_ID]
+        assert result["imported"] == []  # parsing must not need spark_mlt (nor pyspark) on the scheduler
+        assert result["dag"] == {"catchup": False, "schedule": "@daily", "max_active_runs": 1}
+
+
+def test_two_spark_submit_tasks_tokenize_then_verify(parsed: list[dict[str, Any]]) -> None:
+    tasks = parsed[0]["tasks"]
+    assert set(tasks) == {"tokenize_movielens", "decode_verify"}
+    for task in tasks.values():
+        assert task["type"] == SPARK_SUBMIT
+        assert task["is_spark_submit"]
+        assert task["conn_id"] == "spark_default"
+        assert task["retries"] >= 1
+        assert task["retry_delay_s"] > 0
+    assert tasks["tokenize_movielens"]["downstream"] == ["decode_verify"]
+    assert tasks["decode_verify"]["downstream"] == []
+
+
+def test_applications_are_the_repository_jobs(parsed: list[dict[str, Any]]) -> None:
+    tasks = parsed[0]["tasks"]  # no SPARK_MLT_HOME: the DAG finds the repository it sits in
+    assert Path(tasks["tokenize_movielens"]["application"]) == ROOT / "jobs" / "tokenize_movielens.py"
+    assert Path(tasks["decode_verify"]["application"]) == ROOT / "jobs" / "decode_table.py"
+    for task in tasks.values():
+        assert Path(task["application"]).is_file()
+        assert task["scheduled"]["py_files"] == str(ROOT / "dist" / f"spark_mlt-{_project_version()}.zip")
+        assert "spark.sql.extensions" not in task["conf"]  # no Delta jars assumed: the jobs use delta-rs
+
+    cluster = parsed[1]["tasks"]
+    assert cluster["tokenize_movielens"]["application"] == "/opt/spark-mlt/jobs/tokenize_movielens.py"
+    assert cluster["decode_verify"]["scheduled"]["py_files"].startswith("/opt/spark-mlt/dist/spark_mlt-")
+    for task in cluster.values():
+        assert task["conf"]["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+        assert task["conf"]["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+
+
+def test_each_run_overwrites_its_own_table(parsed: list[dict[str, Any]]) -> None:
+    tasks = parsed[0]["tasks"]
+    table = str(ROOT / "output" / "movielens_mlt" / "ds=2025-01-02")
+    tokenize = tasks["tokenize_movielens"]["scheduled"]["application_args"]
+    assert tokenize == ["--input", str(ROOT / "data" / "ml-latest-small"), "--output", table, "--mode", "overwrite"]
+    assert tasks["decode_verify"]["scheduled"]["application_args"] == ["--input", table, "--verify"]
+
+
+def test_manual_run_without_logical_date_uses_its_run_day(parsed: list[dict[str, Any]]) -> None:
+    args = parsed[0]["tasks"]["decode_verify"]["manual"]["application_args"]
+    assert args == ["--input", str(ROOT / "output" / "movielens_mlt" / "ds=2025-03-04"), "--verify"]
+
+
+def test_variables_override_paths(parsed: list[dict[str, Any]]) -> None:
+    tasks = parsed[0]["tasks"]
+    tokenize = tasks["tokenize_movielens"]["variables"]
+    assert tokenize["application_args"] == [
+        "--input",
+        "/data/ml-25m",
+        "--output",
+        "s3a://bucket/mlt/ds=2025-01-02",
+        "--mode",
+        "overwrite",
+    ]
+    assert tokenize["py_files"] == "/opt/zips/spark_mlt.zip"
+    assert tasks["decode_verify"]["variables"]["application_args"] == [
+        "--input",
+        "s3a://bucket/mlt/ds=2025-01-02",
+        "--verify",
+    ]
