@@ -44,6 +44,7 @@ def build_parser() -> argparse.ArgumentParser:
     movielens = sub.add_parser("movielens", help="tokenise a MovieLens release into Delta")
     movielens.add_argument("--input", help="MovieLens release folder (u.data, ratings.dat or ratings.csv)")
     movielens.add_argument("--output", help="Delta table path")
+    movielens.add_argument("--run-id", default=None, help=_RUN_ID_HELP)
     _common(movielens)
 
     tokenize = sub.add_parser("tokenize", help="tokenise id columns of any table into Delta")
@@ -55,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     tokenize.add_argument(
         "--quarantine", default=None, help="Delta path for rejected rows (default: <output>_quarantine)"
     )
+    tokenize.add_argument("--run-id", default=None, help=_RUN_ID_HELP)
     _common(tokenize)
 
     decode = sub.add_parser("decode", help="decode a tokenised Delta table back to ids")
@@ -68,7 +70,21 @@ def build_parser() -> argparse.ArgumentParser:
     inspect.add_argument("path", nargs="?", help="Delta table path")
     inspect.add_argument("--input", dest="input", default=None, help="the same as the positional path")
     inspect.add_argument("--config", help="YAML or JSON file of options")
+
+    vacuum = sub.add_parser("vacuum", help="list (default) or delete orphan and expired files of a table")
+    vacuum.add_argument("path", help="Delta table path")
+    vacuum.add_argument(
+        "--retention-hours", type=int, default=168, help="keep files younger than this (default: 168, 7 days)"
+    )
+    vacuum.add_argument("--apply", action="store_true", help="delete the files (default: only list them)")
+    vacuum.add_argument("--orphans", action="store_true", help="list the files no table version references, now")
     return parser
+
+
+_RUN_ID_HELP = (
+    "idempotency key, e.g. the scheduler's run date: a run id the table already holds is not "
+    "written again (the job reports it and exits 0)"
+)
 
 
 def _load_config(path: str | None) -> dict[str, Any]:
@@ -114,6 +130,19 @@ def run(argv: Sequence[str] | None = None) -> int:
             raise ValueError("missing the table path")
         print(json.dumps(pipeline.inspect_table(path), indent=2, default=str))
         return 0
+    if args.command == "vacuum":
+        from spark_mlt.delta import orphan_files, vacuum
+
+        if args.orphans:
+            files = orphan_files(args.path)
+            verb = "orphan"
+        else:
+            files = vacuum(args.path, retention_hours=args.retention_hours, dry_run=not args.apply)
+            verb = "deleted" if args.apply else "would delete"
+        for name in files:
+            print(name)
+        print(f"spark-mlt vacuum: {len(files)} file(s) {verb} in {args.path}")
+        return 0
 
     from spark_mlt.session import job_session
 
@@ -129,6 +158,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             n=options.get("n"),
             seed=options["seed"],
             partition_by=options["partition_by"],
+            run_id=options.get("run_id"),
             **common,
         )
     elif args.command == "tokenize":
@@ -148,6 +178,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             quarantine=options.get("quarantine"),
             vocabulary_dir=options.get("vocabulary_dir"),
             partition_by=options["partition_by"],
+            run_id=options.get("run_id"),
             **common,
         )
     else:

@@ -21,11 +21,19 @@ Two backends write the same layout; :func:`write_delta` picks one:
 Appending or overwriting reuses the stored codecs: a different codec for a column the table
 already has is refused (tokens of two codecs in one column could not be decoded). A stored
 codec whose JSON is corrupt or whose fingerprint does not match is refused on read.
+
+Idempotent runs: ``write_delta(..., run_id="2026-11-22")`` records the run id as a Delta
+application transaction (``txn`` action, app id ``spark-mlt:<run id>``) in the data commit,
+and a write whose run id the table already holds commits nothing (``result.skipped``), so a
+re-run of the same job does not duplicate rows. A write that dies before its commit leaves
+only an uncommitted staging folder: :func:`orphan_files` lists such files, :func:`vacuum`
+removes them (and files older versions dropped) once older than the retention period.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import shutil
@@ -52,15 +60,20 @@ __all__ = [
     "MissingCodecError",
     "TableExistsError",
     "has_delta_jars",
+    "orphan_files",
     "read_codecs",
     "read_delta",
     "read_properties",
+    "token_write_options",
+    "vacuum",
     "write_delta",
 ]
 
 CODEC_PROPERTY_PREFIX = "mlt.codec."
 FORMAT_PROPERTY = "mlt.format.version"
 FORMAT_VERSION = "1"
+RUN_ID_APP_PREFIX = "spark-mlt:"
+STAGING_PREFIX = "mlt-"
 WriteMode = Literal["error", "append", "overwrite"]
 
 
@@ -86,16 +99,22 @@ class DeltaWriteResult:
     files: int
     backend: str
     seconds: dict[str, float] = field(default_factory=dict)
+    skipped: bool = False
+    """True when ``run_id`` was already committed to the table: nothing was written."""
 
 
 def has_delta_jars(spark: SparkSession) -> bool:
-    """Whether this session can write Delta itself (delta-spark's classes are loadable)."""
-    extensions = spark.conf.get("spark.sql.extensions", "") or ""
-    if "DeltaSparkSessionExtension" in extensions:
-        return True
+    """Whether this session can write Delta itself (delta-spark's classes are loadable).
+
+    On Spark Classic the JVM is asked for ``io.delta.tables.DeltaTable`` (a session that names
+    Delta's extension in its conf without the jars on its classpath does not count); over
+    Spark Connect, where the server decides, the session's catalog setting is the hint.
+    """
     jvm = getattr(spark, "_jvm", None)
-    if jvm is None:  # Spark Connect: the server decides; ask the catalog config instead
-        return "DeltaCatalog" in (spark.conf.get("spark.sql.catalog.spark_catalog", "") or "")
+    if jvm is None:
+        catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
+        extensions = spark.conf.get("spark.sql.extensions", "") or ""
+        return "DeltaCatalog" in catalog or "DeltaSparkSessionExtension" in extensions
     try:
         jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
     except Exception:  # noqa: BLE001 - py4j raises a generic error when the class is missing
@@ -177,6 +196,8 @@ def write_delta(
     commit_info: Mapping[str, Any] | None = None,
     backend: Literal["auto", "delta-rs", "delta-spark"] = "auto",
     properties: Mapping[str, str] | None = None,
+    run_id: str | None = None,
+    write_options: Mapping[str, str] | None = None,
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -189,6 +210,10 @@ def write_delta(
         commit_info: extra JSON-able entries for the commit's metadata.
         backend: ``"auto"`` (delta-spark when the session has the jars, else delta-rs).
         properties: more table properties for a new table (e.g. ``mlt.vocab.<column>``).
+        run_id: an idempotency key: if the table already holds a commit with this run id,
+            nothing is written and the result has ``skipped=True``; otherwise the run id is
+            committed with the data (as a Delta application transaction).
+        write_options: options for Spark's Parquet writer (see :func:`token_write_options`).
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -207,12 +232,22 @@ def write_delta(
     if exists and mode == "error":
         raise TableExistsError(f"a Delta table already exists at {location} (use mode='append' or 'overwrite')")
     all_codecs = _check_codecs(location, codecs) if exists else dict(codecs)
+    if run_id is not None and exists and _committed_run(location, run_id):
+        return _skipped(location, run_id)
     info = {"spark_mlt.mode": mode, **(commit_info or {})}
+    if run_id is not None:
+        info["spark_mlt.run_id"] = run_id
     table_properties = {**(properties or {}), **_codec_properties(all_codecs)}
     chosen = backend if backend != "auto" else ("delta-spark" if has_delta_jars(df.sparkSession) else "delta-rs")
     if chosen == "delta-spark":
         return _write_with_delta_spark(
-            df, location=location, properties=table_properties, mode=mode, partition_by=list(partition_by), info=info
+            df,
+            location=location,
+            properties=table_properties,
+            mode=mode,
+            partition_by=list(partition_by),
+            info=info,
+            run_id=run_id,
         )
     return _write_with_delta_rs(
         df,
@@ -222,7 +257,109 @@ def write_delta(
         partition_by=list(partition_by),
         info=info,
         exists=exists,
+        codecs=codecs,
+        run_id=run_id,
+        write_options=dict(write_options or {}),
     )
+
+
+def _run_app_id(run_id: str) -> str:
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise MLTError(f"run_id must be a non-empty string, got {run_id!r}")
+    return RUN_ID_APP_PREFIX + run_id
+
+
+def _committed_run(location: str, run_id: str) -> bool:
+    from deltalake import DeltaTable
+
+    return DeltaTable(location).transaction_version(_run_app_id(run_id)) is not None
+
+
+def _skipped(location: str, run_id: str) -> DeltaWriteResult:
+    from deltalake import DeltaTable
+
+    logging.getLogger("spark_mlt").warning(
+        "run id %r is already committed to %s: nothing written (idempotent re-run)", run_id, location
+    )
+    return DeltaWriteResult(location, DeltaTable(location).version(), 0, 0, "none", {}, skipped=True)
+
+
+def token_write_options(df: DataFrame, token_columns: Iterable[str]) -> dict[str, str]:
+    """Parquet writer options that make token columns cheap to write.
+
+    Tokens are small, uniformly spread integers: Parquet's dictionary encoding buys little
+    for them and is the writer's main cost (measured: it doubles the time to write an
+    ``array<int>`` column). This turns it off for the token columns' leaves only.
+
+    Example::
+
+        write_delta(tokens, path, codecs, write_options=token_write_options(tokens, ["userId_mlt"]))
+    """
+    from pyspark.sql.types import ArrayType, StructType
+
+    options = {}
+    for name in token_columns:
+        kind = df.schema[name].dataType
+        if isinstance(kind, ArrayType):
+            leaves = [f"{name}.list.element"]
+        elif isinstance(kind, StructType):
+            leaves = [f"{name}.{child.name}" for child in kind.fields]
+        else:
+            leaves = [name]
+        options.update({f"parquet.enable.dictionary#{leaf}": "false" for leaf in leaves})
+    return options
+
+
+def orphan_files(path: str | os.PathLike[str]) -> list[str]:
+    """Data files under the table that no version of its log references.
+
+    They are left by writes that died between writing their files and committing them (a
+    write in progress has such files too, until it commits). Paths are relative to the table.
+
+    Example::
+
+        orphan_files("/data/ratings_mlt")   # ['mlt-20261122T031200-1a2b3c4d5e6f/part-00000-....parquet']
+    """
+    from deltalake import DeltaTable
+
+    table = DeltaTable(os.fspath(path))
+    versions = sorted({int(entry["version"]) for entry in table.history() if "version" in entry})
+    return sorted(
+        table.vacuum(
+            retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True, keep_versions=versions
+        )
+    )
+
+
+def vacuum(path: str | os.PathLike[str], *, retention_hours: int = 168, dry_run: bool = True) -> list[str]:
+    """Files to delete (or, with ``dry_run=False``, deleted) older than ``retention_hours``:
+    orphans of failed writes and files no version within the retention period needs.
+
+    The default retention (7 days, Delta's own) keeps time travel to recent versions and
+    never touches the files of a write still in progress. Empty staging folders left behind
+    are removed too.
+
+    Example::
+
+        vacuum("/data/ratings_mlt", retention_hours=24, dry_run=False)
+    """
+    from deltalake import DeltaTable
+
+    location = os.fspath(path)
+    if retention_hours < 0:
+        raise MLTError(f"retention_hours must be >= 0, got {retention_hours}")
+    files = DeltaTable(location).vacuum(
+        retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False, full=True
+    )
+    if not dry_run:
+        cutoff = time.time() - retention_hours * 3600
+        for name in os.listdir(location):
+            folder = os.path.join(location, name)
+            if name.startswith(STAGING_PREFIX) and os.path.isdir(folder) and os.path.getmtime(folder) <= cutoff:
+                leftovers = [f for _, _, names in os.walk(folder) for f in names if f.endswith(".parquet")]
+                if not leftovers:
+                    shutil.rmtree(folder, ignore_errors=True)
+    return sorted(files)
 
 
 # ---------------------------------------------------------------------- delta-rs backend
@@ -260,10 +397,17 @@ def _stats(metadata: pq.FileMetaData, columns: list[str]) -> str:
     return json.dumps({"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum, "nullCount": nulls})
 
 
+def _hidden(name: str) -> bool:
+    return name.startswith(("_", "."))
+
+
 def _committed_files(staging: str) -> list[str]:
+    """The data files of Spark's committed job: hidden paths (``_temporary`` of a straggling
+    task attempt, ``.crc`` files) are skipped, as Hadoop's input formats skip them."""
     files: list[str] = []
-    for root, _, names in os.walk(staging):
-        files.extend(os.path.join(root, name) for name in names if name.endswith(".parquet"))
+    for root, folders, names in os.walk(staging):
+        folders[:] = [folder for folder in folders if not _hidden(folder)]
+        files.extend(os.path.join(root, name) for name in names if name.endswith(".parquet") and not _hidden(name))
     return sorted(files)
 
 
@@ -289,29 +433,24 @@ def _write_with_delta_rs(
     partition_by: list[str],
     info: dict[str, Any],
     exists: bool,
+    codecs: Mapping[str, MLTCodec],
+    run_id: str | None,
+    write_options: dict[str, str],
 ) -> DeltaWriteResult:
     from deltalake import DeltaTable, Schema
-    from deltalake.transaction import AddAction, CommitProperties, RemoveAction
+    from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 
     timings: dict[str, float] = {}
     arrow_schema = _arrow_schema(df)
     if exists:
-        table = DeltaTable(location)
-        table_schema = pa.schema(table.schema().to_arrow())
-        if [(f.name, f.type) for f in table_schema] != [(f.name, f.type) for f in arrow_schema]:
-            raise MLTError(
-                f"the DataFrame's schema does not match the table at {location}:\n"
-                f"  table:     {table_schema.to_string(show_schema_metadata=False)}\n"
-                f"  DataFrame: {arrow_schema.to_string(show_schema_metadata=False)}"
-            )
-        partition_by = list(table.metadata().partition_columns)
+        partition_by = _check_schema(location, arrow_schema)
     os.makedirs(location, exist_ok=True)
-    run_id = uuid.uuid4().hex
-    staging_name = f"mlt-{time.strftime('%Y%m%dT%H%M%S')}-{run_id[:12]}"
+    write_id = uuid.uuid4().hex
+    staging_name = f"{STAGING_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{write_id[:12]}"
     staging = os.path.join(location, staging_name)
     started = time.perf_counter()
     try:
-        writer = df.write.mode("errorifexists")
+        writer = df.write.mode("errorifexists").options(**write_options)
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.parquet(staging)
@@ -345,18 +484,22 @@ def _write_with_delta_rs(
 
     started = time.perf_counter()
     delta_schema = Schema.from_arrow(arrow_schema)
-    commit = CommitProperties(custom_metadata={**info, "spark_mlt.rows": rows, "spark_mlt.run_id": run_id})
+    commit = CommitProperties(
+        custom_metadata={**info, "spark_mlt.rows": rows, "spark_mlt.write_id": write_id},
+        app_transactions=[Transaction(app_id=_run_app_id(run_id), version=1)] if run_id is not None else None,
+    )
     try:
         if not exists:
-            DeltaTable.create(
-                location,
-                delta_schema,
-                mode="error",
-                partition_by=partition_by or None,
-                configuration=properties,
-                raise_if_key_not_exists=False,
-                commit_properties=CommitProperties(custom_metadata={"spark_mlt.operation": "create"}),
-            )
+            exists = not _create_table(location, delta_schema, partition_by, properties)
+            if exists:  # another writer created it meanwhile: this write now joins an existing table
+                if mode == "error":
+                    raise TableExistsError(f"a Delta table was created at {location} while this write ran")
+                _check_codecs(location, codecs)
+                _check_schema(location, arrow_schema)
+        if run_id is not None and _committed_run(location, run_id):  # a concurrent run with the same id won
+            shutil.rmtree(staging, ignore_errors=True)
+            return _skipped(location, run_id)
+        _before_commit(location, staging)
         table = DeltaTable(location)
         table.create_write_transaction(
             actions,
@@ -377,6 +520,48 @@ def _write_with_delta_rs(
     return DeltaWriteResult(location, version, rows, len(actions), "delta-rs", timings)
 
 
+def _check_schema(location: str, arrow_schema: pa.Schema) -> list[str]:
+    """Refuses a DataFrame whose schema differs from the table's; returns its partition columns."""
+    from deltalake import DeltaTable
+
+    table = DeltaTable(location)
+    table_schema = pa.schema(table.schema().to_arrow())
+    if [(f.name, f.type) for f in table_schema] != [(f.name, f.type) for f in arrow_schema]:
+        raise MLTError(
+            f"the DataFrame's schema does not match the table at {location}:\n"
+            f"  table:     {table_schema.to_string(show_schema_metadata=False)}\n"
+            f"  DataFrame: {arrow_schema.to_string(show_schema_metadata=False)}"
+        )
+    return list(table.metadata().partition_columns)
+
+
+def _create_table(location: str, schema: Any, partition_by: list[str], properties: dict[str, str]) -> bool:
+    """Creates the table (version 0: schema and properties, no data); False if another writer
+    created it first."""
+    from deltalake import DeltaTable
+    from deltalake.transaction import CommitProperties
+
+    try:
+        DeltaTable.create(
+            location,
+            schema,
+            mode="error",
+            partition_by=partition_by or None,
+            configuration=properties,
+            raise_if_key_not_exists=False,
+            commit_properties=CommitProperties(custom_metadata={"spark_mlt.operation": "create"}),
+        )
+    except Exception:
+        if DeltaTable.is_deltatable(location):
+            return False
+        raise
+    return True
+
+
+def _before_commit(location: str, staging: str) -> None:
+    """The point between Spark's job commit and the Delta commit (a hook for fault-injection tests)."""
+
+
 # ---------------------------------------------------------------------- delta-spark backend
 def _write_with_delta_spark(  # pragma: no cover - needs the io.delta jars, absent here
     df: DataFrame,
@@ -386,6 +571,7 @@ def _write_with_delta_spark(  # pragma: no cover - needs the io.delta jars, abse
     mode: str,
     partition_by: list[str],
     info: dict[str, Any],
+    run_id: str | None,
 ) -> DeltaWriteResult:
     from delta.tables import DeltaTable as SparkDeltaTable
 
@@ -399,6 +585,8 @@ def _write_with_delta_spark(  # pragma: no cover - needs the io.delta jars, abse
             builder = builder.partitionedBy(*partition_by)
         builder.execute()
     writer = df.write.format("delta").mode("append" if mode == "error" else mode)
+    if run_id is not None:  # Delta's idempotent writes: skipped when the table has this txn
+        writer = writer.option("txnAppId", _run_app_id(run_id)).option("txnVersion", 1)
     writer.option("userMetadata", json.dumps(info, sort_keys=True)).save(location)
     table = SparkDeltaTable.forPath(spark, location)
     last = table.history(1).select("version", "operationMetrics").first()

@@ -21,6 +21,7 @@ from spark_mlt.delta import (
     TableExistsError,
     read_codecs,
     read_delta,
+    token_write_options,
     write_delta,
 )
 from spark_mlt.errors import MLTError
@@ -65,6 +66,8 @@ class JobReport:
             parts.append(f"mismatches {self.mismatches}")
         if self.write is not None:
             parts.append(f"table {self.write.path} version {self.write.version}")
+            if self.write.skipped:
+                parts.append("run id already committed: nothing written")
         return ", ".join(parts)
 
 
@@ -174,11 +177,13 @@ def tokenize_movielens(
     seed: int = DEFAULT_SEED,
     engine: str = "auto",
     partition_by: Sequence[str] = (),
+    run_id: str | None = None,
 ) -> JobReport:
     """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
 
     The table holds userId, movieId, rating, timestamp, the paper's label (rating > 4, as 0/1)
-    and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties.
+    and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties. With a
+    ``run_id`` the write is idempotent (see :func:`spark_mlt.delta.write_delta`).
     """
     from pyspark.sql import functions as F
 
@@ -195,7 +200,14 @@ def tokenize_movielens(
         tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=engine)
         info = {"spark_mlt.job": "movielens", "spark_mlt.input": input_folder, "spark_mlt.layout": layout.name}
         report.write = write_delta(
-            tokens, output, report.codecs, mode=cast("WriteMode", mode), partition_by=partition_by, commit_info=info
+            tokens,
+            output,
+            report.codecs,
+            mode=cast("WriteMode", mode),
+            partition_by=partition_by,
+            commit_info=info,
+            run_id=run_id,
+            write_options=token_write_options(tokens, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]),
         )
     report.rows_in = report.rows_out = report.write.rows
     return report
@@ -231,6 +243,7 @@ def tokenize_table(
     engine: str = "auto",
     partition_by: Sequence[str] = (),
     vocabulary_dir: str | None = None,
+    run_id: str | None = None,
 ) -> JobReport:
     """Tokenise id columns of any table (a path with a format, or a catalog table if
     ``input_format`` is None) into a Delta table.
@@ -291,13 +304,20 @@ def tokenize_table(
             partition_by=partition_by,
             commit_info=info,
             properties=properties,
+            run_id=run_id,
+            write_options=token_write_options(good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]),
         )
         report.rows_out = report.write.rows
-    if rejected is not None:
+    if rejected is not None and not report.write.skipped:
         with _Phase(report, "quarantine"):
             target = quarantine or f"{output.rstrip('/')}_quarantine"
             side = write_delta(
-                rejected, target, {}, mode="append", commit_info={**info, "spark_mlt.quarantine_of": output}
+                rejected,
+                target,
+                {},
+                mode="append",
+                commit_info={**info, "spark_mlt.quarantine_of": output},
+                run_id=run_id,
             )
             report.rows_rejected = side.rows
     report.rows_in = report.rows_out + report.rows_rejected
