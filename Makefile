@@ -17,12 +17,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
 
-demo: $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., or synthetic) into Delta, decode-check it
+check-java: ## Check that Java 17+ is available (Spark needs it); says how to install it if not
+	@sh jobs/check_java.sh
+
+demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., or synthetic) into Delta, decode-check it
 	$(BIN)/python jobs/demo.py
 
 venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 
-test: $(STAMP) ## Run the whole test suite, slow tests included
+test: check-java $(STAMP) ## Run the whole test suite, slow tests included
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 test-fast: $(STAMP) ## Run the test suite without the slow tests
@@ -57,4 +60,4 @@ dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help demo venv test test-fast lint format bench bench-codec bench-functions bench-delta dist clean
+.PHONY: help check-java demo venv test test-fast lint format bench bench-codec bench-functions bench-delta dist clean
