@@ -49,7 +49,10 @@ bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, 
 bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Parquet (20M ratings)
 	$(BIN)/python jobs/benchmark_delta.py
 
-bench: bench-codec bench-functions bench-delta ## Run every benchmark
+bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
+	$(BIN)/python jobs/benchmark_scale.py
+
+bench: bench-codec bench-functions bench-delta bench-scale ## Run every benchmark
 
 dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
 	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
@@ -60,4 +63,4 @@ dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help check-java demo venv test test-fast lint format bench bench-codec bench-functions bench-delta dist clean
+.PHONY: help check-java demo venv test test-fast lint format bench bench-codec bench-functions bench-delta bench-scale dist clean

@@ -1,0 +1,110 @@
+"""Benchmark: tokenise and decode-verify 5M .. 50M rows on local[2]; the driver's memory must not grow with them.
+
+Each size runs in a fresh process (its own JVM): ids with a skewed key (one id in 30% of the
+rows) are tokenised into a Delta table (delta-rs commit), then the table is decoded and
+checked against the kept ids (``decode_table(verify=True)``, 0 mismatches expected). The
+driver's peak resident memory is read at the end: the Python process (``ru_maxrss``) and the
+JVM (``VmHWM``; on local[2] the JVM is the driver and the executors, its heap capped by
+``spark.driver.memory``). Nothing is collected to the driver, so the peaks stay flat between
+sizes; a collect of the data would make them grow by about 8 bytes per row and per column.
+
+Run: ``make bench-scale`` or ``python jobs/benchmark_scale.py --rows 5000000 50000000``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def _peak_kib(pid: int) -> int:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1])
+    return 0
+
+
+def run_one(rows: int) -> dict[str, float]:
+    """Tokenise + decode-verify ``rows`` rows in this process; returns timings and peaks."""
+    from pyspark.sql import functions as F
+
+    from spark_mlt.delta import write_delta
+    from spark_mlt.pipeline import decode_table, size_codecs, tokenize_dataframe
+    from spark_mlt.session import local_session
+
+    spark = local_session("spark-mlt-bench-scale", extra_conf={"spark.ui.showConsoleProgress": "false"})
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
+    folder = tempfile.mkdtemp(prefix="mlt-scale-")
+    try:
+        ids = spark.range(rows).select(
+            F.when(F.col("id") % 10 < 3, F.lit(4_242)).otherwise(F.col("id")).alias("userId"),
+            (F.col("id") % 27_278).alias("movieId"),
+        )
+        started = time.perf_counter()
+        codecs = size_codecs(ids, ["userId", "movieId"])
+        tokens, _ = tokenize_dataframe(ids, codecs)
+        written = write_delta(tokens, f"{folder}/t", codecs)
+        tokenise_s = time.perf_counter() - started
+        started = time.perf_counter()
+        report = decode_table(spark, f"{folder}/t", verify=True)
+        decode_s = time.perf_counter() - started
+        return {
+            "rows": rows,
+            "committed": written.rows,
+            "mismatches": report.mismatches or 0,
+            "tokenise_s": tokenise_s,
+            "decode_s": decode_s,
+            "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            "jvm_peak_mib": _peak_kib(jvm_pid) / 1024,
+        }
+    finally:
+        spark.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rows", type=int, nargs="+", default=[5_000_000, 50_000_000])
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: run one size, print JSON
+    args = parser.parse_args(argv)
+    if args.one:
+        print("RESULT " + json.dumps(run_one(args.one)), flush=True)
+        return 0
+    results = []
+    for rows in args.rows:
+        done = subprocess.run(
+            [sys.executable, __file__, "--one", str(rows)], capture_output=True, text=True, check=False
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+        if done.returncode != 0 or not lines:
+            print(done.stderr[-3000:], file=sys.stderr)
+            return 1
+        result = json.loads(lines[-1].removeprefix("RESULT "))
+        results.append(result)
+        print(
+            f"{rows:>12,} rows: tokenise {result['tokenise_s']:6.1f} s, decode+verify {result['decode_s']:6.1f} s, "
+            f"committed {result['committed']:,}, mismatches {result['mismatches']}, "
+            f"driver peak RSS: python {result['python_peak_mib']:.0f} MiB, JVM {result['jvm_peak_mib']:.0f} MiB",
+            flush=True,
+        )
+    if len(results) > 1:
+        small, large = results[0], results[-1]
+        python_growth = large["python_peak_mib"] / small["python_peak_mib"]
+        jvm_growth = large["jvm_peak_mib"] / small["jvm_peak_mib"]
+        print(
+            f"rows x{large['rows'] / small['rows']:.0f}: python peak x{python_growth:.2f}, "
+            f"JVM peak x{jvm_growth:.2f} (flat = no growth with the data)"
+        )
+    ok = all(r["mismatches"] == 0 and r["committed"] == r["rows"] for r in results)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
