@@ -5,8 +5,9 @@ rows) are tokenised into a Delta table (delta-rs commit), then the table is deco
 checked against the kept ids (``decode_table(verify=True)``, 0 mismatches expected). The
 driver's peak resident memory is read at the end: the Python process (``ru_maxrss``) and the
 JVM (``VmHWM``; on local[2] the JVM is the driver and the executors, its heap capped by
-``spark.driver.memory``). Nothing is collected to the driver, so the peaks stay flat between
-sizes; a collect of the data would make them grow by about 8 bytes per row and per column.
+``--driver-memory``, 1g by default, so 50M rows pass through a 1 GiB heap). Nothing is
+collected to the driver, so the peaks stay flat between sizes; a collect of the data would
+make them grow by about 8 bytes per row and per column.
 
 Run: ``make bench-scale`` or ``python jobs/benchmark_scale.py --rows 5000000 50000000``.
 """
@@ -31,7 +32,7 @@ def _peak_kib(pid: int) -> int:
     return 0
 
 
-def run_one(rows: int) -> dict[str, float]:
+def run_one(rows: int, driver_memory: str) -> dict[str, float]:
     """Tokenise + decode-verify ``rows`` rows in this process; returns timings and peaks."""
     from pyspark.sql import functions as F
 
@@ -39,7 +40,8 @@ def run_one(rows: int) -> dict[str, float]:
     from spark_mlt.pipeline import decode_table, size_codecs, tokenize_dataframe
     from spark_mlt.session import local_session
 
-    spark = local_session("spark-mlt-bench-scale", extra_conf={"spark.ui.showConsoleProgress": "false"})
+    conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": driver_memory}
+    spark = local_session("spark-mlt-bench-scale", extra_conf=conf)
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
     folder = tempfile.mkdtemp(prefix="mlt-scale-")
     try:
@@ -72,15 +74,19 @@ def run_one(rows: int) -> dict[str, float]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[5_000_000, 50_000_000])
+    parser.add_argument("--driver-memory", default="1g", help="JVM heap of the local driver (default: 1g)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: run one size, print JSON
     args = parser.parse_args(argv)
     if args.one:
-        print("RESULT " + json.dumps(run_one(args.one)), flush=True)
+        print("RESULT " + json.dumps(run_one(args.one, args.driver_memory)), flush=True)
         return 0
     results = []
     for rows in args.rows:
         done = subprocess.run(
-            [sys.executable, __file__, "--one", str(rows)], capture_output=True, text=True, check=False
+            [sys.executable, __file__, "--one", str(rows), "--driver-memory", args.driver_memory],
+            capture_output=True,
+            text=True,
+            check=False,
         )
         lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
         if done.returncode != 0 or not lines:
