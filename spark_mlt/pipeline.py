@@ -296,6 +296,19 @@ def tokenize_table(
         if rejected is not None:
             rejected = rejected.drop(*sources.values())
         info = {"spark_mlt.job": "tokenize", "spark_mlt.input": source, "spark_mlt.handle_invalid": handle_invalid}
+        if rejected is not None:
+            # The rejected rows are committed first: if the job dies between the two commits,
+            # no row is lost (a re-run with the same run id then skips the quarantine commit).
+            target = quarantine or f"{output.rstrip('/')}_quarantine"
+            side = write_delta(
+                rejected,
+                target,
+                {},
+                mode="append",
+                commit_info={**info, "spark_mlt.quarantine_of": output},
+                run_id=run_id,
+            )
+            report.rows_rejected = side.rows
         report.write = write_delta(
             good,
             output,
@@ -308,18 +321,6 @@ def tokenize_table(
             write_options=token_write_options(good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]),
         )
         report.rows_out = report.write.rows
-    if rejected is not None and not report.write.skipped:
-        with _Phase(report, "quarantine"):
-            target = quarantine or f"{output.rstrip('/')}_quarantine"
-            side = write_delta(
-                rejected,
-                target,
-                {},
-                mode="append",
-                commit_info={**info, "spark_mlt.quarantine_of": output},
-                run_id=run_id,
-            )
-            report.rows_rejected = side.rows
     report.rows_in = report.rows_out + report.rows_rejected
     return report
 
