@@ -135,10 +135,19 @@ def mlt_encode(
 
 
 def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str) -> Any:
-    """An Arrow UDF bigint -> tokens; the codec rides in the closure as its JSON document."""
+    """An Arrow UDF bigint -> tokens (or ``output="packed"``: the tokens packed in a bigint);
+    the codec rides in the closure as its JSON document."""
     from pyspark.sql import functions as F
 
     document = codec.to_json()
+    if output == "packed":
+
+        def encode_packed_batch(ids: pa.Array) -> pa.Array:
+            from spark_mlt._arrow import codec_from_json, encode_packed_arrow
+
+            return encode_packed_arrow(codec_from_json(document), ids, handle_invalid=handle_invalid, name=name)
+
+        return F.arrow_udf(encode_packed_batch, "bigint")  # type: ignore[attr-defined]
 
     def encode_batch(ids: pa.Array) -> pa.Array:
         from spark_mlt._arrow import codec_from_json, encode_arrow
@@ -166,11 +175,31 @@ def _decode_udf(codec: MLTCodec, *, form: str, handle_invalid: str, name: str) -
 def _encode_udf_column(
     b: _sqlgen.ColumnBackend, column: Column, codec: MLTCodec, *, output: str, handle_invalid: str, name: str
 ) -> Column:
-    """The UDF engine's column: SQL checks the input type and whole-number decimals first."""
+    """The UDF engine's column: SQL checks the input type and whole-number decimals first.
+
+    When the tokens fit in 64 bits the UDF returns them packed in a bigint, unpacked here by
+    Spark (see :mod:`spark_mlt._arrow`): it measured 1.5x faster than returning a list.
+    """
     from pyspark.sql import functions as F
 
-    udf = _encode_udf(codec, output=output, handle_invalid=handle_invalid, name=name)
+    from spark_mlt._arrow import packed_bits
+
     x = b.try_cast(column, "BIGINT")
+    bits = packed_bits(codec.p, codec.n)
+    if bits is None:
+        tokens = _encode_udf(codec, output=output, handle_invalid=handle_invalid, name=name)(x)
+    else:
+        packed = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)(x)
+        mask = (1 << bits) - 1
+        items = [
+            F.shiftright(packed, bits * j).bitwiseAND(F.lit(mask).cast("bigint")).cast("int") for j in range(codec.n)
+        ]
+        shaped = (
+            F.struct(*[item.alias(field) for item, field in zip(items, _sqlgen.token_names(codec.n), strict=True)])
+            if output == "struct"
+            else F.array(*items)
+        )
+        tokens = F.when(packed.isNull(), F.lit(None)).otherwise(shaped)
     not_whole = b.or_([b.is_null(x), b.cmp(column, "<>", x)])  # decimals with a fraction or too large
     on_invalid = (
         F.lit(None)
@@ -187,7 +216,7 @@ def _encode_udf_column(
         )
     )
     gate = _sqlgen.input_gate(b, column)
-    result: Column = b.case([(gate, F.lit(None)), (column.isNull(), F.lit(None)), (not_whole, on_invalid)], udf(x))
+    result: Column = b.case([(gate, F.lit(None)), (column.isNull(), F.lit(None)), (not_whole, on_invalid)], tokens)
     return result
 
 
