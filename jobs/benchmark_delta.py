@@ -19,7 +19,7 @@ import time
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
-from spark_mlt.delta import write_delta
+from spark_mlt.delta import token_write_options, write_delta
 from spark_mlt.functions import mlt_encode
 from spark_mlt.session import local_session
 
@@ -60,7 +60,8 @@ def main(argv: list[str] | None = None) -> int:
             tokens = ratings.withColumn("userId_mlt", mlt_encode("userId", users)).withColumn(
                 "movieId_mlt", mlt_encode("movieId", movies)
             )
-            result = write_delta(tokens, f"{folder}/delta", {"userId": users, "movieId": movies})
+            options = token_write_options(tokens, ["userId_mlt", "movieId_mlt"])  # as the jobs write them
+            result = write_delta(tokens, f"{folder}/delta", {"userId": users, "movieId": movies}, write_options=options)
             seconds = time.perf_counter() - started
             if seconds < delta_best:
                 delta_best = seconds
