@@ -11,10 +11,8 @@ on its PYTHONPATH) and on the executors (Spark ships the zip to them).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +34,7 @@ from deltalake import DeltaTable
 from spark_mlt import MLTCodec
 from spark_mlt.delta import read_codecs
 from spark_mlt.movielens import generate_synthetic
+from tests._processes import stop, tail
 
 pytestmark = pytest.mark.slow
 
@@ -113,27 +112,6 @@ def _free_ports(count: int) -> list[int]:
             sock.close()
 
 
-def _tail(path: Path, chars: int = 4000) -> str:
-    """The end of a log, without Java stack frames."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError as exc:
-        return f"<{exc}>"
-    return "\n".join(line for line in lines if not line.startswith("\tat "))[-chars:]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End a process we started in its own session, and its children (executors, Python workers)."""
-    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
-
-
 def _clean_env(home: Path) -> dict[str, str]:
     """The caller's environment without Spark or Python settings that could leak spark-mlt in."""
     env = {
@@ -155,10 +133,10 @@ class Cluster:
     env: dict[str, str]
 
     def diagnostics(self, *extra: Path) -> str:
-        parts = [f"--- {path.name} ---\n{_tail(path)}" for path in extra]
-        parts += [f"--- {name} ---\n{_tail(self.home / name)}" for name in ("master.log", "worker.log")]
+        parts = [f"--- {path.name} ---\n{tail(path)}" for path in extra]
+        parts += [f"--- {name} ---\n{tail(self.home / name)}" for name in ("master.log", "worker.log")]
         for path in sorted(self.work_dir.glob("app-*/*/stderr")):
-            parts.append(f"--- executor {path.relative_to(self.work_dir)} ---\n{_tail(path, 3000)}")
+            parts.append(f"--- executor {path.relative_to(self.work_dir)} ---\n{tail(path, 3000)}")
         return "\n".join(parts)
 
 
@@ -211,7 +189,7 @@ def _submit_all(cluster: Cluster, python: Path, py_files: Path, apps: Mapping[st
         return results
     finally:
         for proc, _ in procs.values():
-            _stop(proc)
+            stop(proc)
 
 
 # ---------------------------------------------------------------------- fixtures
@@ -306,7 +284,7 @@ def cluster(home: Path) -> Iterator[Cluster]:
         yield running
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop(proc)
 
 
 # ---------------------------------------------------------------------- tests

@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
 import socket
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from deltalake import DeltaTable
 
 from spark_mlt import MLTCodec
 from spark_mlt.delta import orphan_files, read_codecs
+from tests._processes import stop, tail
 
 pytestmark = pytest.mark.slow
 
@@ -55,27 +55,6 @@ def _free_port(host: str) -> int:
     with socket.socket() as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
-
-
-def _tail(path: Path, chars: int = 4000) -> str:
-    """The end of a log, without Java stack frames."""
-    try:
-        lines = path.read_text(errors="replace").splitlines()
-    except OSError as exc:
-        return f"<{exc}>"
-    return "\n".join(line for line in lines if not line.startswith("\tat "))[-chars:]
-
-
-def _stop(proc: subprocess.Popen[bytes]) -> None:
-    """End a process started in its own session, and its children (executors, Python workers)."""
-    for sig, wait in ((signal.SIGTERM, 15.0), (signal.SIGKILL, 10.0)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, sig)
-        try:
-            proc.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def _loopback_alias_works(host: str) -> bool:
@@ -98,9 +77,9 @@ class Cluster:
     logs: list[Path]
 
     def diagnostics(self, *extra: Path) -> str:
-        parts = [f"--- {path.name} ---\n{_tail(path)}" for path in (*extra, *self.logs)]
+        parts = [f"--- {path.name} ---\n{tail(path)}" for path in (*extra, *self.logs)]
         for path in sorted(self.work_dir.glob("*/app-*/*/stderr")):
-            parts.append(f"--- executor {path.relative_to(self.work_dir)} ---\n{_tail(path, 3000)}")
+            parts.append(f"--- executor {path.relative_to(self.work_dir)} ---\n{tail(path, 3000)}")
         return "\n".join(parts)
 
 
@@ -169,7 +148,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         yield running
     finally:
         for proc in reversed(procs):
-            _stop(proc)
+            stop(proc)
 
 
 @dataclass
@@ -203,7 +182,7 @@ def run(cluster: Cluster) -> Run:
         except subprocess.TimeoutExpired:
             returncode = -1  # reported as a failure, with the logs
     finally:
-        _stop(proc)
+        stop(proc)
     seconds = time.monotonic() - started
     report: dict[str, Any] = {}
     for line in log.read_text(errors="replace").splitlines():
