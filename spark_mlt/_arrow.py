@@ -89,6 +89,14 @@ def _token_matrix(codec: MLTCodec, tokens: pa.Array, form: str) -> tuple[npt.NDA
     """(rows, n) int64 token matrix and a mask of rows with the right shape and no null token."""
     rows, n = len(tokens), codec.n
     present = tokens.is_valid().to_numpy(zero_copy_only=False)
+    if form == "packed":
+        bits = codec._require_packed_bits()
+        packed = pc.fill_null(tokens, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
+        matrix = np.empty((rows, n), dtype=np.int64)
+        for j in range(n):
+            matrix[:, j] = (packed >> np.uint64(bits * j)) & np.uint64((1 << bits) - 1)
+        shaped = present if bits * n == 64 else present & (packed >> np.uint64(bits * n) == 0)
+        return matrix, shaped
     if form == "struct":
         columns = [tokens.field(j) for j in range(n)]
         shaped = present.copy()

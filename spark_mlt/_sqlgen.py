@@ -48,6 +48,8 @@ class Backend(Protocol[E]):
     def call(self, name: str, args: Sequence[E]) -> E: ...
     def field(self, a: E, name: str) -> E: ...
     def struct(self, names: Sequence[str], values: Sequence[E]) -> E: ...
+    def bit_and(self, a: E, b: E) -> E: ...
+    def bit_or(self, a: E, b: E) -> E: ...
 
 
 class SqlBackend:
@@ -105,6 +107,12 @@ class SqlBackend:
     def struct(self, names: Sequence[str], values: Sequence[str]) -> str:
         pairs = ", ".join(f"'{name}', {value}" for name, value in zip(names, values, strict=True))
         return f"named_struct({pairs})"
+
+    def bit_and(self, a: str, b: str) -> str:
+        return f"({a} & {b})"
+
+    def bit_or(self, a: str, b: str) -> str:
+        return f"({a} | {b})"
 
 
 class ColumnBackend:
@@ -172,6 +180,12 @@ class ColumnBackend:
     def struct(self, names: Sequence[str], values: Sequence[Any]) -> Any:
         return self.F.struct(*[value.alias(name) for name, value in zip(names, values, strict=True)])
 
+    def bit_and(self, a: Any, b: Any) -> Any:
+        return a.bitwiseAND(b)
+
+    def bit_or(self, a: Any, b: Any) -> Any:
+        return a.bitwiseOR(b)
+
 
 def token_names(n: int) -> list[str]:
     """Field names of the struct output: t0 .. t{n-1}."""
@@ -193,6 +207,37 @@ def _sum_mod(b: Backend[E], terms: list[tuple[E, int]], p: int) -> E:
     return result if len(groups) == 1 else b.mod(result, b.lit(p))
 
 
+def _mat_mod(b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int) -> list[E]:
+    """``(sum_i v_i * W_i[j]) mod p`` for every column j, given rows ``(v_i, W_i)`` with
+    ``0 <= v_i <= vmax`` (bigint expressions) and weights in [0, p).
+
+    SWAR: the n column sums are computed side by side in "lanes" of one bigint. Lane j of
+    ``K_i`` holds ``W_i[j]``, so ``sum_i v_i * K_i`` holds every column's sum in its lane with
+    no carry between lanes (each lane's sum is at most ``len(rows) * vmax * (p - 1)``, below
+    ``2**lane``), and stays below 2**62. That is one multiply-add per row instead of n (the
+    ANSI-checked multiply and add are the expensive operations here), then a shift, a mask and
+    a mod per column. When fewer than two lanes fit in 62 bits (large p), it falls back to a
+    sum per column.
+    """
+    n = len(rows[0][1])
+    lane = max(1, len(rows) * vmax * (p - 1)).bit_length()
+    per_word = 62 // lane
+    if per_word < 2:
+        return [_sum_mod(b, [(v, w[j]) for v, w in rows], p) for j in range(n)]
+    mask = (1 << lane) - 1
+    sums: list[E] = []
+    for start in range(0, n, per_word):
+        columns = list(range(start, min(n, start + per_word)))
+        terms = [(v, sum((w[j] % p) << (lane * (j - start)) for j in columns)) for v, w in rows]
+        word = _weighted(b, [(v, k) for v, k in terms if k])
+        for j in columns:
+            value = word if j == start else b.call("shiftright", [word, b.lit(lane * (j - start))])
+            if j != columns[-1]:  # the top lane has nothing above it
+                value = b.bit_and(value, b.lit(mask))
+            sums.append(b.mod(value, b.lit(p)))
+    return sums
+
+
 def input_gate(b: Backend[E], value: E) -> E:
     """A predicate that is always false but fails analysis unless value is integral or decimal."""
     contains = b.call("array_contains", [b.call("array", [b.cast(b.lit(0), "BIGINT")]), value])
@@ -212,7 +257,8 @@ def encode_expr(
 ) -> E:
     """Tokens of ``value`` (any integral or decimal expression).
 
-    ``output``: ``"array"`` (array<int>), ``"struct"`` (t0..t{n-1}) or ``"scaled"``
+    ``output``: ``"array"`` (array<int>), ``"struct"`` (t0..t{n-1}), ``"packed"`` (a bigint,
+    token j in bits ``[j*b, (j+1)*b)``, see :attr:`MLTCodec.packed_bits`) or ``"scaled"``
     (array<double> of token / (p - 1), never null inside, for ML vectors); ``wrap``, if
     given, is applied to that result (for example ``array_to_vector``).
 
@@ -253,7 +299,15 @@ def encode_expr(
         shifted = safe if weight == 1 else b.div(safe, b.lit(weight))
         digits.append((i, shifted if i == 0 and p**n <= 2**63 else b.mod(shifted, b.lit(p))))
     matrix = codec.M.tolist()
-    sums = [_sum_mod(b, [(d, matrix[i][j]) for i, d in digits], p) for j in range(n)]
+    sums = _mat_mod(b, [(d, matrix[i]) for i, d in digits], p, p - 1)
+    if output == "packed":  # null propagates through the arithmetic: no wrapper needed
+        bits = codec.packed_bits
+        if bits is None:
+            raise ValueError(f"p={p}, n={n}: the tokens do not fit in 64 bits")
+        packed = sums[0]
+        for j in range(1, n):
+            packed = b.bit_or(packed, b.call("shiftleft", [sums[j], b.lit(bits * j)]))
+        return packed
     if output == "scaled":
         scale = b.cast(b.lit(max(p - 1, 1)), "DOUBLE")
         scaled = [b.call("try_divide", [b.cast(t, "DOUBLE"), scale]) for t in sums]
@@ -273,16 +327,58 @@ def _on_invalid(b: Backend[E], handle_invalid: str, message: list[E]) -> E:
     return b.call("raise_error", [b.call("concat", message)])
 
 
+def _packed_items(b: Backend[E], packed: E, codec: MLTCodec) -> tuple[list[E], list[E]]:
+    """The n tokens (bigint, each in [0, 2**bits)) of a packed value, and the check that no
+    bit above them is set."""
+    bits = codec.packed_bits
+    if bits is None:
+        raise ValueError(f"p={codec.p}, n={codec.n}: the tokens do not fit in 64 bits")
+    whole = b.cast(packed, "BIGINT")
+    items = [
+        b.bit_and(whole if j == 0 else b.call("shiftrightunsigned", [whole, b.lit(bits * j)]), b.lit(2**bits - 1))
+        for j in range(codec.n)
+    ]
+    top = bits * codec.n
+    shape_ok = [b.cmp(b.call("shiftrightunsigned", [whole, b.lit(top)]), "=", b.lit(0))] if top < 64 else []
+    return items, shape_ok
+
+
+def unpack_expr(b: Backend[E], packed: E, codec: MLTCodec, *, output: str, handle_invalid: str, sql_name: str) -> E:
+    """The tokens (array<int> or struct t0..t{n-1}) of a packed bigint; null in, null out."""
+    items, shape_ok = _packed_items(b, packed, codec)
+    valid = b.and_(shape_ok + [b.cmp(item, "<", b.lit(codec.p)) for item in items])
+    tokens = [b.cast(item, "INT") for item in items]
+    result = b.struct(token_names(codec.n), tokens) if output == "struct" else b.call("array", tokens)
+    on_invalid = _on_invalid(
+        b,
+        handle_invalid,
+        [
+            b.lit(f"spark-mlt: {sql_name}: packed tokens "),
+            b.cast(packed, "STRING"),
+            b.lit(
+                f" are not {codec.n} tokens of {codec.packed_bits} bits each in [0, {codec.p}) "
+                f"(p={codec.p}, n={codec.n}); use handle_invalid='null' to turn such rows into nulls"
+            ),
+        ],
+    )
+    pick = b.case([(b.is_null(packed), b.lit(None)), (b.call("coalesce", [valid, b.lit(False)]), b.lit(1))], on_invalid)
+    return b.call("try_element_at", [b.call("array", [result]), pick])
+
+
 def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_invalid: str, sql_name: str) -> E:
-    """The bigint id of ``tokens`` (array<int-like> or struct t0..t{n-1}).
+    """The bigint id of ``tokens`` (array<int-like>, struct t0..t{n-1}, or packed bigint).
 
     As in :func:`encode_expr`, the arithmetic sits outside any CASE branch; a CASE only
     picks null, the value, or the error.
     """
     p, n = codec.p, codec.n
-    if form == "struct":
+    bits = max(1, (p - 1).bit_length())
+    shape_ok: list[E]
+    if form == "packed":
+        items, shape_ok = _packed_items(b, tokens, codec)
+    elif form == "struct":
         items = [b.field(tokens, name) for name in token_names(n)]
-        shape_ok: list[E] = []
+        shape_ok = []
     else:
         # get(): 0-based, null outside the array in every ANSI mode, and twice as fast as
         # try_element_at when reading cached or Parquet arrays.
@@ -293,8 +389,10 @@ def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_
         shape_ok + [b.and_([b.cmp(tj, ">=", b.lit(0)), b.cmp(tj, "<", b.lit(p))]) for tj in t]
     )  # null when a token is null: treated as invalid below
     inverse = codec.M_inv.tolist()
-    # Tokens are < p when valid; invalid ones are int32, so every group sum stays < 2**63.
-    digits = [_sum_mod(b, [(t[j], inverse[j][i]) for j in range(n)], p) for i in range(n)]
+    # The arithmetic runs on the tokens' low bits (t & (2**bits - 1), equal to t when valid),
+    # so invalid tokens (any int32) cannot overflow it; such rows are rejected by ``valid``.
+    masked = [b.bit_and(tj, b.lit(2**bits - 1)) for tj in t]
+    digits = _mat_mod(b, [(masked[j], inverse[j]) for j in range(n)], p, 2**bits - 1)
     if codec.capacity <= 2**63:
         value = _weighted(b, [(d, p ** (n - 1 - i)) for i, d in enumerate(digits)])
     else:
@@ -311,12 +409,13 @@ def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_
         b,
         handle_invalid,
         [
-            b.lit(f"spark-mlt: {sql_name}: token vector "),
+            b.lit(f"spark-mlt: {sql_name}: {'packed tokens' if form == 'packed' else 'token vector'} "),
             b.cast(tokens, "STRING"),
             b.lit(
                 f" is not a valid MLT code: expected {n} tokens in [0, {p}) "
-                f"that decode to an id below 2^63 (p={p}, n={n}); "
-                "use handle_invalid='null' to turn such rows into nulls"
+                + (f"of {bits} bits each " if form == "packed" else "")
+                + f"that decode to an id below 2^63 (p={p}, n={n}); "
+                + "use handle_invalid='null' to turn such rows into nulls"
             ),
         ],
     )

@@ -33,6 +33,13 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="seed of the matrix draw (default: 42)")
     parser.add_argument("--engine", choices=["auto", "native", "udf"], default=None)
     parser.add_argument("--partition-by", nargs="*", default=None, help="partition columns of a new table")
+    parser.add_argument(
+        "--token-layout",
+        choices=["auto", "packed", "array"],
+        default=None,
+        help="how token columns are stored: packed in one bigint, or array<int> (default auto: an existing "
+        "table's layout, else packed when the tokens fit in 64 bits)",
+    )
     parser.add_argument("--master", default=None, help="Spark master for local runs (default: local[2])")
 
 
@@ -108,7 +115,14 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
     for key, value in vars(args).items():
         if value is not None and key not in ("config", "command"):
             options[key] = value
-    defaults = {"mode": "error", "seed": 42, "engine": "auto", "partition_by": [], "handle_invalid": "error"}
+    defaults = {
+        "mode": "error",
+        "seed": 42,
+        "engine": "auto",
+        "partition_by": [],
+        "handle_invalid": "error",
+        "token_layout": "auto",
+    }
     return {**defaults, **options}
 
 
@@ -159,6 +173,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             seed=options["seed"],
             partition_by=options["partition_by"],
             run_id=options.get("run_id"),
+            token_layout=options["token_layout"],
             **common,
         )
     elif args.command == "tokenize":
@@ -179,6 +194,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             vocabulary_dir=options.get("vocabulary_dir"),
             partition_by=options["partition_by"],
             run_id=options.get("run_id"),
+            token_layout=options["token_layout"],
             **common,
         )
     else:
@@ -192,9 +208,10 @@ def run(argv: Sequence[str] | None = None) -> int:
             **common,
         )
     for column, codec in report.codecs.items():
+        layout = report.layouts.get(column)
         print(
             f"codec {column}: p={codec.p} n={codec.n} seed={codec.seed} capacity={codec.capacity} "
-            f"fingerprint={codec.fingerprint[:16]}"
+            f"fingerprint={codec.fingerprint[:16]}" + (f" layout={layout}" if layout else "")
         )
     print(f"spark-mlt {args.command}: {report.summary()}")
     if report.mismatches:

@@ -370,6 +370,96 @@ class MLTCodec:
             out[~valid] = 0
         return out, valid
 
+    # ------------------------------------------------------------------ packed layout
+    @property
+    def packed_bits(self) -> int | None:
+        """Bits per token in the packed layout (``bit_length(p - 1)``), or None when the n
+        tokens do not fit in 64 bits.
+
+        The packed layout stores a token vector in one int64: token j in bits
+        ``[j * b, (j + 1) * b)``. It is how the Delta jobs store tokens by default (one
+        column value instead of n), and how the UDF engine returns them to Spark.
+
+        Example::
+
+            >>> MLTCodec.from_seed(13, 6).packed_bits
+            4
+        """
+        bits = max(1, (self._p - 1).bit_length())
+        return bits if bits * self._n <= 64 else None
+
+    def _require_packed_bits(self) -> int:
+        bits = self.packed_bits
+        if bits is None:
+            needed = max(1, (self._p - 1).bit_length()) * self._n
+            raise CodecParameterError(
+                f"the packed layout needs n * bit_length(p - 1) <= 64 bits; p={self._p}, n={self._n} "
+                f"needs {needed}: store these tokens as arrays"
+            )
+        return bits
+
+    def pack(self, tokens: npt.ArrayLike) -> IdArray:
+        """Pack an ``(N, n)`` token array into ``(N,)`` int64 values (see :attr:`packed_bits`).
+
+        Raises:
+            CodecParameterError: the tokens do not fit in 64 bits.
+            InvalidTokenError: the width is not n, or a token lies outside ``[0, p)``.
+
+        Example::
+
+            >>> codec = MLTCodec.from_seed(13, 6)
+            >>> codec.unpack(codec.pack(codec.encode([7]))).tolist() == codec.encode([7]).tolist()
+            True
+        """
+        bits = self._require_packed_bits()
+        values = _as_integer_array(tokens, "tokens", ndim=2)
+        if values.shape[0] == 0:
+            values = values.reshape(0, self._n)
+        if values.shape[1] != self._n:
+            raise InvalidTokenError(
+                f"token arrays must have width n={self._n}, got shape {values.shape} (p={self._p}, n={self._n})"
+            )
+        bad = (values < 0) | (values >= self._p)
+        if bad.any():
+            row, col = (int(i) for i in np.argwhere(bad)[0])
+            raise InvalidTokenError(
+                f"token {int(values[row, col])} at row {row}, position {col} is outside "
+                f"[0, {self._p}) (p={self._p}, n={self._n})"
+            )
+        packed = np.zeros(values.shape[0], dtype=np.uint64)
+        for j in range(self._n):
+            packed |= values[:, j].astype(np.uint64) << np.uint64(bits * j)
+        return packed.view(np.int64)
+
+    def unpack(self, packed: npt.ArrayLike) -> TokenArray:
+        """The ``(N, n)`` int32 tokens of ``(N,)`` packed int64 values (see :attr:`packed_bits`).
+
+        Raises:
+            CodecParameterError: the tokens do not fit in 64 bits.
+            InvalidTokenError: a value has bits set above the n tokens, or a token >= p.
+
+        Example::
+
+            >>> MLTCodec.from_seed(13, 2).unpack([0x5C]).tolist()
+            [[12, 5]]
+        """
+        bits = self._require_packed_bits()
+        values = _as_integer_array(packed, "packed tokens", ndim=1).astype(np.int64, copy=False).view(np.uint64)
+        mask = np.uint64((1 << bits) - 1)
+        out = np.empty((values.shape[0], self._n), dtype=np.int32)
+        for j in range(self._n):
+            out[:, j] = (values >> np.uint64(bits * j)) & mask
+        bad = out >= self._p
+        if bits * self._n < 64:
+            bad |= (values >> np.uint64(bits * self._n) != 0)[:, None]
+        if bad.any():
+            row = int(np.flatnonzero(bad.any(axis=1))[0])
+            raise InvalidTokenError(
+                f"packed value {int(values.view(np.int64)[row])} at row {row} is not {self._n} tokens of "
+                f"{bits} bits in [0, {self._p}) (p={self._p}, n={self._n})"
+            )
+        return out
+
     # ------------------------------------------------------------------ serialisation
     def _identity(self) -> dict[str, Any]:
         return {

@@ -33,10 +33,10 @@ from spark_mlt.errors import MLTTypeError
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
 
-__all__ = ["mlt_decode", "mlt_encode", "register_mlt_functions", "token_struct_type"]
+__all__ = ["mlt_decode", "mlt_encode", "mlt_unpack", "register_mlt_functions", "token_struct_type"]
 
-Output = Literal["array", "struct", "vector"]
-Form = Literal["array", "struct"]
+Output = Literal["array", "struct", "vector", "packed"]
+Form = Literal["array", "struct", "packed"]
 HandleInvalid = Literal["error", "null"]
 Engine = Literal["auto", "udf", "native"]
 
@@ -88,8 +88,11 @@ def mlt_encode(
         col: a column name or Column of an integral type (tinyint .. bigint) or a decimal
             holding whole numbers.
         codec: the codec to apply.
-        output: ``"array"`` (array<int> of n tokens), ``"struct"`` (fields t0..t{n-1}), or
-            ``"vector"``, a dense ML vector of ``token / (p - 1)``, each in [0, 1].
+        output: ``"array"`` (array<int> of n tokens), ``"struct"`` (fields t0..t{n-1}),
+            ``"vector"`` (a dense ML vector of ``token / (p - 1)``, each in [0, 1]), or
+            ``"packed"``: one bigint holding the n tokens, token j in bits ``[j*b, (j+1)*b)``
+            with ``b = codec.packed_bits`` (the compact storage layout; see
+            :func:`mlt_unpack`). Packed needs ``n * b <= 64``.
         handle_invalid: ``"error"`` fails the query naming the offending id and the valid
             range [0, capacity); ``"null"`` turns invalid ids into null.
         engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (Arrow UDF over the NumPy
@@ -100,6 +103,7 @@ def mlt_encode(
 
     Raises:
         MLTTypeError: an unknown option, or ``col``/``codec`` of the wrong type.
+        CodecParameterError: ``output="packed"`` and the tokens do not fit in 64 bits.
 
     Example::
 
@@ -107,9 +111,12 @@ def mlt_encode(
         df.select(mlt_encode("user_id", codec).alias("user_tokens"))
     """
     codec = _check_codec(codec)
-    _check_choice("output", output, ("array", "struct", "vector"))
+    _check_choice("output", output, ("array", "struct", "vector", "packed"))
     _check_choice("handle_invalid", handle_invalid, ("error", "null"))
+    _resolve_engine(engine)
     column, name = _as_column(col)
+    if output == "packed":
+        codec._require_packed_bits()
     if output == "vector":
         from pyspark.ml.functions import array_to_vector
         from pyspark.sql import functions as F
@@ -186,7 +193,9 @@ def _encode_udf_column(
 
     x = b.try_cast(column, "BIGINT")
     bits = packed_bits(codec.p, codec.n)
-    if bits is None:
+    if output == "packed":
+        tokens = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)(x)
+    elif bits is None:
         tokens = _encode_udf(codec, output=output, handle_invalid=handle_invalid, name=name)(x)
     else:
         packed = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)(x)
@@ -231,8 +240,9 @@ def mlt_decode(
     """The bigint ids of a token column written by :func:`mlt_encode`.
 
     Args:
-        col: a column name or Column of tokens: array<int> (``form="array"``) or a struct
-            with fields t0..t{n-1} (``form="struct"``).
+        col: a column name or Column of tokens: array<int> (``form="array"``), a struct
+            with fields t0..t{n-1} (``form="struct"``), or packed in a bigint
+            (``form="packed"``, as ``mlt_encode(..., output="packed")`` writes them).
         codec: the codec the tokens were made with.
         form: the token column's shape.
         handle_invalid: ``"error"`` fails the query naming the offending token vector;
@@ -248,15 +258,53 @@ def mlt_decode(
         df.select(mlt_decode("user_tokens", codec).alias("user_id"))
     """
     codec = _check_codec(codec)
-    _check_choice("form", form, ("array", "struct"))
+    _check_choice("form", form, ("array", "struct", "packed"))
     _check_choice("handle_invalid", handle_invalid, ("error", "null"))
+    _resolve_engine(engine)
     column, name = _as_column(col)
+    if form == "packed":
+        codec._require_packed_bits()
     if _resolve_engine(engine) == "native":
         b = _sqlgen.ColumnBackend()
         result: Column = _sqlgen.decode_expr(b, column, codec, form=form, handle_invalid=handle_invalid, sql_name=name)
         return result
     decoded: Column = _decode_udf(codec, form=form, handle_invalid=handle_invalid, name=name)(column)
     return decoded
+
+
+def mlt_unpack(
+    col: str | Column,
+    codec: MLTCodec,
+    *,
+    output: Form = "array",
+    handle_invalid: HandleInvalid = "error",
+) -> Column:
+    """The tokens of a packed token column (``mlt_encode(..., output="packed")``), as an
+    array<int> (or a struct t0..t{n-1}): plain Spark shifts and masks, no Python.
+
+    Args:
+        col: a bigint column of packed tokens.
+        codec: the codec the tokens were made with (it fixes n and the bits per token).
+        output: ``"array"`` or ``"struct"``.
+        handle_invalid: ``"error"`` fails the query naming the value; ``"null"`` turns
+            values with a token >= p or bits set above the n tokens into null.
+
+    Raises:
+        CodecParameterError: the codec's tokens do not fit in 64 bits (never packed).
+
+    Example::
+
+        ratings = read_delta(spark, "/data/ratings_mlt")
+        ratings.select(mlt_unpack("userId_mlt", codecs["userId"]).alias("user_tokens"))
+    """
+    codec = _check_codec(codec)
+    _check_choice("output", output, ("array", "struct"))
+    _check_choice("handle_invalid", handle_invalid, ("error", "null"))
+    codec._require_packed_bits()
+    column, name = _as_column(col)
+    b = _sqlgen.ColumnBackend()
+    result: Column = _sqlgen.unpack_expr(b, column, codec, output=output, handle_invalid=handle_invalid, sql_name=name)
+    return result
 
 
 def register_mlt_functions(

@@ -12,7 +12,9 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, Any, Literal, cast
+
+import pyarrow as pa
 
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.delta import (
@@ -25,7 +27,7 @@ from spark_mlt.delta import (
     write_delta,
 )
 from spark_mlt.errors import MLTError
-from spark_mlt.functions import mlt_decode, mlt_encode
+from spark_mlt.functions import mlt_decode, mlt_encode, mlt_unpack
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -35,16 +37,20 @@ if TYPE_CHECKING:
 __all__ = [
     "TOKEN_SUFFIX",
     "JobReport",
+    "TokenLayout",
     "decode_table",
     "inspect_table",
     "size_codecs",
     "tokenize_dataframe",
     "tokenize_movielens",
     "tokenize_table",
+    "unpack_token_columns",
 ]
 
 TOKEN_SUFFIX = "_mlt"
 VOCAB_PROPERTY_PREFIX = "mlt.vocab."
+TokenLayout = Literal["auto", "packed", "array"]
+LAYOUTS = ("auto", "packed", "array")
 log = logging.getLogger("spark_mlt")
 
 
@@ -58,6 +64,7 @@ class JobReport:
     mismatches: int | None = None
     write: DeltaWriteResult | None = None
     codecs: dict[str, MLTCodec] = field(default_factory=dict)
+    layouts: dict[str, str] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:
@@ -113,6 +120,69 @@ def size_codecs(
     return codecs
 
 
+def resolve_layouts(
+    codecs: Mapping[str, MLTCodec], layout: str = "auto", existing: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """The storage layout of each token column: ``"packed"`` (one bigint) or ``"array"``.
+
+    ``"auto"`` keeps an existing table's layout, else packs when the tokens fit in 64 bits.
+    An explicit layout that contradicts the existing table's, or ``"packed"`` for tokens that
+    do not fit in 64 bits, is refused.
+    """
+    if layout not in LAYOUTS:
+        raise MLTError(f"token layout must be one of {', '.join(map(repr, LAYOUTS))}, got {layout!r}")
+    existing = dict(existing or {})
+    layouts = {}
+    for column, codec in codecs.items():
+        stored = existing.get(column)
+        if stored is not None and layout not in ("auto", stored):
+            raise MLTError(
+                f"column {column}{TOKEN_SUFFIX} of the existing table stores tokens as {stored!r}; "
+                f"cannot append them as {layout!r} (use --token-layout auto or {stored})"
+            )
+        if stored is None and layout == "packed":
+            codec._require_packed_bits()
+        chosen = stored or (layout if layout != "auto" else ("packed" if codec.packed_bits else "array"))
+        layouts[column] = chosen
+    return layouts
+
+
+def stored_layouts(schema: Any, codecs: Mapping[str, MLTCodec]) -> dict[str, str]:
+    """The layout of each codec column's token column in a Spark schema, by its type:
+    bigint is ``"packed"``, array ``"array"``, struct ``"struct"``."""
+    from pyspark.sql.types import ArrayType, LongType, StructType
+
+    layouts = {}
+    for column in codecs:
+        name = f"{column}{TOKEN_SUFFIX}"
+        if name not in schema.names:
+            continue
+        kind = schema[name].dataType
+        if isinstance(kind, LongType):
+            layouts[column] = "packed"
+        elif isinstance(kind, ArrayType):
+            layouts[column] = "array"
+        elif isinstance(kind, StructType):
+            layouts[column] = "struct"
+        else:
+            raise MLTError(f"token column {name} has type {kind.simpleString()}; expected bigint, array or struct")
+    return layouts
+
+
+def unpack_token_columns(df: DataFrame, codecs: Mapping[str, MLTCodec]) -> DataFrame:
+    """``df`` with every packed token column ``c_mlt`` (bigint) turned into array<int>.
+
+    Example::
+
+        ratings = unpack_token_columns(read_delta(spark, path), read_codecs(path))
+    """
+    for column, layout in stored_layouts(df.schema, codecs).items():
+        if layout == "packed":
+            name = f"{column}{TOKEN_SUFFIX}"
+            df = df.withColumn(name, mlt_unpack(name, codecs[column]))
+    return df
+
+
 def tokenize_dataframe(
     df: DataFrame,
     codecs: Mapping[str, MLTCodec],
@@ -120,9 +190,11 @@ def tokenize_dataframe(
     handle_invalid: str = "error",
     engine: str = "auto",
     sources: Mapping[str, str] | None = None,
+    layouts: Mapping[str, str] | None = None,
 ) -> tuple[DataFrame, DataFrame | None]:
     """Add ``c_mlt`` tokens for every codec column ``c`` (encoding ``sources[c]`` if given,
-    e.g. the dense id of a string key).
+    e.g. the dense id of a string key), as an array<int> or, where ``layouts[c]`` is
+    ``"packed"``, as one bigint (see :func:`spark_mlt.functions.mlt_unpack`).
 
     With ``handle_invalid="quarantine"`` the second value is the rejected rows with a
     ``mlt_reason`` column (the first holds only valid rows); otherwise it is None.
@@ -131,10 +203,12 @@ def tokenize_dataframe(
 
     per_row = "error" if handle_invalid == "error" else "null"
     sources = dict(sources or {})
+    layouts = dict(layouts or {})
     out = df
     for column, codec in codecs.items():
         source = sources.get(column, column)
-        tokens = mlt_encode(source, codec, handle_invalid=per_row, engine=engine)  # type: ignore[arg-type]
+        output = "packed" if layouts.get(column) == "packed" else "array"
+        tokens = mlt_encode(source, codec, output=output, handle_invalid=per_row, engine=engine)  # type: ignore[arg-type]
         out = out.withColumn(f"{column}{TOKEN_SUFFIX}", tokens)
     if handle_invalid != "quarantine":
         return out, None
@@ -155,15 +229,20 @@ def tokenize_dataframe(
     return good, rejected
 
 
-def _existing_codecs(output: str, mode: str) -> dict[str, MLTCodec]:
-    """The codecs already stored at ``output``; fails early when mode="error" and it exists."""
+def _existing_codecs(output: str, mode: str) -> tuple[dict[str, MLTCodec], dict[str, str]]:
+    """The codecs already stored at ``output`` and their token layouts (appends and
+    overwrites keep the table's schema); fails early when mode="error" and the table exists."""
     from deltalake import DeltaTable
 
     if not DeltaTable.is_deltatable(output):
-        return {}
+        return {}, {}
     if mode == "error":
         raise TableExistsError(f"a Delta table already exists at {output} (use --mode append or overwrite)")
-    return read_codecs(output)
+    codecs = read_codecs(output)
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    schema = from_arrow_schema(pa.schema(DeltaTable(output).schema().to_arrow()))
+    return codecs, stored_layouts(schema, codecs)
 
 
 def tokenize_movielens(
@@ -178,12 +257,15 @@ def tokenize_movielens(
     engine: str = "auto",
     partition_by: Sequence[str] = (),
     run_id: str | None = None,
+    token_layout: str = "auto",
 ) -> JobReport:
     """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
 
     The table holds userId, movieId, rating, timestamp, the paper's label (rating > 4, as 0/1)
-    and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties. With a
-    ``run_id`` the write is idempotent (see :func:`spark_mlt.delta.write_delta`).
+    and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties. Tokens are
+    stored packed in a bigint when they fit (``token_layout="auto"``; see
+    :func:`resolve_layouts`), else as array<int>. With a ``run_id`` the write is idempotent
+    (see :func:`spark_mlt.delta.write_delta`).
     """
     from pyspark.sql import functions as F
 
@@ -193,11 +275,12 @@ def tokenize_movielens(
     with _Phase(report, "read"):
         layout = detect_layout(input_folder)
         ratings = read_ratings(spark, input_folder).withColumn("label", (F.col("rating") > 4).cast("int"))
-    existing = _existing_codecs(output, mode)
+    existing, existing_layouts = _existing_codecs(output, mode)
     with _Phase(report, "size codecs"):
         report.codecs = size_codecs(ratings, ["userId", "movieId"], p=p, n=n, seed=seed, existing=existing)
+        report.layouts = resolve_layouts(report.codecs, token_layout, existing_layouts)
     with _Phase(report, "tokenize and write"):
-        tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=engine)
+        tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=engine, layouts=report.layouts)
         info = {"spark_mlt.job": "movielens", "spark_mlt.input": input_folder, "spark_mlt.layout": layout.name}
         report.write = write_delta(
             tokens,
@@ -244,6 +327,7 @@ def tokenize_table(
     partition_by: Sequence[str] = (),
     vocabulary_dir: str | None = None,
     run_id: str | None = None,
+    token_layout: str = "auto",
 ) -> JobReport:
     """Tokenise id columns of any table (a path with a format, or a catalog table if
     ``input_format`` is None) into a Delta table.
@@ -265,7 +349,7 @@ def tokenize_table(
         unknown = [c for c in columns if c not in df.columns]
         if unknown:
             raise MLTError(f"column(s) {unknown} not in the input; it has {df.columns}")
-    existing = _existing_codecs(output, mode)
+    existing, existing_layouts = _existing_codecs(output, mode)
     types = dict(df.dtypes)
     string_keys = [c for c in columns if types[c] == "string"]
     sources = {c: f"__{c}_id" for c in string_keys}
@@ -288,9 +372,10 @@ def tokenize_table(
             existing={sources.get(c, c): k for c, k in existing.items()},
         )
         report.codecs = {c: sized[sources.get(c, c)] for c in columns}
+        report.layouts = resolve_layouts(report.codecs, token_layout, existing_layouts)
     with _Phase(report, "tokenize and write"):
         good, rejected = tokenize_dataframe(
-            df, report.codecs, handle_invalid=handle_invalid, engine=engine, sources=sources
+            df, report.codecs, handle_invalid=handle_invalid, engine=engine, sources=sources, layouts=report.layouts
         )
         good = good.drop(*sources.values())
         if rejected is not None:
@@ -362,9 +447,11 @@ def decode_table(
         for key, value in read_properties(source).items()
         if key.startswith(VOCAB_PROPERTY_PREFIX)
     }
+    report.layouts = stored_layouts(table.schema, codecs)
     decoded = {}
     for column, codec in codecs.items():
-        ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, engine=engine)  # type: ignore[arg-type]
+        form = report.layouts[column]
+        ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, form=form, engine=engine)  # type: ignore[arg-type]
         if column in vocabularies:
             from spark_mlt.vocab import keys_for_ids
 

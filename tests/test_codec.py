@@ -372,3 +372,29 @@ def test_pickling_goes_through_the_validated_json_document() -> None:
 
 def test_repr_names_the_parameters() -> None:
     assert repr(MLTCodec.from_seed(13, 6, seed=42)).startswith("MLTCodec(p=13, n=6, seed=42, fingerprint=")
+
+
+@pytest.mark.parametrize(("p", "n", "bits"), [(13, 6, 4), (2, 64, 1), (251, 8, 8), (65521, 4, 16), (3, 33, None)])
+def test_pack_and_unpack_invert_each_other_when_tokens_fit_in_64_bits(p: int, n: int, bits: int | None) -> None:
+    codec = MLTCodec.from_seed(p, n)
+    assert codec.packed_bits == bits
+    if bits is None:
+        with pytest.raises(CodecParameterError, match="store these tokens as arrays"):
+            codec.pack(np.zeros((1, n), dtype=np.int32))
+        return
+    tokens = codec.encode(np.random.default_rng(0).integers(0, codec.max_id, 1000, endpoint=True))
+    packed = codec.pack(tokens)
+    assert packed.dtype == np.int64
+    np.testing.assert_array_equal(codec.unpack(packed), tokens)
+    first = sum(int(t) << (bits * j) for j, t in enumerate(tokens[0]))
+    assert int(packed[0]) == (first - 2**64 if first >= 2**63 else first)
+
+
+def test_pack_refuses_out_of_range_tokens_and_unpack_refuses_stray_bits() -> None:
+    codec = MLTCodec.from_seed(13, 2)
+    with pytest.raises(InvalidTokenError, match=r"token 13 at row 1, position 0 is outside \[0, 13\)"):
+        codec.pack([[0, 0], [13, 0]])
+    with pytest.raises(InvalidTokenError, match=r"packed value 256 at row 0 is not 2 tokens of 4 bits"):
+        codec.unpack([256])
+    with pytest.raises(InvalidTokenError, match=r"packed value 14 at row 0"):
+        codec.unpack([14])

@@ -11,9 +11,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from spark_mlt import MLTCodec, MLTTypeError
+from spark_mlt import CodecParameterError, MLTCodec, MLTTypeError
 from spark_mlt.codec import MAX_ID
-from spark_mlt.functions import mlt_decode, mlt_encode, register_mlt_functions
+from spark_mlt.functions import mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
 
 ENGINES = ["native", "udf"]
 CODECS = [(13, 6), (7, 7), (2, 16), (251, 8), (65521, 4), (2_147_483_647, 3)]
@@ -197,7 +197,7 @@ def test_sql_functions_encode_and_decode(spark: SparkSession, engine: str) -> No
 
 def test_bad_options_are_refused_before_spark_sees_them() -> None:
     codec = MLTCodec.from_seed(13, 6)
-    with pytest.raises(MLTTypeError, match=r"output must be one of 'array', 'struct', 'vector'; got 'list'"):
+    with pytest.raises(MLTTypeError, match=r"output must be one of 'array', 'struct', 'vector', 'packed'; got 'list'"):
         mlt_encode("id", codec, output="list")  # type: ignore[arg-type]
     with pytest.raises(MLTTypeError, match=r"engine must be one of 'auto', 'udf', 'native'; got 'jvm'"):
         mlt_decode("t", codec, engine="jvm")  # type: ignore[arg-type]
@@ -207,3 +207,58 @@ def test_bad_options_are_refused_before_spark_sees_them() -> None:
         mlt_encode("id", {"p": 13})  # type: ignore[arg-type]
     with pytest.raises(MLTTypeError, match=r"name must be a plain identifier"):
         register_mlt_functions(None, codec, "user; DROP TABLE x")  # type: ignore[arg-type]
+
+
+PACKED_CODECS = [(13, 6), (7, 7), (251, 8), (65521, 4)]  # 24, 21, 64 and 64 bits
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("p", "n"), PACKED_CODECS)
+def test_packed_output_is_the_codecs_packing_and_decodes_back(
+    spark: SparkSession, ansi: str, engine: str, p: int, n: int
+) -> None:
+    codec = MLTCodec.from_seed(p, n, seed=5)
+    ids = _ids(codec)
+    df = spark.createDataFrame([(i,) for i in ids], "id bigint")
+    packed = df.select("id", mlt_encode("id", codec, output="packed", engine=engine).alias("k"))
+    assert packed.schema["k"].dataType.simpleString() == "bigint"
+    rows = packed.select(
+        "k",
+        mlt_decode("k", codec, form="packed", engine=engine).alias("back"),
+        mlt_unpack("k", codec).alias("tokens"),
+    ).collect()
+    expected = [None if i is None else int(codec.pack(codec.encode([i]))[0]) for i in ids]
+    assert [r.k for r in rows] == expected
+    assert [r.back for r in rows] == ids
+    assert [r.tokens for r in rows] == _expected(codec, ids)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_invalid_packed_values_fail_naming_them_or_become_null(spark: SparkSession, ansi: str, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)  # 6 tokens of 4 bits: 24 bits
+    good = int(codec.pack(codec.encode([12345]))[0])
+    bad = [0xD, 1 << 24, -1]  # a token 13 >= p; a bit above the 24; every bit set
+    df = spark.createDataFrame([(v,) for v in [good, None, *bad]], "k bigint")
+    rows = df.select(
+        mlt_decode("k", codec, form="packed", engine=engine, handle_invalid="null").alias("id"),
+        mlt_unpack("k", codec, handle_invalid="null").alias("t"),
+    ).collect()
+    assert [r.id for r in rows] == [12345, None, None, None, None]
+    assert [r.t for r in rows] == [codec.encode([12345])[0].tolist(), None, None, None, None]
+    one = spark.createDataFrame([(1 << 24,)], "k bigint")
+    with pytest.raises((SparkRuntimeException, PythonException), match=r"(?s)column 'k'.*16777216"):
+        one.select(mlt_decode("k", codec, form="packed", engine=engine)).collect()
+    with pytest.raises(SparkRuntimeException, match=r"(?s)column 'k': packed tokens 16777216 are not 6 tokens"):
+        one.select(mlt_unpack("k", codec)).collect()
+
+
+def test_packed_layout_is_refused_when_tokens_need_more_than_64_bits() -> None:
+    codec = MLTCodec.from_seed(2_147_483_647, 3)  # 3 tokens of 31 bits
+    assert codec.packed_bits is None
+    for make in (
+        lambda: mlt_encode("id", codec, output="packed"),
+        lambda: mlt_decode("k", codec, form="packed"),
+        lambda: mlt_unpack("k", codec),
+    ):
+        with pytest.raises(CodecParameterError, match=r"p=2147483647, n=3 needs 93: store these tokens as arrays"):
+            make()
