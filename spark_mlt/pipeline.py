@@ -495,24 +495,33 @@ def decode_table(
 
 
 def inspect_table(path: str) -> dict[str, Any]:
-    """A table's codecs (p, n, capacity, fingerprint), versions and row count."""
+    """A table's codecs (p, n, capacity, fingerprint, token layout), versions and row count."""
     from deltalake import DeltaTable
 
     if not DeltaTable.is_deltatable(path):
         raise FileNotFoundError(f"no Delta table at {os.fspath(path)}")
     table = DeltaTable(path)
     codecs = read_codecs(path)
-    import pyarrow as pa
     import pyarrow.compute as pc
+    from pyspark.sql.pandas.types import from_arrow_schema
 
     actions = pa.table(table.get_add_actions(flatten=True))
     rows = int(pc.sum(actions.column("num_records")).as_py() or 0)
+    layouts = stored_layouts(from_arrow_schema(pa.schema(table.schema().to_arrow())), codecs)
     return {
         "path": os.fspath(path),
         "version": table.version(),
         "rows": rows,
         "codecs": {
-            c: {"p": k.p, "n": k.n, "seed": k.seed, "capacity": k.capacity, "fingerprint": k.fingerprint}
+            c: {
+                "p": k.p,
+                "n": k.n,
+                "seed": k.seed,
+                "capacity": k.capacity,
+                "fingerprint": k.fingerprint,
+                "layout": layouts.get(c),
+                "packed_bits": k.packed_bits if layouts.get(c) == "packed" else None,
+            }
             for c, k in codecs.items()
         },
         "history": [

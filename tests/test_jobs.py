@@ -10,11 +10,11 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from spark_mlt import MLTCodec
+from spark_mlt import CodecParameterError, MLTCodec, MLTError
 from spark_mlt.cli import main
 from spark_mlt.delta import read_codecs, read_delta
 from spark_mlt.movielens import detect_layout, generate_synthetic, read_ratings
-from spark_mlt.pipeline import decode_table, tokenize_movielens, tokenize_table
+from spark_mlt.pipeline import decode_table, tokenize_movielens, tokenize_table, unpack_token_columns
 
 RATINGS = [(1, 31, 2.5, 1260759144), (1, 1029, 3.0, 1260759179), (7, 1061, 4.5, 1260759182), (138493, 10, 5.0, 1)]
 
@@ -60,8 +60,30 @@ def test_movielens_job_writes_tokens_label_and_both_codecs(spark: SparkSession, 
     table = DeltaTable(output).to_pyarrow_table().to_pandas().sort_values(["userId", "movieId"])
     assert table["label"].tolist() == [0, 0, 1, 1]
     expected = codecs["userId"].encode(table["userId"].to_numpy())
-    np.testing.assert_array_equal(np.stack(table["userId_mlt"].to_numpy()), expected)
+    assert report.layouts == {"userId": "packed", "movieId": "packed"}  # the default: one bigint per id
+    assert table["userId_mlt"].dtype == np.int64
+    np.testing.assert_array_equal(codecs["userId"].unpack(table["userId_mlt"].to_numpy()), expected)
     assert decode_table(spark, output, verify=True).mismatches == 0
+    unpacked = unpack_token_columns(read_delta(spark, output), codecs).orderBy("userId", "movieId")
+    assert [r.userId_mlt for r in unpacked.collect()] == expected.tolist()
+
+
+def test_array_layout_on_request_and_appends_keep_the_tables_layout(spark: SparkSession, tmp_path: Path) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=200, users=20, movies=30)
+    output = str(tmp_path / "out")
+    first = tokenize_movielens(spark, str(folder), output, token_layout="array")
+    assert first.layouts == {"userId": "array", "movieId": "array"}
+    assert read_delta(spark, output).schema["userId_mlt"].dataType.simpleString() == "array<int>"
+    second = tokenize_movielens(spark, str(folder), output, mode="append")  # auto: the table's layout
+    assert second.layouts == first.layouts
+    with pytest.raises(MLTError, match=r"column userId_mlt of the existing table stores tokens as 'array'"):
+        tokenize_movielens(spark, str(folder), output, mode="append", token_layout="packed")
+    report = decode_table(spark, output, verify=True)
+    assert (report.rows_in, report.mismatches, report.layouts["userId"]) == (400, 0, "array")
+    with pytest.raises(CodecParameterError, match="store these tokens as arrays"):
+        tokenize_movielens(spark, str(folder), str(tmp_path / "wide"), p=2_147_483_647, n=3, token_layout="packed")
+    wide = tokenize_movielens(spark, str(folder), str(tmp_path / "wide"), p=2_147_483_647, n=3)
+    assert wide.layouts == {"userId": "array", "movieId": "array"}  # auto: 93 bits do not pack
 
 
 def test_append_reuses_stored_codecs_and_overwrite_replaces(spark: SparkSession, tmp_path: Path) -> None:
@@ -120,7 +142,9 @@ def test_cli_runs_jobs_with_a_config_file_and_flags_override_it(
     assert main(["decode", "--input", output, "--verify"]) == 0
     assert "mismatches 0" in capsys.readouterr().out
     assert main(["inspect", output]) == 0
-    assert json.loads(capsys.readouterr().out)["rows"] == 200
+    inspected = json.loads(capsys.readouterr().out)
+    assert inspected["rows"] == 200
+    assert (inspected["codecs"]["userId"]["layout"], inspected["codecs"]["userId"]["packed_bits"]) == ("packed", 4)
 
 
 def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
@@ -183,7 +207,7 @@ def test_string_keys_go_through_a_vocabulary_that_grows_across_runs(spark: Spark
     assert ids == {"SKU-1": 0, "SKU-3": 1, "SKU-2": 2}  # old keys keep their ids
     codec = read_codecs(output)["sku"]
     row = read_delta(spark, output).where("qty = 4").first()
-    assert row.sku_mlt == codec.encode([2])[0].tolist()
+    assert codec.unpack([row.sku_mlt]).tolist() == codec.encode([2]).tolist()
     assert decode_table(spark, output, verify=True).mismatches == 0
     decode_table(spark, output, output=str(tmp_path / "decoded"))
     decoded = sorted((r.qty, r.sku) for r in read_delta(spark, str(tmp_path / "decoded")).collect())
