@@ -376,7 +376,7 @@ def test_tokenize_movielens_job_with_the_udf_engine(cluster: Cluster, runs: dict
     codecs = read_codecs(output)
     assert {column: (codec.p, codec.n) for column, codec in codecs.items()} == {"userId": (7, 5), "movieId": (7, 5)}
     for column, codec in codecs.items():
-        tokens = np.stack(table[f"{column}_mlt"].to_numpy())
+        tokens = codec.unpack(table[f"{column}_mlt"].to_numpy())  # the default, packed layout
         np.testing.assert_array_equal(codec.decode(tokens), table[column].to_numpy())
     source = pd.read_csv(cluster.home / "ml" / "ratings.csv")
     for column in ("userId", "movieId"):
