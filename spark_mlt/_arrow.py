@@ -19,10 +19,10 @@ import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_mlt.codec import MLTCodec
+from spark_mlt.codec import MLTCodec, pack_bits
 from spark_mlt.errors import MLTError
 
-__all__ = ["codec_from_json", "decode_arrow", "encode_arrow", "encode_packed_arrow", "packed_bits"]
+__all__ = ["codec_from_json", "decode_arrow", "encode_arrow", "encode_packed_arrow"]
 
 
 @functools.lru_cache(maxsize=64)
@@ -33,12 +33,6 @@ def codec_from_json(document: str) -> MLTCodec:
 
 def _mask(invalid: npt.NDArray[np.bool_]) -> pa.Array | None:
     return pa.array(invalid) if invalid.any() else None
-
-
-def packed_bits(p: int, n: int) -> int | None:
-    """Bits per token of the packed output, or None when n tokens do not fit in 64 bits."""
-    bits = max(1, (p - 1).bit_length())
-    return bits if bits * n <= 64 else None
 
 
 def _encode(
@@ -63,14 +57,9 @@ def _encode(
 
 def encode_packed_arrow(codec: MLTCodec, ids: pa.Array, *, handle_invalid: str, name: str) -> pa.Array:
     """Tokens of an int64 Arrow array packed into one int64 per row (see the module docs)."""
-    bits = packed_bits(codec.p, codec.n)
-    if bits is None:
-        raise MLTError(f"{codec.n} tokens of p={codec.p} do not fit in 64 bits")
+    bits = codec.require_packed_bits()
     tokens, null = _encode(codec, ids, handle_invalid=handle_invalid, name=name)
-    packed = tokens[:, 0].astype(np.uint64)
-    for j in range(1, codec.n):
-        packed |= tokens[:, j].astype(np.uint64) << np.uint64(bits * j)
-    return pa.array(packed.view(np.int64), mask=null if null.any() else None)
+    return pa.array(pack_bits(tokens, bits), mask=null if null.any() else None)
 
 
 def encode_arrow(codec: MLTCodec, ids: pa.Array, *, output: str, handle_invalid: str, name: str) -> pa.Array:
@@ -90,7 +79,7 @@ def _token_matrix(codec: MLTCodec, tokens: pa.Array, form: str) -> tuple[npt.NDA
     rows, n = len(tokens), codec.n
     present = tokens.is_valid().to_numpy(zero_copy_only=False)
     if form == "packed":
-        bits = codec._require_packed_bits()
+        bits = codec.require_packed_bits()
         packed = pc.fill_null(tokens, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
         matrix = np.empty((rows, n), dtype=np.int64)
         for j in range(n):

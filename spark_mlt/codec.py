@@ -388,7 +388,8 @@ class MLTCodec:
         bits = max(1, (self._p - 1).bit_length())
         return bits if bits * self._n <= 64 else None
 
-    def _require_packed_bits(self) -> int:
+    def require_packed_bits(self) -> int:
+        """:attr:`packed_bits`, or CodecParameterError when the tokens do not fit in 64 bits."""
         bits = self.packed_bits
         if bits is None:
             needed = max(1, (self._p - 1).bit_length()) * self._n
@@ -411,7 +412,7 @@ class MLTCodec:
             >>> codec.unpack(codec.pack(codec.encode([7]))).tolist() == codec.encode([7]).tolist()
             True
         """
-        bits = self._require_packed_bits()
+        bits = self.require_packed_bits()
         values = _as_integer_array(tokens, "tokens", ndim=2)
         if values.shape[0] == 0:
             values = values.reshape(0, self._n)
@@ -426,10 +427,7 @@ class MLTCodec:
                 f"token {int(values[row, col])} at row {row}, position {col} is outside "
                 f"[0, {self._p}) (p={self._p}, n={self._n})"
             )
-        packed = np.zeros(values.shape[0], dtype=np.uint64)
-        for j in range(self._n):
-            packed |= values[:, j].astype(np.uint64) << np.uint64(bits * j)
-        return packed.view(np.int64)
+        return pack_bits(values, bits)
 
     def unpack(self, packed: npt.ArrayLike) -> TokenArray:
         """The ``(N, n)`` int32 tokens of ``(N,)`` packed int64 values (see :attr:`packed_bits`).
@@ -443,7 +441,7 @@ class MLTCodec:
             >>> MLTCodec.from_seed(13, 2).unpack([0x5C]).tolist()
             [[12, 5]]
         """
-        bits = self._require_packed_bits()
+        bits = self.require_packed_bits()
         values = _as_integer_array(packed, "packed tokens", ndim=1).astype(np.int64, copy=False).view(np.uint64)
         mask = np.uint64((1 << bits) - 1)
         out = np.empty((values.shape[0], self._n), dtype=np.int32)
@@ -572,6 +570,15 @@ class MLTCodec:
 
 
 # ---------------------------------------------------------------------- helpers
+def pack_bits(tokens: npt.NDArray[np.integer[Any]], bits: int) -> IdArray:
+    """Rows of non-negative tokens below ``2**bits`` packed into int64, token j in bits
+    ``[j*bits, (j+1)*bits)`` (no checks: see :meth:`MLTCodec.pack`)."""
+    packed = np.zeros(tokens.shape[0], dtype=np.uint64)
+    for j in range(tokens.shape[1]):
+        packed |= tokens[:, j].astype(np.uint64) << np.uint64(bits * j)
+    return packed.view(np.int64)
+
+
 def _matrix_entry(value: object) -> int:
     if isinstance(value, bool) or not isinstance(value, int | np.integer):
         raise TypeError(f"entry {value!r} is a {type(value).__name__}, not an integer")

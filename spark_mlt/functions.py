@@ -116,7 +116,7 @@ def mlt_encode(
     _resolve_engine(engine)
     column, name = _as_column(col)
     if output == "packed":
-        codec._require_packed_bits()
+        codec.require_packed_bits()
     if output == "vector":
         from pyspark.ml.functions import array_to_vector
         from pyspark.sql import functions as F
@@ -189,10 +189,8 @@ def _encode_udf_column(
     """
     from pyspark.sql import functions as F
 
-    from spark_mlt._arrow import packed_bits
-
     x = b.try_cast(column, "BIGINT")
-    bits = packed_bits(codec.p, codec.n)
+    bits = codec.packed_bits
     if output == "packed":
         tokens = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)(x)
     elif bits is None:
@@ -263,7 +261,7 @@ def mlt_decode(
     _resolve_engine(engine)
     column, name = _as_column(col)
     if form == "packed":
-        codec._require_packed_bits()
+        codec.require_packed_bits()
     if _resolve_engine(engine) == "native":
         b = _sqlgen.ColumnBackend()
         result: Column = _sqlgen.decode_expr(b, column, codec, form=form, handle_invalid=handle_invalid, sql_name=name)
@@ -300,7 +298,7 @@ def mlt_unpack(
     codec = _check_codec(codec)
     _check_choice("output", output, ("array", "struct"))
     _check_choice("handle_invalid", handle_invalid, ("error", "null"))
-    codec._require_packed_bits()
+    codec.require_packed_bits()
     column, name = _as_column(col)
     b = _sqlgen.ColumnBackend()
     result: Column = _sqlgen.unpack_expr(b, column, codec, output=output, handle_invalid=handle_invalid, sql_name=name)

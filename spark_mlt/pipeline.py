@@ -141,7 +141,7 @@ def resolve_layouts(
                 f"cannot append them as {layout!r} (use --token-layout auto or {stored})"
             )
         if stored is None and layout == "packed":
-            codec._require_packed_bits()
+            codec.require_packed_bits()
         chosen = stored or (layout if layout != "auto" else ("packed" if codec.packed_bits else "array"))
         layouts[column] = chosen
     return layouts
