@@ -129,9 +129,11 @@ def mlt_encode(
             return vector
         tokens = mlt_encode(column, codec, output="array", handle_invalid=handle_invalid, engine="udf")
         scale = float(max(codec.p - 1, 1))
-        items = F.array(*[tokens.getItem(j).cast("double") / scale for j in range(codec.n)])
-        udf_vector: Column = F.when(tokens.isNull(), F.lit(None)).otherwise(array_to_vector(items))
-        return udf_vector  # the UDF itself runs once: Spark deduplicates identical UDF calls
+        # One reference to the tokens (null stays null): reading them n times per row inlined
+        # the whole token expression n times and ran at under 0.1M rows/s.
+        scaled = array_to_vector(F.transform(tokens, lambda t: t.cast("double") / scale))
+        udf_vector: Column = F.when(tokens.isNull(), F.lit(None)).otherwise(scaled)
+        return udf_vector
     b = _sqlgen.ColumnBackend()
     if _resolve_engine(engine) == "native":
         native: Column = _sqlgen.encode_expr(
