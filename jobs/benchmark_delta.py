@@ -58,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
         try:
             started = time.perf_counter()
             ratings.write.parquet(f"{folder}/plain")
-            best["plain"] = min(best["plain"], time.perf_counter() - started)
-            line = f"  plain Parquet {time.perf_counter() - started:.2f} s"
+            seconds = time.perf_counter() - started
+            best["plain"] = min(best["plain"], seconds)
+            line = f"  plain Parquet {seconds:.2f} s"
             for layout in ("packed", "array"):
                 started = time.perf_counter()
                 tokens, _ = tokenize_dataframe(ratings, codecs, layouts=resolve_layouts(codecs, layout))

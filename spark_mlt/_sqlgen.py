@@ -327,6 +327,14 @@ def _on_invalid(b: Backend[E], handle_invalid: str, message: list[E]) -> E:
     return b.call("raise_error", [b.call("concat", message)])
 
 
+def _checked(b: Backend[E], source: E, valid: E, value: E, on_invalid: E) -> E:
+    """``value`` where ``valid``; null where ``source`` is null; else ``on_invalid`` (null or an
+    error). ``value`` is computed outside the CASE, which only picks the array index, so
+    subexpression elimination still sees it."""
+    pick = b.case([(b.is_null(source), b.lit(None)), (b.call("coalesce", [valid, b.lit(False)]), b.lit(1))], on_invalid)
+    return b.call("try_element_at", [b.call("array", [value]), pick])
+
+
 def _packed_items(b: Backend[E], packed: E, codec: MLTCodec) -> tuple[list[E], list[E]]:
     """The n tokens (bigint, each in [0, 2**bits)) of a packed value, and the check that no
     bit above them is set."""
@@ -361,8 +369,7 @@ def unpack_expr(b: Backend[E], packed: E, codec: MLTCodec, *, output: str, handl
             ),
         ],
     )
-    pick = b.case([(b.is_null(packed), b.lit(None)), (b.call("coalesce", [valid, b.lit(False)]), b.lit(1))], on_invalid)
-    return b.call("try_element_at", [b.call("array", [result]), pick])
+    return _checked(b, packed, valid, result, on_invalid)
 
 
 def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_invalid: str, sql_name: str) -> E:
@@ -419,8 +426,7 @@ def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_
             ),
         ],
     )
-    pick = b.case([(b.is_null(tokens), b.lit(None)), (b.call("coalesce", [valid, b.lit(False)]), b.lit(1))], on_invalid)
-    return b.call("try_element_at", [b.call("array", [value]), pick])
+    return _checked(b, tokens, valid, value, on_invalid)
 
 
 def _weighted(b: Backend[E], terms: list[tuple[E, int]], *, decimal: bool = False) -> E:

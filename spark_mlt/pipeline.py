@@ -239,10 +239,14 @@ def _existing_codecs(output: str, mode: str) -> tuple[dict[str, MLTCodec], dict[
     if mode == "error":
         raise TableExistsError(f"a Delta table already exists at {output} (use --mode append or overwrite)")
     codecs = read_codecs(output)
+    return codecs, _table_layouts(DeltaTable(output), codecs)
+
+
+def _table_layouts(table: Any, codecs: Mapping[str, MLTCodec]) -> dict[str, str]:
+    """:func:`stored_layouts` of a delta-rs ``DeltaTable``'s schema (no Spark session needed)."""
     from pyspark.sql.pandas.types import from_arrow_schema
 
-    schema = from_arrow_schema(pa.schema(DeltaTable(output).schema().to_arrow()))
-    return codecs, stored_layouts(schema, codecs)
+    return stored_layouts(from_arrow_schema(pa.schema(table.schema().to_arrow())), codecs)
 
 
 def tokenize_movielens(
@@ -503,11 +507,10 @@ def inspect_table(path: str) -> dict[str, Any]:
     table = DeltaTable(path)
     codecs = read_codecs(path)
     import pyarrow.compute as pc
-    from pyspark.sql.pandas.types import from_arrow_schema
 
     actions = pa.table(table.get_add_actions(flatten=True))
     rows = int(pc.sum(actions.column("num_records")).as_py() or 0)
-    layouts = stored_layouts(from_arrow_schema(pa.schema(table.schema().to_arrow())), codecs)
+    layouts = _table_layouts(table, codecs)
     return {
         "path": os.fspath(path),
         "version": table.version(),
