@@ -22,8 +22,11 @@ Traps handled here:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
+
+import numpy as np
 
 from spark_mlt.codec import MAX_ID, MLTCodec
 
@@ -50,6 +53,8 @@ class Backend(Protocol[E]):
     def struct(self, names: Sequence[str], values: Sequence[E]) -> E: ...
     def bit_and(self, a: E, b: E) -> E: ...
     def bit_or(self, a: E, b: E) -> E: ...
+    def bit_xor(self, a: E, b: E) -> E: ...
+    def long_array(self, values: Sequence[int]) -> E: ...
 
 
 class SqlBackend:
@@ -113,6 +118,12 @@ class SqlBackend:
 
     def bit_or(self, a: str, b: str) -> str:
         return f"({a} | {b})"
+
+    def bit_xor(self, a: str, b: str) -> str:
+        return f"({a} ^ {b})"
+
+    def long_array(self, values: Sequence[int]) -> str:
+        return "array(" + ", ".join(f"{value}L" for value in values) + ")"
 
 
 class ColumnBackend:
@@ -186,6 +197,15 @@ class ColumnBackend:
     def bit_or(self, a: Any, b: Any) -> Any:
         return a.bitwiseOR(b)
 
+    def bit_xor(self, a: Any, b: Any) -> Any:
+        return a.bitwiseXOR(b)
+
+    def long_array(self, values: Sequence[int]) -> Any:
+        import numpy as np
+
+        # One array<bigint> literal (Spark Classic), or array(...) cast once (Spark Connect).
+        return self.F.lit(np.asarray(values, dtype=np.int64))
+
 
 def token_names(n: int) -> list[str]:
     """Field names of the struct output: t0 .. t{n-1}."""
@@ -236,6 +256,89 @@ def _mat_mod(b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vma
                 value = b.bit_and(value, b.lit(mask))
             sums.append(b.mod(value, b.lit(p)))
     return sums
+
+
+TABLE_ENTRIES = 4096  # entries per lookup table of the table encoder
+MAX_TABLES = 2  # lookup tables per codec (more make the plan slow to optimise)
+
+
+@functools.lru_cache(maxsize=128)
+def lookup_tables(codec: MLTCodec) -> tuple[tuple[int, int, tuple[int, ...]], ...] | None:
+    """The table encoder's chunks, most significant first, or None where it does not apply.
+
+    The n digits are split into a few chunks of k digits (p**k <= TABLE_ENTRIES). Chunk c
+    of id x is ``v_c = (x div divisor_c) % size_c``, and its table maps v_c to its share of
+    the tokens, ``digits(v_c) @ M[rows of c] mod p``, packed b bits per token as in
+    :attr:`MLTCodec.packed_bits`. The tokens are the lane-wise sum mod p of the chunks'
+    entries (see :func:`_lane_add_mod`); every table but the first stores its tokens plus
+    ``2**b - p``, which that sum needs. Applies when the packed tokens fit in 63 bits and
+    at least two digits fit in one table (p <= 64).
+
+    Each entry is ``(divisor, size, table)``.
+    """
+    p, n, bits = codec.p, codec.n, codec.packed_bits
+    if bits is None or n * bits > 63 or p * p > TABLE_ENTRIES:
+        return None
+    per_table = 2
+    while p ** (per_table + 1) <= TABLE_ENTRIES:
+        per_table += 1
+    count = -(-n // per_table)
+    if count > MAX_TABLES:  # each lane-wise sum repeats its inputs in the plan: keep it shallow
+        return None
+    sizes = [n // count + (1 if i < n % count else 0) for i in range(count)]
+    offset = (1 << bits) - p
+    shifts = np.arange(n, dtype=np.int64) * bits
+    chunks = []
+    start = 0
+    for index, size in enumerate(sizes):
+        stop = start + size
+        values = np.arange(p**size, dtype=np.int64)
+        digits = np.stack([(values // p ** (size - 1 - i)) % p for i in range(size)], axis=1)
+        tokens = digits @ codec.M[start:stop] % p + (offset if index else 0)
+        table = (tokens << shifts).sum(axis=1)  # below 2**63: n * bits <= 63
+        chunks.append((p ** (n - stop), p**size, tuple(int(v) for v in table)))
+        start = stop
+    return tuple(chunks)
+
+
+def _table_encode(b: Backend[E], x: E, codec: MLTCodec, chunks: tuple[tuple[int, int, tuple[int, ...]], ...]) -> E:
+    """The packed tokens of the bigint id ``x`` (valid or null) by table lookups; see
+    :func:`lookup_tables`. One division and one remainder per chunk, then bit operations."""
+    total: E | None = None
+    for index, (divisor, size, table) in enumerate(chunks):
+        value = x if divisor == 1 else b.div(x, b.lit(divisor))
+        if index:  # the top chunk of a valid id is below its size already
+            value = b.mod(value, b.lit(size))
+        entry = b.call("get", [b.long_array(table), b.cast(value, "INT")])
+        total = entry if total is None else _lane_add_mod(b, total, entry, codec)
+    assert total is not None
+    return total
+
+
+def _lane_add_mod(b: Backend[E], u: E, v: E, codec: MLTCodec) -> E:
+    """Lane-wise ``(u_j + t_j) mod p`` of two packed words (n lanes of ``bits`` bits), where
+    ``u_j < p`` and ``v_j = t_j + 2**bits - p`` with ``t_j < p`` (so v_j fits its lane).
+
+    ``u_j + v_j`` carries out of its lane exactly when ``u_j + t_j >= p``, and then its low
+    bits are the answer; otherwise the answer is those bits minus ``2**bits - p``. The sum
+    is done without carries crossing lanes: the low ``bits - 1`` bits are added (each lane's
+    sum fits its lane, and its top bit is the carry into the lane's top bit), the top bits
+    are added by XOR, and each lane's carry out is the majority of u's top bit, v's top bit
+    and that carry in.
+    """
+    p, n, bits = codec.p, codec.n, codec.packed_bits
+    assert bits is not None
+    offset = (1 << bits) - p
+    top = sum(1 << (j * bits + bits - 1) for j in range(n))  # each lane's top bit
+    low_mask = sum(((1 << (bits - 1)) - 1) << (j * bits) for j in range(n))
+    low = b.add(b.bit_and(u, b.lit(low_mask)), b.bit_and(v, b.lit(low_mask)))  # < 2**63
+    differ = b.bit_xor(u, v)
+    total = b.bit_xor(low, b.bit_and(differ, b.lit(top)))
+    if offset == 0:  # p = 2**bits (p = 2): the low bits are the answer in every lane
+        return total
+    carry = b.bit_and(b.bit_or(b.bit_and(u, v), b.bit_and(differ, low)), b.lit(top))  # majority(u, v, carry in)
+    no_carry = b.call("shiftright", [b.bit_xor(carry, b.lit(top)), b.lit(bits - 1)])  # 1 per such lane
+    return b.add(total, b.mul(no_carry, b.lit(-offset)))
 
 
 def input_gate(b: Backend[E], value: E) -> E:
@@ -291,23 +394,26 @@ def encode_expr(
         ],
     )
     safe = b.case([(input_gate(b, value), b.lit(None)), (b.is_null(value), b.lit(None)), (invalid, on_invalid)], x)
-    digits: list[tuple[int, E]] = []
-    for i in range(n):
-        weight = p ** (n - 1 - i)
-        if weight > MAX_ID:
-            continue  # this digit is 0 for every id below 2**63
-        shifted = safe if weight == 1 else b.div(safe, b.lit(weight))
-        digits.append((i, shifted if i == 0 and p**n <= 2**63 else b.mod(shifted, b.lit(p))))
-    matrix = codec.M.tolist()
-    sums = _mat_mod(b, [(d, matrix[i]) for i, d in digits], p, p - 1)
-    if output == "packed":  # null propagates through the arithmetic: no wrapper needed
-        bits = codec.packed_bits
-        if bits is None:
-            raise ValueError(f"p={p}, n={n}: the tokens do not fit in 64 bits")
-        packed = sums[0]
-        for j in range(1, n):
-            packed = b.bit_or(packed, b.call("shiftleft", [sums[j], b.lit(bits * j)]))
-        return packed
+    tables = lookup_tables(codec)
+    if tables is not None:
+        packed = _table_encode(b, safe, codec, tables)
+        if output == "packed":
+            return packed
+        width = codec.require_packed_bits()
+        sums = [
+            b.bit_and(packed if j == 0 else b.call("shiftright", [packed, b.lit(width * j)]), b.lit((1 << width) - 1))
+            for j in range(n)
+        ]
+    else:
+        sums = _digit_sums(b, safe, codec)
+        if output == "packed":  # null propagates through the arithmetic: no wrapper needed
+            bits = codec.packed_bits
+            if bits is None:
+                raise ValueError(f"p={p}, n={n}: the tokens do not fit in 64 bits")
+            packed = sums[0]
+            for j in range(1, n):
+                packed = b.bit_or(packed, b.call("shiftleft", [sums[j], b.lit(bits * j)]))
+            return packed
     if output == "scaled":
         scale = b.cast(b.lit(max(p - 1, 1)), "DOUBLE")
         scaled = [b.call("try_divide", [b.cast(t, "DOUBLE"), scale]) for t in sums]
@@ -319,6 +425,21 @@ def encode_expr(
         result = wrap(result)
     pick = b.case([(b.is_null(safe), b.lit(None))], b.lit(1))
     return b.call("try_element_at", [b.call("array", [result]), pick])
+
+
+def _digit_sums(b: Backend[E], x: E, codec: MLTCodec) -> list[E]:
+    """The n tokens (bigint) of the bigint id ``x`` (valid or null) by arithmetic: base-p
+    digits by division, then :func:`_mat_mod`. Used where the table encoder does not apply."""
+    p, n = codec.p, codec.n
+    digits: list[tuple[int, E]] = []
+    for i in range(n):
+        weight = p ** (n - 1 - i)
+        if weight > MAX_ID:
+            continue  # this digit is 0 for every id below 2**63
+        shifted = x if weight == 1 else b.div(x, b.lit(weight))
+        digits.append((i, shifted if i == 0 and p**n <= 2**63 else b.mod(shifted, b.lit(p))))
+    matrix = codec.M.tolist()
+    return _mat_mod(b, [(d, matrix[i]) for i, d in digits], p, p - 1)
 
 
 def _on_invalid(b: Backend[E], handle_invalid: str, message: list[E]) -> E:

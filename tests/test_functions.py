@@ -233,6 +233,26 @@ def test_packed_output_is_the_codecs_packing_and_decodes_back(
     assert [r.tokens for r in rows] == _expected(codec, ids)
 
 
+def test_native_table_encoder_matches_the_codec_on_a_whole_domain(spark: SparkSession, ansi: str) -> None:
+    codec = MLTCodec.from_seed(5, 6, seed=2)  # 15,625 ids: two lookup tables of 125 entries
+    ids = spark.range(-3, codec.capacity + 3).select(F.col("id"))
+    rows = (
+        ids.select(
+            "id",
+            mlt_encode("id", codec, output="packed", handle_invalid="null", engine="native").alias("k"),
+            mlt_encode("id", codec, handle_invalid="null", engine="native").alias("t"),
+        )
+        .orderBy("id")
+        .toPandas()
+    )
+    inside = rows["id"].between(0, codec.max_id).to_numpy()
+    expected = codec.encode(rows["id"].to_numpy()[inside])
+    assert rows["k"][~inside].isna().all()
+    assert rows["t"][~inside].isna().all()
+    assert (rows["k"][inside].to_numpy(dtype=np.int64) == codec.pack(expected)).all()
+    assert (np.stack(rows["t"][inside].to_numpy()) == expected).all()
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_invalid_packed_values_fail_naming_them_or_become_null(spark: SparkSession, ansi: str, engine: str) -> None:
     codec = MLTCodec.from_seed(13, 6)  # 6 tokens of 4 bits: 24 bits

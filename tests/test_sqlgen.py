@@ -1,0 +1,131 @@
+"""The native engine's table encoder, evaluated on Python integers (no Spark).
+
+The expression builders are generic over a Backend; here a tiny backend evaluates them
+directly, so the lookup-table and lane-wise arithmetic can be checked on whole domains and
+at the 63-bit edge in milliseconds. The Spark tests (test_functions.py) run the same
+expressions in Spark.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+
+import numpy as np
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from spark_mlt import MLTCodec
+from spark_mlt._sqlgen import MAX_TABLES, TABLE_ENTRIES, _table_encode, lookup_tables
+
+
+class IntBackend:
+    """Evaluates the operations the table encoder uses on Python ints, checking that every
+    intermediate is a bigint (as Spark's ANSI mode would)."""
+
+    @staticmethod
+    def _bigint(value: int) -> int:
+        assert -(2**63) <= value < 2**63, f"{value} overflows a bigint"
+        return value
+
+    def lit(self, value: int) -> int:
+        return value
+
+    def add(self, a: int, b: int) -> int:
+        return self._bigint(a + b)
+
+    def mul(self, a: int, b: int) -> int:
+        return self._bigint(a * b)
+
+    def div(self, a: int, b: int) -> int:
+        return a // b  # ids are non-negative here
+
+    def mod(self, a: int, b: int) -> int:
+        return a % b
+
+    def bit_and(self, a: int, b: int) -> int:
+        return a & b
+
+    def bit_or(self, a: int, b: int) -> int:
+        return a | b
+
+    def bit_xor(self, a: int, b: int) -> int:
+        return a ^ b
+
+    def cast(self, a: int, sql_type: str) -> int:
+        assert sql_type == "INT"
+        assert 0 <= a < 2**31
+        return a
+
+    def long_array(self, values: Sequence[int]) -> Sequence[int]:
+        assert all(-(2**63) <= v < 2**63 for v in values[:: max(1, len(values) // 64)])
+        return values
+
+    def call(self, name: str, args: Sequence[int | Sequence[int]]) -> int:
+        if name == "get":
+            table, index = args
+            assert isinstance(table, tuple)
+            assert isinstance(index, int)
+            return table[index]
+        assert name == "shiftright"
+        value, shift = args
+        assert isinstance(value, int)
+        assert isinstance(shift, int)
+        assert value >= 0
+        return value >> shift
+
+
+@functools.cache
+def _codec(p: int, n: int) -> MLTCodec:
+    return MLTCodec.from_seed(p, n, seed=p * n)
+
+
+def _table_tokens(codec: MLTCodec, ids: Sequence[int]) -> list[int]:
+    chunks = lookup_tables(codec)
+    assert chunks is not None
+    backend = IntBackend()
+    return [_table_encode(backend, i, codec, chunks) for i in ids]  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(("p", "n"), [(2, 1), (2, 16), (3, 9), (5, 6), (7, 5), (13, 4), (31, 2)])
+def test_table_encoder_matches_the_codec_on_the_whole_domain(p: int, n: int) -> None:
+    codec = MLTCodec.from_seed(p, n, seed=3)
+    ids = np.arange(codec.capacity)
+    assert _table_tokens(codec, ids.tolist()) == codec.pack(codec.encode(ids)).tolist()
+
+
+@pytest.mark.parametrize(("p", "n"), [(2, 24), (3, 14), (7, 8), (13, 6), (61, 3), (43, 4), (5, 10)])
+@given(data=st.data())
+def test_table_encoder_matches_the_codec_on_random_ids(p: int, n: int, data: st.DataObject) -> None:
+    codec = _codec(p, n)
+    ids = data.draw(st.lists(st.integers(0, codec.max_id), min_size=1, max_size=50))
+    assert _table_tokens(codec, ids) == codec.pack(codec.encode(ids)).tolist()
+
+
+def test_table_encoder_is_exact_at_the_chunk_edges_of_its_widest_codec() -> None:
+    codec = MLTCodec.from_seed(5, 10, seed=9)  # 30 bits of tokens, 2 tables of 5**5 entries
+    assert len(lookup_tables(codec) or ()) == 2
+    ids = [0, 5**5 - 1, 5**5, 5**5 + 1, 2 * 5**5 - 1, codec.max_id - 5**5, codec.max_id - 1, codec.max_id]
+    assert _table_tokens(codec, ids) == codec.pack(codec.encode(ids)).tolist()
+
+
+@pytest.mark.parametrize(
+    ("p", "n", "tables"),
+    [
+        (13, 6, 2),  # the default prime: 13**3 = 2197 entries per table
+        (7, 7, 2),
+        (2, 24, 2),
+        (5, 5, 1),  # 3125 ids: one table holds them all
+        (13, 7, None),  # three tables
+        (67, 3, None),  # p**2 > TABLE_ENTRIES
+        (2, 64, None),  # 64 bits of tokens
+        (251, 8, None),
+    ],
+)
+def test_table_encoder_applies_to_small_primes_and_at_most_max_tables(p: int, n: int, tables: int | None) -> None:
+    chunks = lookup_tables(MLTCodec.from_seed(p, n))
+    assert (None if chunks is None else len(chunks)) == tables
+    if chunks is not None:
+        assert len(chunks) <= MAX_TABLES
+        assert all(size <= TABLE_ENTRIES and len(table) == size for _, size, table in chunks)
