@@ -304,14 +304,17 @@ def lookup_tables(codec: MLTCodec) -> tuple[tuple[int, int, tuple[int, ...]], ..
 def _table_encode(b: Backend[E], x: E, codec: MLTCodec, chunks: tuple[tuple[int, int, tuple[int, ...]], ...]) -> E:
     """The packed tokens of the bigint id ``x`` (valid or null) by table lookups; see
     :func:`lookup_tables`. One division and one remainder per chunk, then bit operations."""
-    total: E | None = None
-    for index, (divisor, size, table) in enumerate(chunks):
+
+    def entry(divisor: int, size: int, table: tuple[int, ...], *, top: bool) -> E:
         value = x if divisor == 1 else b.div(x, b.lit(divisor))
-        if index:  # the top chunk of a valid id is below its size already
+        if not top:  # the top chunk of a valid id is below its size already
             value = b.mod(value, b.lit(size))
-        entry = b.call("get", [b.long_array(table), b.cast(value, "INT")])
-        total = entry if total is None else _lane_add_mod(b, total, entry, codec)
-    assert total is not None
+        return b.call("get", [b.long_array(table), b.cast(value, "INT")])
+
+    (divisor, size, table), *rest = chunks
+    total = entry(divisor, size, table, top=True)
+    for divisor, size, table in rest:
+        total = _lane_add_mod(b, total, entry(divisor, size, table, top=False), codec)
     return total
 
 
@@ -326,8 +329,7 @@ def _lane_add_mod(b: Backend[E], u: E, v: E, codec: MLTCodec) -> E:
     are added by XOR, and each lane's carry out is the majority of u's top bit, v's top bit
     and that carry in.
     """
-    p, n, bits = codec.p, codec.n, codec.packed_bits
-    assert bits is not None
+    p, n, bits = codec.p, codec.n, codec.require_packed_bits()
     offset = (1 << bits) - p
     top = sum(1 << (j * bits + bits - 1) for j in range(n))  # each lane's top bit
     low_mask = sum(((1 << (bits - 1)) - 1) << (j * bits) for j in range(n))
