@@ -401,11 +401,7 @@ def encode_expr(
         packed = _table_encode(b, safe, codec, tables)
         if output == "packed":
             return packed
-        width = codec.require_packed_bits()
-        sums = [
-            b.bit_and(packed if j == 0 else b.call("shiftright", [packed, b.lit(width * j)]), b.lit((1 << width) - 1))
-            for j in range(n)
-        ]
+        sums, _ = _packed_items(b, packed, codec)  # the same shifts and masks as unpacking
     else:
         sums = _digit_sums(b, safe, codec)
         if output == "packed":  # null propagates through the arithmetic: no wrapper needed
