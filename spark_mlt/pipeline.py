@@ -21,6 +21,7 @@ from spark_mlt.delta import (
     DeltaWriteResult,
     MissingCodecError,
     TableExistsError,
+    check_data_page_version,
     read_codecs,
     read_delta,
     token_write_options,
@@ -262,16 +263,20 @@ def tokenize_movielens(
     partition_by: Sequence[str] = (),
     run_id: str | None = None,
     token_layout: str = "auto",
+    data_page_version: int = 2,
 ) -> JobReport:
     """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
 
     The table holds userId, movieId, rating, timestamp, the paper's label (rating > 4, as 0/1)
     and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties. Tokens are
     stored packed in a bigint when they fit (``token_layout="auto"``; see
-    :func:`resolve_layouts`), else as array<int>. With a ``run_id`` the write is idempotent
-    (see :func:`spark_mlt.delta.write_delta`).
+    :func:`resolve_layouts`), else as array<int>, in Parquet v2 data pages unless
+    ``data_page_version=1`` (see :func:`spark_mlt.delta.token_write_options`). With a
+    ``run_id`` the write is idempotent (see :func:`spark_mlt.delta.write_delta`).
     """
     from pyspark.sql import functions as F
+
+    page_version = check_data_page_version(data_page_version)
 
     from spark_mlt.movielens import detect_layout, read_ratings
 
@@ -294,7 +299,9 @@ def tokenize_movielens(
             partition_by=partition_by,
             commit_info=info,
             run_id=run_id,
-            write_options=token_write_options(tokens, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]),
+            write_options=token_write_options(
+                tokens, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=page_version
+            ),
         )
     report.rows_in = report.rows_out = report.write.rows
     return report
@@ -332,6 +339,7 @@ def tokenize_table(
     vocabulary_dir: str | None = None,
     run_id: str | None = None,
     token_layout: str = "auto",
+    data_page_version: int = 2,
 ) -> JobReport:
     """Tokenise id columns of any table (a path with a format, or a catalog table if
     ``input_format`` is None) into a Delta table.
@@ -343,8 +351,10 @@ def tokenize_table(
     String columns are keys: each goes through an append-only vocabulary Delta table
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
     tokenised; the vocabulary's path is stored in the table property ``mlt.vocab.<column>``
-    and decoding returns the original keys.
+    and decoding returns the original keys. Token columns are written as by
+    :func:`tokenize_movielens` (``data_page_version``).
     """
+    page_version = check_data_page_version(data_page_version)
     if handle_invalid not in ("error", "null", "quarantine"):
         raise MLTError(f"handle_invalid must be 'error', 'null' or 'quarantine', got {handle_invalid!r}")
     report = JobReport()
@@ -407,7 +417,9 @@ def tokenize_table(
             commit_info=info,
             properties=properties,
             run_id=run_id,
-            write_options=token_write_options(good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]),
+            write_options=token_write_options(
+                good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=page_version
+            ),
         )
         report.rows_out = report.write.rows
     report.rows_in = report.rows_out + report.rows_rejected

@@ -147,6 +147,30 @@ def test_cli_runs_jobs_with_a_config_file_and_flags_override_it(
     assert (inspected["codecs"]["userId"]["layout"], inspected["codecs"]["userId"]["packed_bits"]) == ("packed", 4)
 
 
+def test_cli_writes_v2_data_pages_by_default_and_v1_on_request(spark: SparkSession, tmp_path: Path) -> None:
+    import pyarrow.parquet as pq
+
+    folder = generate_synthetic(tmp_path / "ml", ratings=100, users=10, movies=10)
+
+    def token_encodings(output: Path) -> set[str]:
+        return {
+            encoding
+            for uri in DeltaTable(str(output)).file_uris()
+            for group in range(pq.read_metadata(uri).num_row_groups)
+            for encoding in pq.read_metadata(uri).row_group(group).column(5).encodings  # userId_mlt
+        }
+
+    job = ["movielens", "--input", str(folder), "--output"]
+    assert main([*job, str(tmp_path / "v2")]) == 0
+    assert main([*job, str(tmp_path / "v1"), "--data-page-version", "1"]) == 0
+    assert "DELTA_BINARY_PACKED" in token_encodings(tmp_path / "v2")
+    assert "PLAIN" in token_encodings(tmp_path / "v1")
+    assert "DELTA_BINARY_PACKED" not in token_encodings(tmp_path / "v1")
+    assert decode_table(spark, str(tmp_path / "v2"), verify=True).mismatches == 0
+    with pytest.raises(SystemExit):  # argparse: invalid choice
+        main([*job, str(tmp_path / "x"), "--data-page-version", "3"])
+
+
 def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

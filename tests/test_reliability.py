@@ -28,6 +28,7 @@ from spark_mlt.delta import (
     MissingCodecError,
     orphan_files,
     read_codecs,
+    read_delta,
     token_write_options,
     vacuum,
     write_delta,
@@ -160,20 +161,84 @@ def test_an_empty_run_id_is_refused(spark: SparkSession, tmp_path: Path) -> None
         write_delta(df, str(tmp_path / "t"), {"userId": CODEC}, run_id=" ")
 
 
-def test_token_columns_are_written_without_dictionary_encoding(spark: SparkSession, tmp_path: Path) -> None:
+def _encodings(path: Path) -> dict[str, tuple[str, ...]]:
     import pyarrow.parquet as pq
 
-    path = tmp_path / "t"
+    files = list(DeltaTable(str(path)).file_uris())
+    columns = pq.read_metadata(files[0]).row_group(0)
+    return {columns.column(i).path_in_schema: columns.column(i).encodings for i in range(columns.num_columns)}
+
+
+def test_token_columns_are_written_without_dictionary_in_v2_pages(spark: SparkSession, tmp_path: Path) -> None:
     df = spark.range(1000).select(F.col("id").alias("userId"), (F.col("id") % 3).alias("part"))
     df = df.withColumn("userId_mlt", mlt_encode("userId", CODEC))
     options = token_write_options(df, ["userId_mlt"])
-    assert options == {"parquet.enable.dictionary#userId_mlt.list.element": "false"}
-    write_delta(df.coalesce(1), str(path), {"userId": CODEC}, write_options=options)
-    files = list(DeltaTable(str(path)).file_uris())
-    columns = pq.read_metadata(files[0]).row_group(0)
-    encodings = {columns.column(i).path_in_schema: columns.column(i).encodings for i in range(columns.num_columns)}
+    assert options == {"parquet.writer.version": "v2", "parquet.enable.dictionary#userId_mlt.list.element": "false"}
+    write_delta(df.coalesce(1), str(tmp_path / "v2"), {"userId": CODEC}, write_options=options)
+    encodings = _encodings(tmp_path / "v2")
+    assert "DELTA_BINARY_PACKED" in encodings["userId_mlt.list.element"]  # v2's integer encoding, no dictionary
     assert not any("DICTIONARY" in e for e in encodings["userId_mlt.list.element"])
     assert any("DICTIONARY" in e for e in encodings["part"])  # other columns keep Spark's defaults
+
+    options = token_write_options(df, ["userId_mlt"], data_page_version=1)
+    assert options == {"parquet.enable.dictionary#userId_mlt.list.element": "false"}
+    write_delta(df.coalesce(1), str(tmp_path / "v1"), {"userId": CODEC}, write_options=options)
+    assert _encodings(tmp_path / "v1")["userId_mlt.list.element"] == ("PLAIN", "RLE")
+
+
+@pytest.mark.parametrize("version", [0, 3, True, "2", None])
+def test_a_data_page_version_other_than_1_or_2_is_refused(spark: SparkSession, version: object) -> None:
+    df = spark.range(1).select(F.col("id").alias("userId_mlt"))
+    with pytest.raises(MLTError, match=rf"data page version must be 1 or 2, got {version!r}"):
+        token_write_options(df, ["userId_mlt"], data_page_version=version)  # type: ignore[arg-type]
+
+
+def test_v2_pages_of_every_column_type_read_back_the_same_in_spark_and_delta_rs(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    import datetime as dt
+
+    schema = (
+        "userId bigint, small int, price decimal(12,2), score double, name string, flag boolean, day date, "
+        "at timestamp, local timestamp_ntz, tags array<string>, point struct<x: int, y: double>, part string"
+    )
+    rows = [
+        (
+            i,
+            i % 7 if i % 5 else None,
+            Decimal(i) / 4,
+            i / 3 if i % 4 else None,
+            f"key-{i % 11}" if i % 6 else None,
+            i % 2 == 0 if i % 9 else None,
+            dt.date(2020, 1, 1) + dt.timedelta(days=i),
+            dt.datetime(2026, 11, 22, 12, 0, 0) + dt.timedelta(seconds=i) if i % 8 else None,
+            dt.datetime(2026, 11, 22, 12, 0, 0) + dt.timedelta(minutes=i),
+            [f"t{i % 3}", "x"] if i % 10 else None,
+            (i, i / 2) if i % 12 else None,
+            "a" if i % 2 else "b",
+        )
+        for i in range(300)
+    ]
+    df = spark.createDataFrame(rows, schema).withColumn("userId_mlt", mlt_encode("userId", CODEC))
+    path = tmp_path / "t"
+    write_delta(
+        df.repartition(2),
+        str(path),
+        {"userId": CODEC},
+        partition_by=["part"],
+        write_options=token_write_options(df, ["userId_mlt"]),
+    )
+    expected = sorted(tuple(r) for r in df.collect())
+    assert sorted(tuple(r) for r in read_delta(spark, str(path)).select(*df.columns).collect()) == expected
+    arrow = DeltaTable(str(path)).to_pyarrow_table().select(df.columns).sort_by("userId")
+    assert arrow.column("userId_mlt").to_pylist() == [list(r.userId_mlt) for r in df.orderBy("userId").collect()]
+    assert arrow.column("name").to_pylist() == [r[4] for r in rows]
+    assert arrow.column("price").to_pylist() == [r[2] for r in rows]
+    assert arrow.column("tags").to_pylist() == [r[9] for r in rows]
+    assert arrow.column("day").to_pylist() == [r[6] for r in rows]
+    utc = dt.timezone.utc  # the session's time zone (spark_mlt.session): naive datetimes are UTC
+    assert arrow.column("at").to_pylist() == [r[7] and r[7].replace(tzinfo=utc) for r in rows]
+    assert arrow.column("local").to_pylist() == [r[8] for r in rows]
 
 
 # ---------------------------------------------------------------------- bad input
