@@ -122,9 +122,18 @@ def _load_config(path: str | None) -> dict[str, Any]:
     return {str(k).replace("-", "_"): v for k, v in loaded.items()}
 
 
+CONFIG_ONLY = {"tokenize": {"read_options", "vocabulary_dir"}}  # options with no flag
+
+
 def _options(args: argparse.Namespace) -> dict[str, Any]:
     """Config file values, overridden by every flag given on the command line."""
     options = _load_config(getattr(args, "config", None))
+    known = (set(vars(args)) | CONFIG_ONLY.get(args.command, set())) - {"config", "command"}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(
+            f"unknown option(s) {unknown} in {args.config} for {args.command!r}; expected some of {sorted(known)}"
+        )
     for key, value in vars(args).items():
         if value is not None and key not in ("config", "command"):
             options[key] = value

@@ -171,6 +171,35 @@ def test_cli_writes_v2_data_pages_by_default_and_v1_on_request(spark: SparkSessi
         main([*job, str(tmp_path / "x"), "--data-page-version", "3"])
 
 
+CONF = Path(__file__).parent.parent / "conf"
+
+
+def test_the_shipped_example_configs_run(spark: SparkSession, tmp_path: Path) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=100, users=10, movies=10)
+    output = tmp_path / "ratings"
+    assert (
+        main(["movielens", "--config", str(CONF / "movielens.yaml"), "--input", str(folder), "--output", str(output)])
+        == 0
+    )
+    assert read_codecs(str(output))["userId"].p == 7  # from the config
+    orders = tmp_path / "orders.parquet"
+    spark.createDataFrame(
+        [(1, 10, 2.5), (2, 11, 3.0)], "customer_id long, product_id long, amount double"
+    ).write.parquet(str(orders))
+    config = [str(CONF / "warehouse_table.yaml"), "--input", str(orders), "--output", str(tmp_path / "orders_mlt")]
+    assert main(["tokenize", "--config", *config]) == 0
+    assert set(read_codecs(str(tmp_path / "orders_mlt"))) == {"customer_id", "product_id"}
+
+
+def test_an_unknown_config_key_is_refused_by_name(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text("input: x\noutput: y\ndata_page_verison: 1\n")
+    assert main(["movielens", "--config", str(config)]) == 1
+    assert "unknown option(s) ['data_page_verison']" in capsys.readouterr().err
+
+
 def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
