@@ -314,12 +314,15 @@ def register_mlt_functions(
     *,
     handle_invalid: HandleInvalid = "error",
     engine: Engine = "auto",
+    form: Literal["array", "packed"] = "array",
 ) -> tuple[str, str]:
     """Register ``mlt_encode_<name>(id)`` and ``mlt_decode_<name>(tokens)`` for ``spark.sql``.
 
     The native engine registers SQL functions (``CREATE TEMPORARY FUNCTION``, parameter
     types BIGINT and ARRAY<INT>, so Spark converts the arguments by its own rules); the UDF
     engine registers the Arrow UDFs. Both are temporary: they live as long as the session.
+    With ``form="packed"`` the tokens are one BIGINT per id (the jobs' storage layout; see
+    ``mlt_encode(..., output="packed")``): encode returns it and decode takes it.
 
     Returns:
         The two function names.
@@ -331,31 +334,32 @@ def register_mlt_functions(
 
         register_mlt_functions(spark, codec, "user")
         spark.sql("SELECT mlt_encode_user(user_id) AS tokens FROM ratings")
+        register_mlt_functions(spark, codec, "user_packed", form="packed")
+        spark.sql("SELECT mlt_decode_user_packed(userId_mlt) AS userId FROM ratings_mlt")
     """
     codec = _check_codec(codec)
     if not name.isidentifier() or not name.isascii():
         raise MLTTypeError(f"name must be a plain identifier (letters, digits, _), got {name!r}")
     _check_choice("handle_invalid", handle_invalid, ("error", "null"))
+    _check_choice("form", form, ("array", "packed"))
+    if form == "packed":
+        codec.require_packed_bits()
     encode_name, decode_name = f"mlt_encode_{name}", f"mlt_decode_{name}"
     if _resolve_engine(engine) == "native":
         b = _sqlgen.SqlBackend()
         encode_sql = _sqlgen.encode_expr(
-            b, "id", codec, output="array", handle_invalid=handle_invalid, sql_name=encode_name
+            b, "id", codec, output=form, handle_invalid=handle_invalid, sql_name=encode_name
         )
         decode_sql = _sqlgen.decode_expr(
-            b, "tokens", codec, form="array", handle_invalid=handle_invalid, sql_name=decode_name
+            b, "tokens", codec, form=form, handle_invalid=handle_invalid, sql_name=decode_name
         )
-        spark.sql(
-            f"CREATE OR REPLACE TEMPORARY FUNCTION {encode_name}(id BIGINT) RETURNS ARRAY<INT> RETURN {encode_sql}"
-        )
-        spark.sql(
-            f"CREATE OR REPLACE TEMPORARY FUNCTION {decode_name}(tokens ARRAY<INT>) RETURNS BIGINT RETURN {decode_sql}"
-        )
+        tokens = "ARRAY<INT>" if form == "array" else "BIGINT"
+        create = "CREATE OR REPLACE TEMPORARY FUNCTION"
+        spark.sql(f"{create} {encode_name}(id BIGINT) RETURNS {tokens} RETURN {encode_sql}")
+        spark.sql(f"{create} {decode_name}(tokens {tokens}) RETURNS BIGINT RETURN {decode_sql}")
     else:
         spark.udf.register(
-            encode_name, _encode_udf(codec, output="array", handle_invalid=handle_invalid, name=encode_name)
+            encode_name, _encode_udf(codec, output=form, handle_invalid=handle_invalid, name=encode_name)
         )
-        spark.udf.register(
-            decode_name, _decode_udf(codec, form="array", handle_invalid=handle_invalid, name=decode_name)
-        )
+        spark.udf.register(decode_name, _decode_udf(codec, form=form, handle_invalid=handle_invalid, name=decode_name))
     return encode_name, decode_name

@@ -195,6 +195,27 @@ def test_sql_functions_encode_and_decode(spark: SparkSession, engine: str) -> No
     assertDataFrameEqual(result, expected)
 
 
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(("p", "n"), [(7, 7), (251, 8)], ids=["table-encoder", "64-bit"])
+def test_sql_functions_in_packed_form_match_the_codec(spark: SparkSession, engine: str, p: int, n: int) -> None:
+    codec = MLTCodec.from_seed(p, n)
+    name = f"packed_{engine}_{p}"
+    register_mlt_functions(spark, codec, name, engine=engine, form="packed")
+    ids = [0, 3, None, codec.max_id]
+    spark.createDataFrame([(i,) for i in ids], "user_id bigint").createOrReplaceTempView("users_packed_sql")
+    rows = spark.sql(
+        f"SELECT user_id, mlt_encode_{name}(user_id) AS k, mlt_decode_{name}(mlt_encode_{name}(user_id)) AS back "
+        "FROM users_packed_sql"
+    ).collect()
+    valid = [i for i in ids if i is not None]
+    packed = dict(zip(valid, codec.pack(codec.encode(valid)).tolist(), strict=True))
+    assert {r.user_id: (r.k, r.back) for r in rows} == {**{i: (packed[i], i) for i in valid}, None: (None, None)}
+    assert (
+        spark.sql(f"SELECT mlt_encode_{name}(user_id) AS k FROM users_packed_sql").schema["k"].dataType.typeName()
+        == "long"
+    )
+
+
 def test_bad_options_are_refused_before_spark_sees_them() -> None:
     codec = MLTCodec.from_seed(13, 6)
     with pytest.raises(MLTTypeError, match=r"output must be one of 'array', 'struct', 'vector', 'packed'; got 'list'"):
@@ -207,6 +228,10 @@ def test_bad_options_are_refused_before_spark_sees_them() -> None:
         mlt_encode("id", {"p": 13})  # type: ignore[arg-type]
     with pytest.raises(MLTTypeError, match=r"name must be a plain identifier"):
         register_mlt_functions(None, codec, "user; DROP TABLE x")  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"form must be one of 'array', 'packed'; got 'struct'"):
+        register_mlt_functions(None, codec, "user", form="struct")  # type: ignore[arg-type]
+    with pytest.raises(CodecParameterError, match=r"64 bits"):
+        register_mlt_functions(None, MLTCodec.from_seed(65537, 4), "user", form="packed")  # type: ignore[arg-type]
 
 
 PACKED_CODECS = [(13, 6), (7, 7), (251, 8), (65521, 4)]  # 24, 21, 64 and 64 bits
