@@ -297,6 +297,16 @@ def test_py_files_zip_holds_the_package_at_its_root(py_files: Path) -> None:
     assert not any(name.endswith(".pyc") for name in names)
 
 
+def test_the_zip_and_the_package_carry_the_version_of_pyproject(py_files: Path) -> None:
+    import tomllib
+
+    import spark_mlt
+
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    assert spark_mlt.__version__ == version  # written in both places: they must agree
+    assert py_files.name == f"spark_mlt-{version}.zip"
+
+
 def _run_python(python: Path, code: str, cwd: Path, env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [str(python), "-c", code], cwd=cwd, env=dict(env), capture_output=True, text=True, timeout=60, check=False
