@@ -183,7 +183,7 @@ def test_token_columns_are_written_without_dictionary_in_v2_pages(spark: SparkSe
     options = token_write_options(df, ["userId_mlt"], data_page_version=1)
     assert options == {"parquet.enable.dictionary#userId_mlt.list.element": "false"}
     write_delta(df.coalesce(1), str(tmp_path / "v1"), {"userId": CODEC}, write_options=options)
-    assert _encodings(tmp_path / "v1")["userId_mlt.list.element"] == ("PLAIN", "RLE")
+    assert set(_encodings(tmp_path / "v1")["userId_mlt.list.element"]) == {"PLAIN", "RLE"}  # order varies
 
 
 @pytest.mark.parametrize("version", [0, 3, True, "2", None])
