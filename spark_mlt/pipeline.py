@@ -276,9 +276,9 @@ def tokenize_movielens(
     """
     from pyspark.sql import functions as F
 
-    page_version = check_data_page_version(data_page_version)
-
     from spark_mlt.movielens import detect_layout, read_ratings
+
+    page_version = check_data_page_version(data_page_version)
 
     report = JobReport()
     with _Phase(report, "read"):
