@@ -258,6 +258,14 @@ def test_packed_output_is_the_codecs_packing_and_decodes_back(
     assert [r.tokens for r in rows] == _expected(codec, ids)
 
 
+def test_the_lookup_table_literal_keeps_every_bigint_in_order(spark: SparkSession) -> None:
+    from spark_mlt._sqlgen import ColumnBackend
+
+    values = [0, 1, -1, 2**63 - 1, -(2**63), 123_456_789_012_345, *range(1000, 5000)]
+    row = spark.range(1).select(ColumnBackend().long_array(values).alias("table")).first()
+    assert row is not None and row.table == values
+
+
 def test_native_table_encoder_matches_the_codec_on_a_whole_domain(spark: SparkSession, ansi: str) -> None:
     codec = MLTCodec.from_seed(5, 6, seed=2)  # 15,625 ids: two lookup tables of 125 entries
     ids = spark.range(-3, codec.capacity + 3).select(F.col("id"))
