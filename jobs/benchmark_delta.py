@@ -10,9 +10,8 @@ Parquet writer pays per value, and arrays store n values per id), the "floor": t
 rows plus two bigint columns that cost nothing to compute, written with the jobs' options (v2
 data pages, no dictionary for those two), i.e. what storing any two more columns costs, and
 the plain rows in Parquet v2 data pages, the page format the jobs write (a like-for-like
-baseline). The cases run interleaved, in a new
-order each round; on a shared machine compare the ratios (best over best, and the median of
-each round's ratio).
+baseline). The cases run interleaved, in a new order each round; on a shared machine compare
+the ratios (best over best, and the median of each round's ratio).
 
 Run: ``make bench-delta`` or ``python jobs/benchmark_delta.py --rows 20000000``.
 """
