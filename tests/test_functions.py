@@ -263,7 +263,8 @@ def test_the_lookup_table_literal_keeps_every_bigint_in_order(spark: SparkSessio
 
     values = [0, 1, -1, 2**63 - 1, -(2**63), 123_456_789_012_345, *range(1000, 5000)]
     row = spark.range(1).select(ColumnBackend().long_array(values).alias("table")).first()
-    assert row is not None and row.table == values
+    assert row is not None
+    assert row.table == values
 
 
 def test_native_table_encoder_matches_the_codec_on_a_whole_domain(spark: SparkSession, ansi: str) -> None:
