@@ -205,11 +205,9 @@ class ColumnBackend:
         once per element (0.1 ms each: 0.4 s for a table encoder's two codecs), so the
         values go over as one byte[] and become a long[] in the JVM; Spark Connect builds
         the literal locally."""
-        import numpy as np
-
-        array = np.asarray(values, dtype="<i8")
         from pyspark.sql.utils import is_remote
 
+        array = np.asarray(values, dtype="<i8")
         if is_remote():
             return self.F.lit(array)
         from pyspark import SparkContext
@@ -423,9 +421,7 @@ def encode_expr(
     else:
         sums = _digit_sums(b, safe, codec)
         if output == "packed":  # null propagates through the arithmetic: no wrapper needed
-            bits = codec.packed_bits
-            if bits is None:
-                raise ValueError(f"p={p}, n={n}: the tokens do not fit in 64 bits")
+            bits = codec.require_packed_bits()
             packed = sums[0]
             for j in range(1, n):
                 packed = b.bit_or(packed, b.call("shiftleft", [sums[j], b.lit(bits * j)]))
@@ -475,9 +471,7 @@ def _checked(b: Backend[E], source: E, valid: E, value: E, on_invalid: E) -> E:
 def _packed_items(b: Backend[E], packed: E, codec: MLTCodec) -> tuple[list[E], list[E]]:
     """The n tokens (bigint, each in [0, 2**bits)) of a packed value, and the check that no
     bit above them is set."""
-    bits = codec.packed_bits
-    if bits is None:
-        raise ValueError(f"p={codec.p}, n={codec.n}: the tokens do not fit in 64 bits")
+    bits = codec.require_packed_bits()
     whole = b.cast(packed, "BIGINT")
     items = [
         b.bit_and(whole if j == 0 else b.call("shiftrightunsigned", [whole, b.lit(bits * j)]), b.lit(2**bits - 1))
