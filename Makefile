@@ -28,6 +28,10 @@ venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 test: check-java $(STAMP) ## Run the whole test suite, slow tests included
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
+COMPAT_LINES ?= 3.5.0 4.0.0 4.1.0 4.2.1
+test-compat: check-java ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...), one venv each
+	@for line in $(COMPAT_LINES); do PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; done
+
 test-fast: $(STAMP) ## Run the test suite without the slow tests
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
@@ -63,4 +67,4 @@ dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help check-java demo venv test test-fast lint format bench bench-codec bench-functions bench-delta bench-scale dist clean
+.PHONY: help check-java demo venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale dist clean

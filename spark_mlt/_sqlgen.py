@@ -24,9 +24,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 import numpy as np
+import numpy.typing as npt
 
 from spark_mlt.codec import MAX_ID, MLTCodec
 
@@ -55,6 +57,7 @@ class Backend(Protocol[E]):
     def bit_or(self, a: E, b: E) -> E: ...
     def bit_xor(self, a: E, b: E) -> E: ...
     def long_array(self, values: Sequence[int]) -> E: ...
+    def bind(self, values: Sequence[E], body: Callable[[list[E]], E]) -> E: ...
 
 
 class SqlBackend:
@@ -125,6 +128,11 @@ class SqlBackend:
     def long_array(self, values: Sequence[int]) -> str:
         return "array(" + ", ".join(f"{value}L" for value in values) + ")"
 
+    def bind(self, values: Sequence[str], body: Callable[[list[str]], str]) -> str:
+        """Spark refuses lambdas in a SQL function's body, so the values are copied where
+        read: the function's plan grows as n**2 / 4 for very long codecs (SQL only)."""
+        return body(list(values))
+
 
 class ColumnBackend:
     """Builds PySpark Columns (works on Spark Classic and Spark Connect)."""
@@ -173,7 +181,14 @@ class ColumnBackend:
         return a.cast(sql_type)
 
     def try_cast(self, a: Any, sql_type: str) -> Any:
-        return a.try_cast(sql_type)
+        """``TRY_CAST``; PySpark < 4.0 has no ``Column.try_cast``, so there only bigint is
+        supported, as a cast of the value when it lies within the bigint range, else null."""
+        if hasattr(type(a), "try_cast"):  # not hasattr(a): Column.__getattr__ reads struct fields
+            return a.try_cast(sql_type)
+        if sql_type != "BIGINT":
+            raise NotImplementedError(sql_type)  # pragma: no cover - internal misuse
+        low, high = self.lit(-(2**63)), self.lit(2**63 - 1)
+        return self.F.when((a >= low) & (a <= high), a).cast("bigint")
 
     def case(self, branches: Sequence[tuple[Any, Any]], otherwise: Any) -> Any:
         (cond, value), *rest = branches
@@ -200,6 +215,11 @@ class ColumnBackend:
     def bit_xor(self, a: Any, b: Any) -> Any:
         return a.bitwiseXOR(b)
 
+    def bind(self, values: Sequence[Any], body: Callable[[list[Any]], Any]) -> Any:
+        return self.F.transform(
+            self.F.array(self.F.array(*values)), lambda bound: body([bound.getItem(i) for i in range(len(values))])
+        ).getItem(0)
+
     def long_array(self, values: Sequence[int]) -> Any:
         """One array<bigint> literal. On Spark Classic ``F.lit`` of an array crosses Py4J
         once per element (0.1 ms each: 0.4 s for a table encoder's two codecs), so the
@@ -211,7 +231,11 @@ class ColumnBackend:
         if is_remote():
             return self.F.lit(array)
         from pyspark import SparkContext
-        from pyspark.sql.classic.column import Column
+
+        try:
+            from pyspark.sql.classic.column import Column
+        except ImportError:  # PySpark < 4.0
+            from pyspark.sql.column import Column  # type: ignore[assignment,unused-ignore]
 
         context = SparkContext._active_spark_context
         if context is None or context._gateway is None or context._jvm is None:  # let pyspark say why
@@ -243,120 +267,202 @@ def _sum_mod(b: Backend[E], terms: list[tuple[E, int]], p: int) -> E:
     return result if len(groups) == 1 else b.mod(result, b.lit(p))
 
 
-def _mat_mod(b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int) -> list[E]:
+def _mat_words(
+    b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int
+) -> tuple[list[E], Callable[[Sequence[E]], list[E]]]:
     """``(sum_i v_i * W_i[j]) mod p`` for every column j, given rows ``(v_i, W_i)`` with
-    ``0 <= v_i <= vmax`` (bigint expressions) and weights in [0, p).
+    ``|v_i| <= vmax`` (bigint expressions) and weights in [0, p), in two steps: a few words,
+    and a function that reads the n results from those words.
 
     SWAR: the n column sums are computed side by side in "lanes" of one bigint. Lane j of
     ``K_i`` holds ``W_i[j]``, so ``sum_i v_i * K_i`` holds every column's sum in its lane with
     no carry between lanes (each lane's sum is at most ``len(rows) * vmax * (p - 1)``, below
     ``2**lane``), and stays below 2**62. That is one multiply-add per row instead of n (the
     ANSI-checked multiply and add are the expensive operations here), then a shift, a mask and
-    a mod per column. When fewer than two lanes fit in 62 bits (large p), it falls back to a
-    sum per column.
+    a mod per column. When fewer than two lanes fit in 62 bits (large p), each column has a
+    word of its own.
     """
     n = len(rows[0][1])
     lane = max(1, len(rows) * vmax * (p - 1)).bit_length()
     per_word = 62 // lane
     if per_word < 2:
-        return [_sum_mod(b, [(v, w[j]) for v, w in rows], p) for j in range(n)]
+        return [_sum_mod(b, [(v, w[j]) for v, w in rows], p) for j in range(n)], list
     mask = (1 << lane) - 1
-    sums: list[E] = []
-    for start in range(0, n, per_word):
-        columns = list(range(start, min(n, start + per_word)))
-        terms = [(v, sum((w[j] % p) << (lane * (j - start)) for j in columns)) for v, w in rows]
-        word = _weighted(b, [(v, k) for v, k in terms if k])
-        for j in columns:
-            value = word if j == start else b.call("shiftright", [word, b.lit(lane * (j - start))])
-            if j != columns[-1]:  # the top lane has nothing above it
-                value = b.bit_and(value, b.lit(mask))
-            sums.append(b.mod(value, b.lit(p)))
-    return sums
+    groups = [list(range(start, min(n, start + per_word))) for start in range(0, n, per_word)]
+    words = []
+    for columns in groups:
+        terms = [(v, sum((w[j] % p) << (lane * (j - columns[0])) for j in columns)) for v, w in rows]
+        words.append(_weighted(b, [(v, k) for v, k in terms if k]))
+
+    def read(bound: Sequence[E]) -> list[E]:
+        sums: list[E] = []
+        for word, columns in zip(bound, groups, strict=True):
+            for j in columns:
+                shift = lane * (j - columns[0])
+                value = word if shift == 0 else b.call("shiftright", [word, b.lit(shift)])
+                if j != columns[-1]:  # the top lane has nothing above it
+                    value = b.bit_and(value, b.lit(mask))
+                sums.append(b.mod(value, b.lit(p)))
+        return sums
+
+    return words, read
 
 
-TABLE_ENTRIES = 4096  # entries per lookup table of the table encoder
-MAX_TABLES = 2  # lookup tables per codec (more make the plan slow to optimise)
+def _mat_mod(b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int) -> list[E]:
+    """The n results of :func:`_mat_words`, each reading its word directly."""
+    words, read = _mat_words(b, rows, p, vmax)
+    return read(words)
+
+
+TABLE_ENTRIES = 1024  # largest lookup table (entries) of the table encoder and decoder
+BIND_WORDS_ABOVE = 4  # outputs per word above which an expression binds its words to a lambda
+
+
+@dataclass(frozen=True)
+class Tables:
+    """Lookup tables that multiply chunks of base-p digits by a matrix mod p, lane-packed.
+
+    The digits are split into chunks (most significant first); chunk c's value ``v_c`` is
+    read from the input by :attr:`reads` (a divisor and a modulus for an id, a shift and a
+    mask for packed tokens). ``tables[g][c][v]`` holds, for output group g, chunk c's share
+    ``digits(v) @ matrix[rows of c] mod p`` of each output in the group, one ``lane``-bit
+    lane per output. Adding one entry per chunk sums every output of the group in its lane
+    (no carries: each lane's sum is below ``chunks * p <= 2**lane``); a shift, a mask and
+    a ``% p`` then read each output. Each output's expression holds one lookup per chunk,
+    so its size does not grow with n.
+    """
+
+    reads: tuple[tuple[int, int], ...]
+    lane: int
+    groups: tuple[tuple[int, ...], ...]
+    tables: tuple[tuple[tuple[int, ...], ...], ...]
+
+
+def _chunk_sizes(count: int, per_chunk: int) -> list[int]:
+    chunks = -(-count // per_chunk)
+    return [count // chunks + (1 if i < count % chunks else 0) for i in range(chunks)]
+
+
+def _lane_tables(
+    shares: list[npt.NDArray[np.int64]], p: int, outputs: int
+) -> tuple[int, tuple[tuple[int, ...], ...], tuple[tuple[tuple[int, ...], ...], ...]]:
+    """Lane-packed tables for chunk shares ``shares[c]`` ((entries, outputs) arrays in [0, p))."""
+    lane = max(1, len(shares) * (p - 1)).bit_length()
+    per_word = max(1, 62 // lane)
+    groups = tuple(tuple(range(s, min(outputs, s + per_word))) for s in range(0, outputs, per_word))
+    tables = []
+    for group in groups:
+        shifts = np.array([lane * (j - group[0]) for j in group], dtype=np.int64)
+        tables.append(tuple(tuple(int(v) for v in (share[:, group] << shifts).sum(axis=1)) for share in shares))
+    return lane, groups, tuple(tables)
 
 
 @functools.lru_cache(maxsize=128)
-def lookup_tables(codec: MLTCodec) -> tuple[tuple[int, int, tuple[int, ...]], ...] | None:
-    """The table encoder's chunks, most significant first, or None where it does not apply.
-
-    The n digits are split into a few chunks of k digits (p**k <= TABLE_ENTRIES). Chunk c
-    of id x is ``v_c = (x div divisor_c) % size_c``, and its table maps v_c to its share of
-    the tokens, ``digits(v_c) @ M[rows of c] mod p``, packed b bits per token as in
-    :attr:`MLTCodec.packed_bits`. The tokens are the lane-wise sum mod p of the chunks'
-    entries (see :func:`_lane_add_mod`); every table but the first stores its tokens plus
-    ``2**b - p``, which that sum needs. Applies when the packed tokens fit in 63 bits and
-    at least two digits fit in one table (p <= 64).
-
-    Each entry is ``(divisor, size, table)``.
-    """
-    p, n, bits = codec.p, codec.n, codec.packed_bits
-    if bits is None or n * bits > 63 or p * p > TABLE_ENTRIES:
+def encode_tables(codec: MLTCodec) -> Tables | None:
+    """The table encoder's tables for ``codec``, or None where a chunk would hold fewer than
+    two digits (p**2 > TABLE_ENTRIES): there, digit-by-digit arithmetic is as small."""
+    p, n = codec.p, codec.n
+    if p * p > TABLE_ENTRIES:
         return None
-    per_table = 2
-    while p ** (per_table + 1) <= TABLE_ENTRIES:
-        per_table += 1
-    count = -(-n // per_table)
-    if count > MAX_TABLES:  # each lane-wise sum repeats its inputs in the plan: keep it shallow
-        return None
-    sizes = [n // count + (1 if i < n % count else 0) for i in range(count)]
-    offset = (1 << bits) - p
-    shifts = np.arange(n, dtype=np.int64) * bits
-    chunks = []
-    start = 0
-    for index, size in enumerate(sizes):
+    per_chunk = int(np.floor(np.log(TABLE_ENTRIES) / np.log(p) + 1e-9))
+    while p**per_chunk > TABLE_ENTRIES:
+        per_chunk -= 1
+    first = next(i for i in range(n) if p ** (n - 1 - i) <= MAX_ID)  # higher digits are 0 for any bigint
+    reads: list[tuple[int, int]] = []
+    shares: list[npt.NDArray[np.int64]] = []
+    start = first
+    for size in _chunk_sizes(n - first, per_chunk):
         stop = start + size
         values = np.arange(p**size, dtype=np.int64)
         digits = np.stack([(values // p ** (size - 1 - i)) % p for i in range(size)], axis=1)
-        tokens = digits @ codec.M[start:stop] % p + (offset if index else 0)
-        table = (tokens << shifts).sum(axis=1)  # below 2**63: n * bits <= 63
-        chunks.append((p ** (n - stop), p**size, tuple(int(v) for v in table)))
+        shares.append(digits @ codec.M[start:stop] % p)
+        reads.append((p ** (n - stop), p**size))
         start = stop
-    return tuple(chunks)
+    lane, groups, tables = _lane_tables(shares, p, n)
+    return Tables(tuple(reads), lane, groups, tables)
 
 
-def _table_encode(b: Backend[E], x: E, codec: MLTCodec, chunks: tuple[tuple[int, int, tuple[int, ...]], ...]) -> E:
-    """The packed tokens of the bigint id ``x`` (valid or null) by table lookups; see
-    :func:`lookup_tables`. One division and one remainder per chunk, then bit operations."""
+@functools.lru_cache(maxsize=128)
+def decode_tables(codec: MLTCodec) -> Tables | None:
+    """The packed-token decoder's tables: chunks of k tokens of ``bits`` bits (2**(k*bits)
+    <= TABLE_ENTRIES) map to their share of the digits ``tokens @ M_inv mod p``. Entries of
+    token values >= p are 0: such rows are rejected by the validity check."""
+    p, n, bits = codec.p, codec.n, codec.packed_bits
+    if bits is None or 2 ** (2 * bits) > TABLE_ENTRIES:
+        return None
+    per_chunk = max(2, int(np.log2(TABLE_ENTRIES)) // bits)
+    reads: list[tuple[int, int]] = []
+    shares: list[npt.NDArray[np.int64]] = []
+    start = 0
+    for size in _chunk_sizes(n, per_chunk):
+        values = np.arange(2 ** (size * bits), dtype=np.int64)
+        tokens = np.stack([(values >> (bits * i)) & ((1 << bits) - 1) for i in range(size)], axis=1)
+        share = tokens @ codec.M_inv[start : start + size] % p
+        share[(tokens >= p).any(axis=1)] = 0
+        shares.append(share)
+        reads.append((bits * start, (1 << (bits * size)) - 1))
+        start += size
+    lane, groups, tables = _lane_tables(shares, p, n)
+    return Tables(tuple(reads), lane, groups, tables)
 
-    def entry(divisor: int, size: int, table: tuple[int, ...], *, top: bool) -> E:
-        value = x if divisor == 1 else b.div(x, b.lit(divisor))
-        if not top:  # the top chunk of a valid id is below its size already
-            value = b.mod(value, b.lit(size))
-        return b.call("get", [b.long_array(table), b.cast(value, "INT")])
 
-    (divisor, size, table), *rest = chunks
-    total = entry(divisor, size, table, top=True)
-    for divisor, size, table in rest:
-        total = _lane_add_mod(b, total, entry(divisor, size, table, top=False), codec)
-    return total
+def _lookup_words(
+    b: Backend[E], indexes: Sequence[E], spec: Tables, p: int
+) -> tuple[list[E], Callable[[Sequence[E]], list[E]]]:
+    """The tables' words (one lookup per chunk each) and a function reading every output
+    (bigint in [0, p)) from them, given each chunk's index expression."""
+    mask = (1 << spec.lane) - 1
+    words: list[E] = []
+    for tables in spec.tables:
+        entries = [b.call("get", [b.long_array(t), index]) for index, t in zip(indexes, tables, strict=True) if any(t)]
+        word = entries[0] if entries else b.lit(0)
+        for entry in entries[1:]:
+            word = b.add(word, entry)
+        words.append(word)
+
+    def read(bound: Sequence[E]) -> list[E]:
+        outputs: list[E] = []
+        for word, group in zip(bound, spec.groups, strict=True):
+            for j in group:
+                shift = spec.lane * (j - group[0])
+                value = word if shift == 0 else b.call("shiftright", [word, b.lit(shift)])
+                if j != group[-1]:
+                    value = b.bit_and(value, b.lit(mask))
+                outputs.append(b.mod(value, b.lit(p)))
+        return outputs
+
+    return words, read
 
 
-def _lane_add_mod(b: Backend[E], u: E, v: E, codec: MLTCodec) -> E:
-    """Lane-wise ``(u_j + t_j) mod p`` of two packed words (n lanes of ``bits`` bits), where
-    ``u_j < p`` and ``v_j = t_j + 2**bits - p`` with ``t_j < p`` (so v_j fits its lane).
+def _encode_words(b: Backend[E], x: E, codec: MLTCodec) -> tuple[list[E], Callable[[Sequence[E]], list[E]]]:
+    """The n tokens (bigint) of the bigint id ``x``, as a few words and a function that reads
+    the tokens from them: exact when x is a valid id; null, or some value in (-p, p),
+    otherwise (the caller discards those rows). No intermediate leaves the bigint range for
+    any bigint x, and ``x`` is the only input read."""
+    p = codec.p
+    spec = encode_tables(codec)
+    if spec is not None:
+        indexes = [
+            b.cast(b.mod(x if divisor == 1 else b.div(x, b.lit(divisor)), b.lit(size)), "INT")
+            for divisor, size in spec.reads
+        ]
+        return _lookup_words(b, indexes, spec, p)
+    digits: list[tuple[int, E]] = []
+    for i in range(codec.n):
+        weight = p ** (codec.n - 1 - i)
+        if weight > MAX_ID:
+            continue  # this digit is 0 for every id below 2**63
+        digits.append((i, b.mod(x if weight == 1 else b.div(x, b.lit(weight)), b.lit(p))))
+    matrix = codec.M.tolist()
+    return _mat_words(b, [(d, matrix[i]) for i, d in digits], p, p - 1)
 
-    ``u_j + v_j`` carries out of its lane exactly when ``u_j + t_j >= p``, and then its low
-    bits are the answer; otherwise the answer is those bits minus ``2**bits - p``. The sum
-    is done without carries crossing lanes: the low ``bits - 1`` bits are added (each lane's
-    sum fits its lane, and its top bit is the carry into the lane's top bit), the top bits
-    are added by XOR, and each lane's carry out is the majority of u's top bit, v's top bit
-    and that carry in.
-    """
-    p, n, bits = codec.p, codec.n, codec.require_packed_bits()
-    offset = (1 << bits) - p
-    top = sum(1 << (j * bits + bits - 1) for j in range(n))  # each lane's top bit
-    low_mask = sum(((1 << (bits - 1)) - 1) << (j * bits) for j in range(n))
-    low = b.add(b.bit_and(u, b.lit(low_mask)), b.bit_and(v, b.lit(low_mask)))  # < 2**63
-    differ = b.bit_xor(u, v)
-    total = b.bit_xor(low, b.bit_and(differ, b.lit(top)))
-    if offset == 0:  # p = 2**bits (p = 2): the low bits are the answer in every lane
-        return total
-    carry = b.bit_and(b.bit_or(b.bit_and(u, v), b.bit_and(differ, low)), b.lit(top))  # majority(u, v, carry in)
-    no_carry = b.call("shiftright", [b.bit_xor(carry, b.lit(top)), b.lit(bits - 1)])  # 1 per such lane
-    return b.add(total, b.mul(no_carry, b.lit(-offset)))
+
+def _balanced(b: Backend[E], items: Sequence[E], combine: Callable[[E, E], E]) -> E:
+    """``items`` combined pairwise as a balanced tree: depth log2(n), not n."""
+    while len(items) > 1:
+        pairs = [combine(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        items = pairs + ([items[-1]] if len(items) % 2 else [])
+    return items[0]
 
 
 def input_gate(b: Backend[E], value: E) -> E:
@@ -411,47 +517,30 @@ def encode_expr(
             ),
         ],
     )
-    safe = b.case([(input_gate(b, value), b.lit(None)), (b.is_null(value), b.lit(None)), (invalid, on_invalid)], x)
-    tables = lookup_tables(codec)
-    if tables is not None:
-        packed = _table_encode(b, safe, codec, tables)
+    pick = b.case(
+        [(input_gate(b, value), b.lit(None)), (b.is_null(value), b.lit(None)), (invalid, on_invalid)], b.lit(1)
+    )
+
+    def shape(sums: Sequence[E]) -> E:
         if output == "packed":
-            return packed
-        sums, _ = _packed_items(b, packed, codec)  # the same shifts and masks as unpacking
-    else:
-        sums = _digit_sums(b, safe, codec)
-        if output == "packed":  # null propagates through the arithmetic: no wrapper needed
             bits = codec.require_packed_bits()
-            packed = sums[0]
-            for j in range(1, n):
-                packed = b.bit_or(packed, b.call("shiftleft", [sums[j], b.lit(bits * j)]))
-            return packed
-    if output == "scaled":
-        scale = b.cast(b.lit(max(p - 1, 1)), "DOUBLE")
-        scaled = [b.call("try_divide", [b.cast(t, "DOUBLE"), scale]) for t in sums]
-        result = b.call("array", [b.call("coalesce", [item, b.cast(b.lit(0), "DOUBLE")]) for item in scaled])
-    else:
+            shifted = [s if j == 0 else b.call("shiftleft", [s, b.lit(bits * j)]) for j, s in enumerate(sums)]
+            return _balanced(b, shifted, b.bit_or)
+        if output == "scaled":
+            scale = b.cast(b.lit(max(p - 1, 1)), "DOUBLE")
+            scaled = [b.call("try_divide", [b.cast(t, "DOUBLE"), scale]) for t in sums]
+            return b.call("array", [b.call("coalesce", [item, b.cast(b.lit(0), "DOUBLE")]) for item in scaled])
         tokens = [b.cast(t, "INT") for t in sums]
-        result = b.struct(token_names(n), tokens) if output == "struct" else b.call("array", tokens)
+        return b.struct(token_names(n), tokens) if output == "struct" else b.call("array", tokens)
+
+    words, read = _encode_words(b, x, codec)
+    if len(words) * BIND_WORDS_ABOVE < n:  # many tokens per word: bind the words once
+        result = b.bind(words, lambda bound: shape(read(bound)))
+    else:
+        result = shape(read(words))
     if wrap is not None:
         result = wrap(result)
-    pick = b.case([(b.is_null(safe), b.lit(None))], b.lit(1))
     return b.call("try_element_at", [b.call("array", [result]), pick])
-
-
-def _digit_sums(b: Backend[E], x: E, codec: MLTCodec) -> list[E]:
-    """The n tokens (bigint) of the bigint id ``x`` (valid or null) by arithmetic: base-p
-    digits by division, then :func:`_mat_mod`. Used where the table encoder does not apply."""
-    p, n = codec.p, codec.n
-    digits: list[tuple[int, E]] = []
-    for i in range(n):
-        weight = p ** (n - 1 - i)
-        if weight > MAX_ID:
-            continue  # this digit is 0 for every id below 2**63
-        shifted = x if weight == 1 else b.div(x, b.lit(weight))
-        digits.append((i, shifted if i == 0 and p**n <= 2**63 else b.mod(shifted, b.lit(p))))
-    matrix = codec.M.tolist()
-    return _mat_mod(b, [(d, matrix[i]) for i, d in digits], p, p - 1)
 
 
 def _on_invalid(b: Backend[E], handle_invalid: str, message: list[E]) -> E:
@@ -526,23 +615,26 @@ def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_
     valid = b.and_(
         shape_ok + [b.and_([b.cmp(tj, ">=", b.lit(0)), b.cmp(tj, "<", b.lit(p))]) for tj in t]
     )  # null when a token is null: treated as invalid below
-    inverse = codec.M_inv.tolist()
-    # The arithmetic runs on the tokens' low bits (t & (2**bits - 1), equal to t when valid),
-    # so invalid tokens (any int32) cannot overflow it; such rows are rejected by ``valid``.
-    masked = [b.bit_and(tj, b.lit(2**bits - 1)) for tj in t]
-    digits = _mat_mod(b, [(masked[j], inverse[j]) for j in range(n)], p, 2**bits - 1)
-    if codec.capacity <= 2**63:
-        value = _weighted(b, [(d, p ** (n - 1 - i)) for i, d in enumerate(digits)])
-    else:
-        high = [d for i, d in enumerate(digits) if p ** (n - 1 - i) > MAX_ID]
-        low = [
-            (b.cast(d, "DECIMAL(38,0)"), p ** (n - 1 - i)) for i, d in enumerate(digits) if p ** (n - 1 - i) <= MAX_ID
+    spec = decode_tables(codec) if form == "packed" else None
+    if spec is not None:  # chunks of tokens straight from the packed bits: one read each
+        whole = b.cast(tokens, "BIGINT")
+        indexes = [
+            b.cast(b.bit_and(b.call("shiftrightunsigned", [whole, b.lit(at)]) if at else whole, b.lit(mask)), "INT")
+            for at, mask in spec.reads
         ]
-        exact = _weighted(b, low, decimal=True)
-        limit = b.cast(b.lit(MAX_ID), "DECIMAL(38,0)")
-        fits = b.and_([b.cmp(d, "=", b.lit(0)) for d in high] + [b.cmp(exact, "<=", limit)])
-        valid = b.and_([valid, fits])
-        value = b.cast(b.case([(fits, exact)], b.lit(None)), "BIGINT")
+        words, read = _lookup_words(b, indexes, spec, p)
+    else:
+        inverse = codec.M_inv.tolist()
+        # The arithmetic runs on the tokens' low bits (t & (2**bits - 1), equal to t when
+        # valid), so invalid tokens (any int32) cannot overflow it; ``valid`` rejects them.
+        masked = [b.bit_and(tj, b.lit(2**bits - 1)) for tj in t]
+        words, read = _mat_words(b, [(masked[j], inverse[j]) for j in range(n)], p, 2**bits - 1)
+    if len(words) * BIND_WORDS_ABOVE < n:  # many digits per word: bind the words once
+        value = b.bind(words, lambda bound: _id_of_digits(b, read(bound), codec))
+    else:
+        value = _id_of_digits(b, read(words), codec)
+    if codec.capacity > 2**63:  # a code of an id beyond the bigint range decodes to null
+        valid = b.and_([valid, b.call("isnotnull", [value])])
     on_invalid = _on_invalid(
         b,
         handle_invalid,
@@ -558,6 +650,20 @@ def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_
         ],
     )
     return _checked(b, tokens, valid, value, on_invalid)
+
+
+def _id_of_digits(b: Backend[E], digits: Sequence[E], codec: MLTCodec) -> E:
+    """The bigint id of n base-p digits (each in [0, p)), or null when it is 2**63 or more."""
+    p, n = codec.p, codec.n
+    if codec.capacity <= 2**63:
+        return _weighted(b, [(d, p ** (n - 1 - i)) for i, d in enumerate(digits)])
+    high = [d for i, d in enumerate(digits) if p ** (n - 1 - i) > MAX_ID]
+    low = [(b.cast(d, "DECIMAL(38,0)"), p ** (n - 1 - i)) for i, d in enumerate(digits) if p ** (n - 1 - i) <= MAX_ID]
+    exact = _weighted(b, low, decimal=True)  # each term < 2**94: exact in decimal(38, 0)
+    fits = b.and_(
+        [b.cmp(d, "=", b.lit(0)) for d in high] + [b.cmp(exact, "<=", b.cast(b.lit(MAX_ID), "DECIMAL(38,0)"))]
+    )
+    return b.cast(b.case([(fits, exact)], b.lit(None)), "BIGINT")
 
 
 def _weighted(b: Backend[E], terms: list[tuple[E, int]], *, decimal: bool = False) -> E:

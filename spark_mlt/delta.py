@@ -32,6 +32,7 @@ removes them (and files older versions dropped) once older than the retention pe
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import math
@@ -382,8 +383,11 @@ def vacuum(path: str | os.PathLike[str], *, retention_hours: int = 168, dry_run:
 def _arrow_schema(df: DataFrame) -> pa.Schema:
     from pyspark.sql.pandas.types import to_arrow_schema
 
-    # Spark timestamps are instants (UTC microseconds): Delta's ``timestamp`` type
-    return to_arrow_schema(df.schema, timezone="UTC")
+    # Spark timestamps are instants (UTC microseconds): Delta's ``timestamp`` type. PySpark
+    # 3.5 has no ``timezone`` argument and always maps them to UTC.
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(df.schema, timezone="UTC")
+    return to_arrow_schema(df.schema)
 
 
 def _stats(metadata: pq.FileMetaData, columns: list[str]) -> str:

@@ -6,7 +6,8 @@ Two engines give bit-identical results:
   multiply-accumulate mod p), compiled by Spark's code generator; no Python worker runs.
   Exact with ANSI mode on (Spark 4's default, where overflow raises) and off: see
   :mod:`spark_mlt._sqlgen` for how every intermediate stays below 2**63.
-* ``"udf"``: an Arrow UDF (PySpark >= 4.1) wrapping the NumPy codec. The codec travels to
+* ``"udf"``: a vectorised UDF wrapping the NumPy codec: an Arrow UDF on PySpark >= 4.1, a
+  pandas UDF before (same Arrow code inside, so the same tokens, errors and nulls). The codec travels to
   executors inside the UDF's closure as its JSON document, not as a broadcast variable, so
   it also works over Spark Connect (no SparkContext to broadcast from); workers parse and
   validate it once per process.
@@ -22,13 +23,16 @@ ids at or above the codec's capacity are invalid rows, handled per ``handle_inva
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Literal
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 
 from spark_mlt import _sqlgen
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import MLTTypeError
+from spark_mlt.errors import MLTError, MLTTypeError
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, SparkSession
@@ -64,6 +68,26 @@ def _as_column(col: str | Column) -> tuple[Column, str]:
     raise MLTTypeError(f"col must be a column name or a Column, got {type(col).__name__}")
 
 
+SIMPLE_INPUT_CHARS = 160  # longest input expression (as text) copied into a native expression
+
+
+def _bound(column: Column, body: Callable[[Column], Column]) -> Column:
+    """``body(column)``, with ``column`` evaluated once.
+
+    A native expression reads its input several times (each token reads the id; each digit
+    reads every token), and Spark keeps each read as a copy of the input's expression tree.
+    A column reference or a short expression is cheap to copy. A longer input, such as
+    another spark-mlt function (``mlt_decode(mlt_encode(...))``), is bound to a lambda
+    variable instead, ``transform(array(input), v -> body(v))[0]``, so the plan holds it
+    once and the composed plan's size is the sum of its parts, not their product.
+    """
+    from pyspark.sql import functions as F
+
+    if len(str(column)) <= SIMPLE_INPUT_CHARS:
+        return body(column)
+    return F.transform(F.array(column), body).getItem(0)
+
+
 def token_struct_type(n: int) -> str:
     """The DDL of the struct output: ``struct<t0:int, ..., t{n-1}:int>``."""
     return "struct<" + ", ".join(f"{name}:int" for name in _sqlgen.token_names(n)) + ">"
@@ -95,8 +119,8 @@ def mlt_encode(
             :func:`mlt_unpack`). Packed needs ``n * b <= 64``.
         handle_invalid: ``"error"`` fails the query naming the offending id and the valid
             range [0, capacity); ``"null"`` turns invalid ids into null.
-        engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (Arrow UDF over the NumPy
-            codec) or ``"auto"`` (native).
+        engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the
+            NumPy codec) or ``"auto"`` (native).
 
     Returns:
         A Column; null where the id is null.
@@ -123,10 +147,12 @@ def mlt_encode(
 
         if _resolve_engine(engine) == "native":
             b = _sqlgen.ColumnBackend()
-            vector: Column = _sqlgen.encode_expr(
-                b, column, codec, output="scaled", handle_invalid=handle_invalid, sql_name=name, wrap=array_to_vector
+            return _bound(
+                column,
+                lambda v: _sqlgen.encode_expr(
+                    b, v, codec, output="scaled", handle_invalid=handle_invalid, sql_name=name, wrap=array_to_vector
+                ),
             )
-            return vector
         tokens = mlt_encode(column, codec, output="array", handle_invalid=handle_invalid, engine="udf")
         scale = float(max(codec.p - 1, 1))
         # One reference to the tokens (null stays null): reading them n times per row inlined
@@ -136,18 +162,94 @@ def mlt_encode(
         return udf_vector
     b = _sqlgen.ColumnBackend()
     if _resolve_engine(engine) == "native":
-        native: Column = _sqlgen.encode_expr(
-            b, column, codec, output=output, handle_invalid=handle_invalid, sql_name=name
+        return _bound(
+            column,
+            lambda v: _sqlgen.encode_expr(b, v, codec, output=output, handle_invalid=handle_invalid, sql_name=name),
         )
-        return native
     return _encode_udf_column(b, column, codec, output=output, handle_invalid=handle_invalid, name=name)
 
 
-def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str) -> Any:
-    """An Arrow UDF bigint -> tokens (or ``output="packed"``: the tokens packed in a bigint);
-    the codec rides in the closure as its JSON document."""
+def _has_arrow_udfs() -> bool:
     from pyspark.sql import functions as F
 
+    return hasattr(F, "arrow_udf")  # PySpark >= 4.1
+
+
+def _arrow_to_pandas(result: pa.Array) -> pd.Series:
+    """A UDF result for pandas UDFs: bigint as the nullable Int64 (exact; float64 is not)."""
+    return result.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def _bigint_from_pandas(values: pd.Series, name: str) -> pa.Array:
+    """The int64 Arrow array of a bigint pandas UDF argument. PySpark < 4.1 hands a batch
+    holding nulls to pandas as float64, exact only below 2**53."""
+    if values.dtype.kind in "iu":  # numpy int64, or pandas Int64 from a chained pandas UDF
+        return pa.array(values, type=pa.int64(), from_pandas=True)
+    floats = values.to_numpy(np.float64)
+    present = ~np.isnan(floats)
+    if (np.abs(floats[present]) >= 2.0**53).any():
+        raise MLTError(
+            f"spark-mlt: {name}: PySpark {_pyspark_version()} passes a batch of bigint values that "
+            "holds nulls to pandas as float64, which cannot represent values of 2^53 or more "
+            "exactly; filter the nulls out first, use the column functions mlt_encode/mlt_decode "
+            "(exact on every PySpark), or PySpark >= 4.1"
+        )
+    return pa.array(np.where(present, floats, 0).astype(np.int64), mask=~present)
+
+
+def _pyspark_version() -> str:
+    import pyspark
+
+    return pyspark.__version__
+
+
+def _vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, *, takes: str) -> Any:
+    """A vectorised UDF running ``batch`` (Arrow array in, Arrow array out): an Arrow UDF on
+    PySpark >= 4.1, a pandas UDF before. ``takes`` is the input's Spark type, "bigint" or
+    "array" (array<int>).
+
+    The pandas UDF converts at the boundary and runs the same Arrow function, so both give
+    the same tokens, errors and nulls. Its bigint results travel as pandas' nullable Int64.
+    """
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.functions import pandas_udf
+
+    if _has_arrow_udfs():
+
+        def arrow_batch(values: pa.Array) -> pa.Array:
+            return batch(values)
+
+        return F.arrow_udf(arrow_batch, return_type)  # type: ignore[attr-defined]
+
+    if takes == "bigint":
+
+        def pandas_bigint_batch(values: pd.Series) -> pd.Series:
+            return _arrow_to_pandas(batch(_bigint_from_pandas(values, name)))
+
+        return pandas_udf(pandas_bigint_batch, return_type)  # type: ignore[call-overload]
+
+    def pandas_array_batch(values: pd.Series) -> pd.Series:
+        return _arrow_to_pandas(batch(pa.array(values, type=pa.list_(pa.int64()), from_pandas=True)))
+
+    return pandas_udf(pandas_array_batch, return_type)  # type: ignore[call-overload]
+
+
+def _exact_bigint_udf(udf: Any, column: Column) -> Column:
+    """Call a bigint-input UDF so that pandas UDFs read every value exactly: the batch
+    carries no nulls (a null becomes 0 and its row is nulled again outside)."""
+    from pyspark.sql import functions as F
+
+    if _has_arrow_udfs():
+        result: Column = udf(column)
+        return result
+    filled = udf(F.coalesce(column, F.lit(0).cast("bigint")))
+    guarded: Column = F.when(column.isNull(), F.lit(None)).otherwise(filled)
+    return guarded
+
+
+def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str) -> Any:
+    """A vectorised UDF bigint -> tokens (or ``output="packed"``: the tokens packed in a
+    bigint); the codec rides in the closure as its JSON document."""
     document = codec.to_json()
     if output == "packed":
 
@@ -156,7 +258,7 @@ def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str)
 
             return encode_packed_arrow(codec_from_json(document), ids, handle_invalid=handle_invalid, name=name)
 
-        return F.arrow_udf(encode_packed_batch, "bigint")  # type: ignore[attr-defined]
+        return _vectorized_udf(encode_packed_batch, "bigint", name, takes="bigint")
 
     def encode_batch(ids: pa.Array) -> pa.Array:
         from spark_mlt._arrow import codec_from_json, encode_arrow
@@ -164,13 +266,11 @@ def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str)
         return encode_arrow(codec_from_json(document), ids, output=output, handle_invalid=handle_invalid, name=name)
 
     return_type = token_struct_type(codec.n) if output == "struct" else "array<int>"
-    return F.arrow_udf(encode_batch, return_type)  # type: ignore[attr-defined]
+    return _vectorized_udf(encode_batch, return_type, name, takes="bigint")
 
 
 def _decode_udf(codec: MLTCodec, *, form: str, handle_invalid: str, name: str) -> Any:
-    """An Arrow UDF tokens -> bigint; the codec rides in the closure as its JSON document."""
-    from pyspark.sql import functions as F
-
+    """A vectorised UDF tokens -> bigint; the codec rides in the closure as its JSON document."""
     document = codec.to_json()
 
     def decode_batch(tokens: pa.Array) -> pa.Array:
@@ -178,7 +278,7 @@ def _decode_udf(codec: MLTCodec, *, form: str, handle_invalid: str, name: str) -
 
         return decode_arrow(codec_from_json(document), tokens, form=form, handle_invalid=handle_invalid, name=name)
 
-    return F.arrow_udf(decode_batch, "bigint")  # type: ignore[attr-defined]
+    return _vectorized_udf(decode_batch, "bigint", name, takes="bigint" if form == "packed" else "array")
 
 
 def _encode_udf_column(
@@ -194,11 +294,20 @@ def _encode_udf_column(
     x = b.try_cast(column, "BIGINT")
     bits = codec.packed_bits
     if output == "packed":
-        tokens = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)(x)
+        udf = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)
+        tokens = _exact_bigint_udf(udf, x)
     elif bits is None:
-        tokens = _encode_udf(codec, output=output, handle_invalid=handle_invalid, name=name)(x)
+        # pandas UDFs cannot return a null struct: they return the array, shaped here.
+        as_array = output == "struct" and not _has_arrow_udfs()
+        udf = _encode_udf(codec, output="array" if as_array else output, handle_invalid=handle_invalid, name=name)
+        tokens = _exact_bigint_udf(udf, x)
+        if as_array:
+            items = [tokens.getItem(j) for j in range(codec.n)]
+            struct = F.struct(*[i.alias(f) for i, f in zip(items, _sqlgen.token_names(codec.n), strict=True)])
+            tokens = F.when(tokens.isNull(), F.lit(None)).otherwise(struct)
     else:
-        packed = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)(x)
+        udf = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)
+        packed = _exact_bigint_udf(udf, x)
         mask = (1 << bits) - 1
         items = [
             F.shiftright(packed, bits * j).bitwiseAND(F.lit(mask).cast("bigint")).cast("int") for j in range(codec.n)
@@ -266,9 +375,20 @@ def mlt_decode(
         codec.require_packed_bits()
     if _resolve_engine(engine) == "native":
         b = _sqlgen.ColumnBackend()
-        result: Column = _sqlgen.decode_expr(b, column, codec, form=form, handle_invalid=handle_invalid, sql_name=name)
-        return result
-    decoded: Column = _decode_udf(codec, form=form, handle_invalid=handle_invalid, name=name)(column)
+        return _bound(
+            column,
+            lambda t: _sqlgen.decode_expr(b, t, codec, form=form, handle_invalid=handle_invalid, sql_name=name),
+        )
+    if form == "packed":
+        return _exact_bigint_udf(_decode_udf(codec, form=form, handle_invalid=handle_invalid, name=name), column)
+    if form == "struct" and not _has_arrow_udfs():  # pandas UDFs see a struct as a DataFrame
+        from pyspark.sql import functions as F
+
+        items = [column.getField(field) for field in _sqlgen.token_names(codec.n)]
+        column = F.when(column.isNull(), F.lit(None)).otherwise(F.array(*items))
+        form = "array"
+    udf = _decode_udf(codec, form=form, handle_invalid=handle_invalid, name=name)
+    decoded: Column = udf(column)
     return decoded
 
 
@@ -303,8 +423,10 @@ def mlt_unpack(
     codec.require_packed_bits()
     column, name = _as_column(col)
     b = _sqlgen.ColumnBackend()
-    result: Column = _sqlgen.unpack_expr(b, column, codec, output=output, handle_invalid=handle_invalid, sql_name=name)
-    return result
+    return _bound(
+        column,
+        lambda k: _sqlgen.unpack_expr(b, k, codec, output=output, handle_invalid=handle_invalid, sql_name=name),
+    )
 
 
 def register_mlt_functions(
@@ -319,8 +441,10 @@ def register_mlt_functions(
     """Register ``mlt_encode_<name>(id)`` and ``mlt_decode_<name>(tokens)`` for ``spark.sql``.
 
     The native engine registers SQL functions (``CREATE TEMPORARY FUNCTION``, parameter
-    types BIGINT and ARRAY<INT>, so Spark converts the arguments by its own rules); the UDF
-    engine registers the Arrow UDFs. Both are temporary: they live as long as the session.
+    types BIGINT and ARRAY<INT>, so Spark converts the arguments by its own rules; Spark
+    4.0 and later); the UDF engine registers the vectorised UDFs. ``engine="auto"`` picks
+    the native engine where Spark has SQL functions and the UDF engine on Spark 3.5.
+    Both are temporary: they live as long as the session.
     With ``form="packed"`` the tokens are one BIGINT per id (the jobs' storage layout; see
     ``mlt_encode(..., output="packed")``): encode returns it and decode takes it.
 
@@ -345,7 +469,13 @@ def register_mlt_functions(
     if form == "packed":
         codec.require_packed_bits()
     encode_name, decode_name = f"mlt_encode_{name}", f"mlt_decode_{name}"
-    if _resolve_engine(engine) == "native":
+    sql_functions = int(spark.version.split(".")[0]) >= 4  # CREATE FUNCTION ... RETURN: Spark >= 4.0
+    if engine == "native" and not sql_functions:
+        raise MLTTypeError(
+            f"engine='native' registers SQL functions, which Spark {spark.version} lacks (they need "
+            "Spark 4.0); use engine='auto' or 'udf' (vectorised UDFs), or the column functions"
+        )
+    if _resolve_engine(engine) == "native" and sql_functions:
         b = _sqlgen.SqlBackend()
         encode_sql = _sqlgen.encode_expr(
             b, "id", codec, output=form, handle_invalid=handle_invalid, sql_name=encode_name

@@ -6,9 +6,9 @@ import json
 import os
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from deltalake import DeltaTable
-from pyspark.errors import PythonException, SparkRuntimeException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
@@ -24,6 +24,9 @@ from spark_mlt.delta import (
 )
 from spark_mlt.errors import MLTError
 from spark_mlt.functions import mlt_encode
+from tests.support.spark_lines import QUERY_ERRORS
+
+pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
 CODEC = MLTCodec.from_seed(7, 7, seed=42)
 
@@ -110,7 +113,8 @@ def test_partitioned_tables_round_trip(spark: SparkSession, tmp_path: Path) -> N
     write_delta(_ratings(spark), path, {"userId": CODEC}, partition_by=["part"])
     table = DeltaTable(path)
     assert table.metadata().partition_columns == ["part"]
-    assert table.to_pyarrow_table().num_rows == 200
+    if int(pa.__version__.split(".")[0]) >= 21:  # delta-rs reads partitioned tables with pyarrow >= 21
+        assert table.to_pyarrow_table().num_rows == 200
     assertDataFrameEqual(read_delta(spark, path), _ratings(spark))
     write_delta(_ratings(spark, 200, 30), path, {"userId": CODEC}, mode="append")
     assert read_delta(spark, path).where("part = 2").count() == _ratings(spark, 0, 230).where("part = 2").count()
@@ -141,7 +145,7 @@ def test_a_failing_job_leaves_no_new_version_and_no_files(spark: SparkSession, t
         F.lit(0.5).alias("rating"),
         mlt_encode("userId", CODEC).alias("userId_mlt"),
     )
-    with pytest.raises((SparkRuntimeException, PythonException, Exception), match=r"id -1 is outside"):
+    with pytest.raises(QUERY_ERRORS, match=r"id -1 is outside"):
         write_delta(bad, path, {"userId": CODEC}, mode="append")
     assert DeltaTable(path).version() == 1
     assert sorted(os.listdir(path)) == before

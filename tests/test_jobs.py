@@ -16,6 +16,8 @@ from spark_mlt.delta import read_codecs, read_delta
 from spark_mlt.movielens import detect_layout, generate_synthetic, read_ratings
 from spark_mlt.pipeline import decode_table, tokenize_movielens, tokenize_table, unpack_token_columns
 
+pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
+
 RATINGS = [(1, 31, 2.5, 1260759144), (1, 1029, 3.0, 1260759179), (7, 1061, 4.5, 1260759182), (138493, 10, 5.0, 1)]
 
 

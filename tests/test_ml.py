@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from pyspark.errors import PythonException, SparkRuntimeException
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.classification import LogisticRegression
 from pyspark.ml.feature import VectorAssembler
@@ -16,6 +15,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt import MLTCodec, MLTTypeError
 from spark_mlt.ml import MLTDecoder, MLTEncoder, MLTEncoderModel
+from tests.support.spark_lines import QUERY_ERRORS
+
+pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
 
 @pytest.fixture(scope="module")
@@ -53,7 +55,7 @@ def test_handle_invalid_skip_keep_and_error(spark: SparkSession) -> None:
     assert [(r.id, r.t is None) for r in kept] == [(1, False), (-3, True), (None, True)]
     skipped = MLTEncoderModel(handleInvalid="skip", **common).transform(df).collect()
     assert [r.id for r in skipped] == [1, None]
-    with pytest.raises((SparkRuntimeException, PythonException), match=r"id -3 is outside"):
+    with pytest.raises(QUERY_ERRORS, match=r"id -3 is outside"):
         MLTEncoderModel(handleInvalid="error", **common).transform(df).collect()
     with pytest.raises(MLTTypeError, match=r"handleInvalid must be 'error', 'skip' or 'keep', got 'drop'"):
         MLTEncoderModel(handleInvalid="drop", **common).transform(df)

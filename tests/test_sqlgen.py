@@ -17,7 +17,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_mlt import MLTCodec
-from spark_mlt._sqlgen import MAX_TABLES, TABLE_ENTRIES, _table_encode, lookup_tables
+from spark_mlt._sqlgen import TABLE_ENTRIES, _encode_words, encode_tables
+
+pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
 
 class IntBackend:
@@ -81,51 +83,44 @@ def _codec(p: int, n: int) -> MLTCodec:
     return MLTCodec.from_seed(p, n, seed=p * n)
 
 
-def _table_tokens(codec: MLTCodec, ids: Sequence[int]) -> list[int]:
-    chunks = lookup_tables(codec)
-    assert chunks is not None
+def _table_tokens(codec: MLTCodec, ids: Sequence[int]) -> list[list[int]]:
+    """Each id's tokens from the table encoder."""
+    assert encode_tables(codec) is not None
     backend = IntBackend()
-    return [_table_encode(backend, i, codec, chunks) for i in ids]  # type: ignore[arg-type]
+    tokens = []
+    for i in ids:
+        words, read = _encode_words(backend, i, codec)  # type: ignore[arg-type]
+        tokens.append([int(t) for t in read(words)])
+    return tokens
 
 
 @pytest.mark.parametrize(("p", "n"), [(2, 1), (2, 16), (3, 9), (5, 6), (7, 5), (13, 4), (31, 2)])
 def test_table_encoder_matches_the_codec_on_the_whole_domain(p: int, n: int) -> None:
     codec = MLTCodec.from_seed(p, n, seed=3)
     ids = np.arange(codec.capacity)
-    assert _table_tokens(codec, ids.tolist()) == codec.pack(codec.encode(ids)).tolist()
+    assert _table_tokens(codec, ids.tolist()) == codec.encode(ids).tolist()
 
 
-@pytest.mark.parametrize(("p", "n"), [(2, 24), (3, 14), (7, 8), (13, 6), (61, 3), (43, 4), (5, 10)])
+@pytest.mark.parametrize(("p", "n"), [(2, 24), (3, 14), (7, 8), (13, 6), (2, 63), (3, 39), (31, 12), (5, 10)])
 @given(data=st.data())
 def test_table_encoder_matches_the_codec_on_random_ids(p: int, n: int, data: st.DataObject) -> None:
     codec = _codec(p, n)
     ids = data.draw(st.lists(st.integers(0, codec.max_id), min_size=1, max_size=50))
-    assert _table_tokens(codec, ids) == codec.pack(codec.encode(ids)).tolist()
+    assert _table_tokens(codec, ids) == codec.encode(ids).tolist()
 
 
-def test_table_encoder_is_exact_at_the_chunk_edges_of_its_widest_codec() -> None:
-    codec = MLTCodec.from_seed(5, 10, seed=9)  # 30 bits of tokens, 2 tables of 5**5 entries
-    assert len(lookup_tables(codec) or ()) == 2
-    ids = [0, 5**5 - 1, 5**5, 5**5 + 1, 2 * 5**5 - 1, codec.max_id - 5**5, codec.max_id - 1, codec.max_id]
-    assert _table_tokens(codec, ids) == codec.pack(codec.encode(ids)).tolist()
+def test_table_encoder_is_exact_at_the_chunk_edges() -> None:
+    codec = MLTCodec.from_seed(5, 10, seed=9)  # chunks of 4 digits (5**4 = 625 entries)
+    ids = [0, 5**4 - 1, 5**4, 5**4 + 1, 5**8 - 1, 5**8, codec.max_id - 5**4, codec.max_id - 1, codec.max_id]
+    assert _table_tokens(codec, ids) == codec.encode(ids).tolist()
 
 
 @pytest.mark.parametrize(
-    ("p", "n", "tables"),
-    [
-        (13, 6, 2),  # the default prime: 13**3 = 2197 entries per table
-        (7, 7, 2),
-        (2, 24, 2),
-        (5, 5, 1),  # 3125 ids: one table holds them all
-        (13, 7, None),  # three tables
-        (67, 3, None),  # p**2 > TABLE_ENTRIES
-        (2, 64, None),  # 64 bits of tokens
-        (251, 8, None),
-    ],
+    ("p", "n", "chunks"), [(13, 6, 3), (7, 7, 3), (2, 63, 7), (3, 40, 7), (31, 12, 6), (37, 4, None)]
 )
-def test_table_encoder_applies_to_small_primes_and_at_most_max_tables(p: int, n: int, tables: int | None) -> None:
-    chunks = lookup_tables(MLTCodec.from_seed(p, n))
-    assert (None if chunks is None else len(chunks)) == tables
-    if chunks is not None:
-        assert len(chunks) <= MAX_TABLES
-        assert all(size <= TABLE_ENTRIES and len(table) == size for _, size, table in chunks)
+def test_table_encoder_keeps_tables_small_and_chunks_few(p: int, n: int, chunks: int | None) -> None:
+    spec = encode_tables(MLTCodec.from_seed(p, n))
+    assert (None if spec is None else len(spec.reads)) == chunks
+    if spec is not None:
+        assert all(size <= TABLE_ENTRIES for _, size in spec.reads)
+        assert all(len(table) <= TABLE_ENTRIES for group in spec.tables for table in group)
