@@ -32,7 +32,9 @@ def _common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n", type=int, default=None, help="tokens per id (default: sized from the data)")
     parser.add_argument("--seed", type=int, default=None, help="seed of the matrix draw (default: 42)")
     parser.add_argument("--engine", choices=["auto", "native", "udf"], default=None)
-    parser.add_argument("--partition-by", nargs="*", default=None, help="partition columns of a new table")
+    parser.add_argument(
+        "--partition-by", nargs="*", default=None, help="partition columns of a new table (a b, or a,b)"
+    )
     parser.add_argument(
         "--token-layout",
         choices=["auto", "packed", "array"],
@@ -69,7 +71,7 @@ def build_parser() -> argparse.ArgumentParser:
     tokenize = sub.add_parser("tokenize", help="tokenise id columns of any table into Delta")
     tokenize.add_argument("--input", help="input path (with --format) or catalog table name (--format table)")
     tokenize.add_argument("--format", choices=["parquet", "csv", "json", "orc", "delta", "table"], default=None)
-    tokenize.add_argument("--columns", nargs="+", default=None, help="id columns to tokenise")
+    tokenize.add_argument("--columns", nargs="+", default=None, help="id columns to tokenise (a b, or a,b)")
     tokenize.add_argument("--output", help="Delta table path")
     tokenize.add_argument("--handle-invalid", choices=["error", "null", "quarantine"], default=None)
     tokenize.add_argument(
@@ -194,7 +196,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             p=options.get("p"),
             n=options.get("n"),
             seed=options["seed"],
-            partition_by=options["partition_by"],
+            partition_by=_names(options["partition_by"]) or (),
             run_id=options.get("run_id"),
             token_layout=options["token_layout"],
             data_page_version=options["data_page_version"],
@@ -207,7 +209,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             spark,
             options["input"],
             options["output"],
-            options["columns"],
+            _names(options["columns"]) or [],
             input_format=None if fmt == "table" else fmt,
             read_options=options.get("read_options", {}),
             p=options.get("p"),
@@ -216,7 +218,7 @@ def run(argv: Sequence[str] | None = None) -> int:
             handle_invalid=options["handle_invalid"],
             quarantine=options.get("quarantine"),
             vocabulary_dir=options.get("vocabulary_dir"),
-            partition_by=options["partition_by"],
+            partition_by=_names(options["partition_by"]) or (),
             run_id=options.get("run_id"),
             token_layout=options["token_layout"],
             data_page_version=options["data_page_version"],
@@ -242,6 +244,14 @@ def run(argv: Sequence[str] | None = None) -> int:
     if report.mismatches:
         raise ValueError(f"{report.mismatches} decoded ids differ from the originals")
     return 0
+
+
+def _names(values: str | Sequence[str] | None) -> list[str] | None:
+    """Column names given as separate words, comma-separated, or both (``a b``, ``a,b``)."""
+    if values is None:
+        return None
+    words = [values] if isinstance(values, str) else values
+    return [name.strip() for word in words for name in word.split(",") if name.strip()]
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from typing import Any
 
 from pyspark import keyword_only
 from pyspark.ml import Estimator, Model, Transformer
+from pyspark.ml.functions import vector_to_array
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasInputCol, HasInputCols, HasOutputCol, HasOutputCols
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
@@ -197,7 +198,9 @@ class MLTEncoderModel(Model, _MLTParams, _CodecParams, DefaultParamsReadable["ML
 
 
 class MLTDecoder(Transformer, _MLTParams, _CodecParams, DefaultParamsReadable["MLTDecoder"], DefaultParamsWritable):
-    """Turns token columns (array or struct) back into bigint ids.
+    """Turns token columns back into bigint ids: whatever :class:`MLTEncoderModel` writes
+    (its default vector, arrays, structs) and packed bigints; ``inputFormat="auto"`` (the
+    default) reads the layout from each column's type.
 
     Example::
 
@@ -205,7 +208,10 @@ class MLTDecoder(Transformer, _MLTParams, _CodecParams, DefaultParamsReadable["M
     """
 
     inputFormat: Param[str] = Param(  # noqa: N815 - Spark ML naming
-        Params._dummy(), "inputFormat", "'array' or 'struct'", TypeConverters.toString
+        Params._dummy(),
+        "inputFormat",
+        "'auto' (from the column's type), 'vector', 'array', 'struct' or 'packed'",
+        TypeConverters.toString,
     )
 
     @keyword_only
@@ -218,11 +224,11 @@ class MLTDecoder(Transformer, _MLTParams, _CodecParams, DefaultParamsReadable["M
         inputCols: list[str] | None = None,  # noqa: N803
         outputCols: list[str] | None = None,  # noqa: N803
         handleInvalid: str = "error",  # noqa: N803
-        inputFormat: str = "array",  # noqa: N803
+        inputFormat: str = "auto",  # noqa: N803
         engine: str = "auto",
     ) -> None:
         super().__init__()
-        self._setDefault(handleInvalid="error", inputFormat="array", engine="auto")
+        self._setDefault(handleInvalid="error", inputFormat="auto", engine="auto")
         kwargs = self._input_kwargs  # type: ignore[attr-defined]  # set by @keyword_only
         self._set(**{k: v for k, v in kwargs.items() if v is not None})
 
@@ -232,9 +238,40 @@ class MLTDecoder(Transformer, _MLTParams, _CodecParams, DefaultParamsReadable["M
         return cls(codecs=[c.to_json() for c in codecs], **params)
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
-        form: Any = self.getOrDefault(self.inputFormat)  # checked by mlt_decode
+        wanted = self.getOrDefault(self.inputFormat)
         engine: Any = self.getOrDefault(self.engine)
-        return self._apply(
-            dataset,
-            lambda source, codec, handle: mlt_decode(source, codec, form=form, handle_invalid=handle, engine=engine),
-        )
+
+        def decode(source: str, codec: MLTCodec, handle: Any) -> Column:
+            form: Any = token_form_of(dataset, source, wanted)
+            if form != "vector":
+                return mlt_decode(source, codec, form=form, handle_invalid=handle, engine=engine)
+            scale = float(max(codec.p - 1, 1))  # the encoder wrote token / (p - 1)
+            vector = F.col(source)
+            scaled = F.transform(vector_to_array(vector), lambda v: F.round(v * scale).cast("int"))
+            tokens = F.when(vector.isNull(), F.lit(None)).otherwise(scaled)
+            return mlt_decode(tokens, codec, form="array", handle_invalid=handle, engine=engine)
+
+        return self._apply(dataset, decode)
+
+
+TOKEN_FORMS = {"array": "ArrayType", "struct": "StructType", "packed": "LongType", "vector": "VectorUDT"}
+
+
+def token_form_of(dataset: DataFrame, column: str, wanted: str = "auto") -> str:
+    """The token layout of ``column``: ``wanted`` if its type matches, or (``"auto"``) the
+    one its type shows: a vector (what :class:`MLTEncoderModel` writes by default), an
+    array, a struct or a packed bigint.
+
+    Raises:
+        MLTTypeError: the column's type is no token layout, or not the one wanted; the
+            message names the column, its type and how to fix it.
+    """
+    if wanted not in ("auto", *TOKEN_FORMS):
+        raise MLTTypeError(f"inputFormat must be 'auto' or one of {', '.join(TOKEN_FORMS)}; got {wanted!r}")
+    data_type = dataset.schema[column].dataType
+    found = next((form for form, name in TOKEN_FORMS.items() if type(data_type).__name__ == name), None)
+    if found is not None and wanted in ("auto", found):
+        return found
+    expected = "a token column (vector, array<int>, struct t0..t{n-1} or packed bigint)" if wanted == "auto" else wanted
+    hint = f"set inputFormat='{found}' (or 'auto')" if found else "decode the column the encoder wrote"
+    raise MLTTypeError(f"column {column!r} has type {data_type.simpleString()}, which is not {expected}; {hint}")

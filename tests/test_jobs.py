@@ -270,3 +270,12 @@ def test_string_keys_go_through_a_vocabulary_that_grows_across_runs(spark: Spark
     decode_table(spark, output, output=str(tmp_path / "decoded"))
     decoded = sorted((r.qty, r.sku) for r in read_delta(spark, str(tmp_path / "decoded")).collect())
     assert decoded == [(1, "SKU-3"), (2, "SKU-1"), (3, "SKU-3"), (4, "SKU-2"), (5, "SKU-1"), (6, None)]
+
+
+def test_cli_reads_column_lists_given_with_spaces_or_commas() -> None:
+    from spark_mlt.cli import _names
+
+    assert _names(["userId,movieId"]) == ["userId", "movieId"]
+    assert _names(["userId", "movieId"]) == ["userId", "movieId"]
+    assert _names(["a, b", "c"]) == ["a", "b", "c"]
+    assert _names(None) is None

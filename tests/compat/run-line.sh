@@ -35,4 +35,4 @@ fi
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" \
     tests/test_functions.py tests/test_ml.py tests/test_jobs.py tests/test_delta.py tests/test_sqlgen.py \
-    tests/test_connect.py
+    tests/test_connect.py tests/test_compositions.py
