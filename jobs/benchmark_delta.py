@@ -50,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             ((F.abs(F.xxhash64("id", F.lit(3))) % 10 + 1) / 2).alias("rating"),
             (F.lit(1_200_000_000) + F.col("id")).alias("timestamp"),
         )
-        .withColumn("label", (F.col("rating") > 4).cast("int"))
+        .withColumn("label", (F.col("rating") >= 4).cast("int"))
         .repartition(8)
         .cache()
     )

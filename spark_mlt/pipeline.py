@@ -267,7 +267,8 @@ def tokenize_movielens(
 ) -> JobReport:
     """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
 
-    The table holds userId, movieId, rating, timestamp, the paper's label (rating > 4, as 0/1)
+    The table holds userId, movieId, rating, timestamp, the paper's label (rating >= 4, as 0/1,
+    as the paper's code labels it)
     and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties. Tokens are
     stored packed in a bigint when they fit (``token_layout="auto"``; see
     :func:`resolve_layouts`), else as array<int>, in Parquet v2 data pages unless
@@ -283,7 +284,7 @@ def tokenize_movielens(
     report = JobReport()
     with _Phase(report, "read"):
         layout = detect_layout(input_folder)
-        ratings = read_ratings(spark, input_folder).withColumn("label", (F.col("rating") > 4).cast("int"))
+        ratings = read_ratings(spark, input_folder).withColumn("label", (F.col("rating") >= 4).cast("int"))
     existing, existing_layouts = _existing_codecs(output, mode)
     with _Phase(report, "size codecs"):
         report.codecs = size_codecs(ratings, ["userId", "movieId"], p=p, n=n, seed=seed, existing=existing)

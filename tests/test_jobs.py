@@ -279,3 +279,14 @@ def test_cli_reads_column_lists_given_with_spaces_or_commas() -> None:
     assert _names(["userId", "movieId"]) == ["userId", "movieId"]
     assert _names(["a, b", "c"]) == ["a", "b", "c"]
     assert _names(None) is None
+
+
+def test_movielens_label_is_the_papers_rating_of_4_or_more(spark: SparkSession, tmp_path: Path) -> None:
+    folder = tmp_path / "ml"
+    folder.mkdir()
+    rows = ["userId,movieId,rating,timestamp", "1,1,3.5,1", "1,2,4.0,2", "2,1,4.5,3"]
+    (folder / "ratings.csv").write_text("\n".join(rows) + "\n")
+    output = str(tmp_path / "out")
+    tokenize_movielens(spark, str(folder), output, p=7)
+    table = DeltaTable(output).to_pyarrow_table().to_pandas().sort_values("timestamp")
+    assert table["label"].tolist() == [0, 1, 1]  # 4.0 is positive (PAPER-FACTS: rating >= 4)
