@@ -18,6 +18,25 @@ Traps handled here:
   away) makes Spark reject anything but integral and decimal inputs with its own
   DATATYPE_MISMATCH error naming the column and its type. Decimal values must be whole
   numbers that fit a bigint; other values are invalid rows.
+
+Plan size. Spark expressions are trees: a value read k times is k copies of its subtree,
+and the optimizer (CollapseProject, when it inlines a projection) and every rule after it
+work on those copies. So no expression here reads a large subexpression more than once:
+
+* tokens are computed from the raw bigint id, which every token may read (a column reference
+  and a cast); the validity CASE reads the input a few times and only picks the result,
+  ``try_element_at(array(result), CASE ... THEN 1 END)``;
+* each token (or digit) reads one lane-packed word, which holds one table lookup per chunk of
+  digits (:class:`Tables`) or one product per digit (:func:`_mat_words`). Where more than
+  ``BIND_WORDS_ABOVE`` outputs would copy one word, the words are bound once to a lambda
+  variable, ``transform(array(array(words)), w -> f(w[0], ...))[0]`` (:meth:`Backend.bind`),
+  so an expression's size is linear in n; the common codecs (n <= 8) bind nothing and keep
+  Spark's generated code with subexpression elimination;
+* an input longer than a column reference (say, another spark-mlt function) is bound the same
+  way by :mod:`spark_mlt.functions`, so composed functions plan as the sum of their parts.
+
+SQL functions cannot contain lambdas, so there :meth:`SqlBackend.bind` copies (the SQL
+function's parameters are already evaluated once by Spark).
 """
 
 from __future__ import annotations
@@ -267,12 +286,46 @@ def _sum_mod(b: Backend[E], terms: list[tuple[E, int]], p: int) -> E:
     return result if len(groups) == 1 else b.mod(result, b.lit(p))
 
 
-def _mat_words(
-    b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int
-) -> tuple[list[E], Callable[[Sequence[E]], list[E]]]:
+Words = tuple[list[E], Callable[[Sequence[E]], list[E]]]  # lane-packed words, and their reader
+
+
+def _lane_groups(outputs: int, lane: int) -> list[tuple[int, ...]]:
+    """Outputs packed side by side, ``62 // lane`` per bigint word (at least one)."""
+    per_word = max(1, 62 // lane)
+    return [tuple(range(start, min(outputs, start + per_word))) for start in range(0, outputs, per_word)]
+
+
+def _lane_reader(b: Backend[E], groups: Sequence[Sequence[int]], lane: int, p: int) -> Callable[[Sequence[E]], list[E]]:
+    """Reads every output from its word's lane: a shift, a mask (not for the top lane) and
+    ``% p``."""
+    mask = (1 << lane) - 1
+
+    def read(words: Sequence[E]) -> list[E]:
+        outputs: list[E] = []
+        for word, group in zip(words, groups, strict=True):
+            for j in group:
+                shift = lane * (j - group[0])
+                value = word if shift == 0 else b.call("shiftright", [word, b.lit(shift)])
+                if j != group[-1]:
+                    value = b.bit_and(value, b.lit(mask))
+                outputs.append(b.mod(value, b.lit(p)))
+        return outputs
+
+    return read
+
+
+def _from_words(b: Backend[E], words: Words[E], outputs: int, finish: Callable[[list[E]], E]) -> E:
+    """``finish`` of the outputs the words hold. Where many outputs read each word, the words
+    are bound once to a lambda variable (see the module docs) instead of copied per output."""
+    values, read = words
+    if len(values) * BIND_WORDS_ABOVE < outputs:
+        return b.bind(values, lambda bound: finish(read(bound)))
+    return finish(read(values))
+
+
+def _mat_words(b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int) -> Words[E]:
     """``(sum_i v_i * W_i[j]) mod p`` for every column j, given rows ``(v_i, W_i)`` with
-    ``|v_i| <= vmax`` (bigint expressions) and weights in [0, p), in two steps: a few words,
-    and a function that reads the n results from those words.
+    ``|v_i| <= vmax`` (bigint expressions) and weights in [0, p), as words and their reader.
 
     SWAR: the n column sums are computed side by side in "lanes" of one bigint. Lane j of
     ``K_i`` holds ``W_i[j]``, so ``sum_i v_i * K_i`` holds every column's sum in its lane with
@@ -280,38 +333,18 @@ def _mat_words(
     ``2**lane``), and stays below 2**62. That is one multiply-add per row instead of n (the
     ANSI-checked multiply and add are the expensive operations here), then a shift, a mask and
     a mod per column. When fewer than two lanes fit in 62 bits (large p), each column has a
-    word of its own.
+    word of its own, reduced mod p already.
     """
     n = len(rows[0][1])
     lane = max(1, len(rows) * vmax * (p - 1)).bit_length()
-    per_word = 62 // lane
-    if per_word < 2:
+    if 62 // lane < 2:
         return [_sum_mod(b, [(v, w[j]) for v, w in rows], p) for j in range(n)], list
-    mask = (1 << lane) - 1
-    groups = [list(range(start, min(n, start + per_word))) for start in range(0, n, per_word)]
+    groups = _lane_groups(n, lane)
     words = []
     for columns in groups:
         terms = [(v, sum((w[j] % p) << (lane * (j - columns[0])) for j in columns)) for v, w in rows]
         words.append(_weighted(b, [(v, k) for v, k in terms if k]))
-
-    def read(bound: Sequence[E]) -> list[E]:
-        sums: list[E] = []
-        for word, columns in zip(bound, groups, strict=True):
-            for j in columns:
-                shift = lane * (j - columns[0])
-                value = word if shift == 0 else b.call("shiftright", [word, b.lit(shift)])
-                if j != columns[-1]:  # the top lane has nothing above it
-                    value = b.bit_and(value, b.lit(mask))
-                sums.append(b.mod(value, b.lit(p)))
-        return sums
-
-    return words, read
-
-
-def _mat_mod(b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int) -> list[E]:
-    """The n results of :func:`_mat_words`, each reading its word directly."""
-    words, read = _mat_words(b, rows, p, vmax)
-    return read(words)
+    return words, _lane_reader(b, groups, lane, p)
 
 
 TABLE_ENTRIES = 1024  # largest lookup table (entries) of the table encoder and decoder
@@ -348,8 +381,7 @@ def _lane_tables(
 ) -> tuple[int, tuple[tuple[int, ...], ...], tuple[tuple[tuple[int, ...], ...], ...]]:
     """Lane-packed tables for chunk shares ``shares[c]`` ((entries, outputs) arrays in [0, p))."""
     lane = max(1, len(shares) * (p - 1)).bit_length()
-    per_word = max(1, 62 // lane)
-    groups = tuple(tuple(range(s, min(outputs, s + per_word))) for s in range(0, outputs, per_word))
+    groups = tuple(_lane_groups(outputs, lane))
     tables = []
     for group in groups:
         shifts = np.array([lane * (j - group[0]) for j in group], dtype=np.int64)
@@ -406,12 +438,9 @@ def decode_tables(codec: MLTCodec) -> Tables | None:
     return Tables(tuple(reads), lane, groups, tables)
 
 
-def _lookup_words(
-    b: Backend[E], indexes: Sequence[E], spec: Tables, p: int
-) -> tuple[list[E], Callable[[Sequence[E]], list[E]]]:
-    """The tables' words (one lookup per chunk each) and a function reading every output
-    (bigint in [0, p)) from them, given each chunk's index expression."""
-    mask = (1 << spec.lane) - 1
+def _lookup_words(b: Backend[E], indexes: Sequence[E], spec: Tables, p: int) -> Words[E]:
+    """The tables' words (one lookup per chunk each) and their reader, given each chunk's
+    index expression."""
     words: list[E] = []
     for tables in spec.tables:
         entries = [b.call("get", [b.long_array(t), index]) for index, t in zip(indexes, tables, strict=True) if any(t)]
@@ -419,22 +448,10 @@ def _lookup_words(
         for entry in entries[1:]:
             word = b.add(word, entry)
         words.append(word)
-
-    def read(bound: Sequence[E]) -> list[E]:
-        outputs: list[E] = []
-        for word, group in zip(bound, spec.groups, strict=True):
-            for j in group:
-                shift = spec.lane * (j - group[0])
-                value = word if shift == 0 else b.call("shiftright", [word, b.lit(shift)])
-                if j != group[-1]:
-                    value = b.bit_and(value, b.lit(mask))
-                outputs.append(b.mod(value, b.lit(p)))
-        return outputs
-
-    return words, read
+    return words, _lane_reader(b, spec.groups, spec.lane, p)
 
 
-def _encode_words(b: Backend[E], x: E, codec: MLTCodec) -> tuple[list[E], Callable[[Sequence[E]], list[E]]]:
+def _encode_words(b: Backend[E], x: E, codec: MLTCodec) -> Words[E]:
     """The n tokens (bigint) of the bigint id ``x``, as a few words and a function that reads
     the tokens from them: exact when x is a valid id; null, or some value in (-p, p),
     otherwise (the caller discards those rows). No intermediate leaves the bigint range for
@@ -489,11 +506,10 @@ def encode_expr(
     (array<double> of token / (p - 1), never null inside, for ML vectors); ``wrap``, if
     given, is applied to that result (for example ``array_to_vector``).
 
-    Shape of the expression, for speed: a cheap scalar CASE first turns the input into the
-    bigint id, or null, or an error; the tokens are then computed from that id outside any
-    conditional, because Spark's subexpression elimination does not look inside CASE
-    branches (inside one, every token would recompute every digit). The result is made null
-    for a null id by ``try_element_at(array(result), CASE WHEN id IS NULL THEN NULL ELSE 1 END)``.
+    Shape of the expression: the tokens are computed from ``TRY_CAST(value AS BIGINT)``
+    outside any conditional (Spark's subexpression elimination does not look inside CASE
+    branches), whatever the id; a scalar CASE then picks the result, null, or the error:
+    ``try_element_at(array(result), CASE ... THEN 1 END)``. See the module docs for the size.
     """
     p, n = codec.p, codec.n
     x = b.try_cast(value, "BIGINT")
@@ -533,11 +549,7 @@ def encode_expr(
         tokens = [b.cast(t, "INT") for t in sums]
         return b.struct(token_names(n), tokens) if output == "struct" else b.call("array", tokens)
 
-    words, read = _encode_words(b, x, codec)
-    if len(words) * BIND_WORDS_ABOVE < n:  # many tokens per word: bind the words once
-        result = b.bind(words, lambda bound: shape(read(bound)))
-    else:
-        result = shape(read(words))
+    result = _from_words(b, _encode_words(b, x, codec), n, shape)
     if wrap is not None:
         result = wrap(result)
     return b.call("try_element_at", [b.call("array", [result]), pick])
@@ -622,17 +634,14 @@ def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_
             b.cast(b.bit_and(b.call("shiftrightunsigned", [whole, b.lit(at)]) if at else whole, b.lit(mask)), "INT")
             for at, mask in spec.reads
         ]
-        words, read = _lookup_words(b, indexes, spec, p)
+        words = _lookup_words(b, indexes, spec, p)
     else:
         inverse = codec.M_inv.tolist()
         # The arithmetic runs on the tokens' low bits (t & (2**bits - 1), equal to t when
         # valid), so invalid tokens (any int32) cannot overflow it; ``valid`` rejects them.
         masked = [b.bit_and(tj, b.lit(2**bits - 1)) for tj in t]
-        words, read = _mat_words(b, [(masked[j], inverse[j]) for j in range(n)], p, 2**bits - 1)
-    if len(words) * BIND_WORDS_ABOVE < n:  # many digits per word: bind the words once
-        value = b.bind(words, lambda bound: _id_of_digits(b, read(bound), codec))
-    else:
-        value = _id_of_digits(b, read(words), codec)
+        words = _mat_words(b, [(masked[j], inverse[j]) for j in range(n)], p, 2**bits - 1)
+    value = _from_words(b, words, n, lambda digits: _id_of_digits(b, digits, codec))
     if codec.capacity > 2**63:  # a code of an id beyond the bigint range decodes to null
         valid = b.and_([valid, b.call("isnotnull", [value])])
     on_invalid = _on_invalid(

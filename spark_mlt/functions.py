@@ -302,8 +302,7 @@ def _encode_udf_column(
         udf = _encode_udf(codec, output="array" if as_array else output, handle_invalid=handle_invalid, name=name)
         tokens = _exact_bigint_udf(udf, x)
         if as_array:
-            items = [tokens.getItem(j) for j in range(codec.n)]
-            struct = F.struct(*[i.alias(f) for i, f in zip(items, _sqlgen.token_names(codec.n), strict=True)])
+            struct = b.struct(_sqlgen.token_names(codec.n), [tokens.getItem(j) for j in range(codec.n)])
             tokens = F.when(tokens.isNull(), F.lit(None)).otherwise(struct)
     else:
         udf = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)
@@ -312,11 +311,7 @@ def _encode_udf_column(
         items = [
             F.shiftright(packed, bits * j).bitwiseAND(F.lit(mask).cast("bigint")).cast("int") for j in range(codec.n)
         ]
-        shaped = (
-            F.struct(*[item.alias(field) for item, field in zip(items, _sqlgen.token_names(codec.n), strict=True)])
-            if output == "struct"
-            else F.array(*items)
-        )
+        shaped = b.struct(_sqlgen.token_names(codec.n), items) if output == "struct" else F.array(*items)
         tokens = F.when(packed.isNull(), F.lit(None)).otherwise(shaped)
     not_whole = b.or_([b.is_null(x), b.cmp(column, "<>", x)])  # decimals with a fraction or too large
     on_invalid = (

@@ -94,9 +94,7 @@ def test_ml_encoder_and_decoder_invert_each_other_with_default_params(
 ) -> None:
     df = spark.createDataFrame([(1, 10), (2, 2000), (3, None)], "userId bigint, movieId bigint")
     encoder = MLTEncoder(inputCols=["userId", "movieId"], outputCols=["u", "m"], p=13, n=4)
-    if output != "vector":
-        encoder = encoder.setOutputFormat(output) if hasattr(encoder, "setOutputFormat") else encoder
-        encoder._set(outputFormat=output)
+    encoder._set(outputFormat=output)
     model = Pipeline(stages=[encoder]).fit(df)
     codecs = model.stages[0].getCodecs()
     decoder = MLTDecoder.from_codecs(codecs, inputCols=["u", "m"], outputCols=["userBack", "movieBack"])
@@ -112,8 +110,7 @@ def test_ml_decoder_names_the_column_and_type_when_it_holds_no_tokens(spark: Spa
     decoder = MLTDecoder.from_codecs([MLTCodec.from_seed(13, 4)], inputCols=["t"], outputCols=["id"])
     with pytest.raises(MLTTypeError, match=r"column 't' has type string, which is not a token column"):
         decoder.transform(df)
-    wrong = MLTDecoder.from_codecs([MLTCodec.from_seed(13, 4)], inputCols=["t"], outputCols=["id"])
-    wrong._set(inputFormat="array")
+    wrong = MLTDecoder.from_codecs([MLTCodec.from_seed(13, 4)], inputCols=["t"], outputCols=["id"], inputFormat="array")
     tokens = df.select(F.struct(F.lit(1).alias("t0")).alias("t"))
     with pytest.raises(MLTTypeError, match=r"has type struct<t0:int>.*set inputFormat='struct'"):
         wrong.transform(tokens)
