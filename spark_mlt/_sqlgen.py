@@ -489,6 +489,43 @@ def input_gate(b: Backend[E], value: E) -> E:
     return b.and_([b.lit(False), contains, interval])
 
 
+def _id_checks(
+    b: Backend[E], value: E, codec: MLTCodec, *, handle_invalid: str, sql_name: str
+) -> tuple[E, list[tuple[E, E]]]:
+    """``TRY_CAST(value AS BIGINT)`` and the CASE branches that turn a null, invalid or
+    mistyped ``value`` into null or an error; a row that passes them has a valid id."""
+    p, n = codec.p, codec.n
+    x = b.try_cast(value, "BIGINT")
+    invalid = b.or_(
+        [
+            b.is_null(x),  # a decimal beyond the bigint range
+            b.cmp(x, "<", b.lit(0)),
+            b.cmp(x, ">", b.lit(codec.max_id)),
+            b.cmp(value, "<>", x),  # a decimal with a fraction
+        ]
+    )
+    on_invalid = _on_invalid(
+        b,
+        handle_invalid,
+        [
+            b.lit(f"spark-mlt: {sql_name}: id "),
+            b.cast(value, "STRING"),
+            b.lit(
+                f" is outside the codec's domain [0, {codec.max_id + 1}) (p={p}, n={n}); "
+                "ids must be whole numbers; use handle_invalid='null' to turn such ids into nulls"
+            ),
+        ],
+    )
+    return x, [(input_gate(b, value), b.lit(None)), (b.is_null(value), b.lit(None)), (invalid, on_invalid)]
+
+
+def checked_id(b: Backend[E], value: E, codec: MLTCodec, *, handle_invalid: str, sql_name: str) -> E:
+    """``value`` as a bigint id the codec accepts, or null (a null id, or an invalid one with
+    ``handle_invalid="null"``); any other value fails the query naming it."""
+    x, checks = _id_checks(b, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+    return b.case(checks, x)
+
+
 def encode_expr(
     b: Backend[E],
     value: E,
@@ -512,30 +549,8 @@ def encode_expr(
     ``try_element_at(array(result), CASE ... THEN 1 END)``. See the module docs for the size.
     """
     p, n = codec.p, codec.n
-    x = b.try_cast(value, "BIGINT")
-    invalid = b.or_(
-        [
-            b.is_null(x),  # a decimal beyond the bigint range
-            b.cmp(x, "<", b.lit(0)),
-            b.cmp(x, ">", b.lit(codec.max_id)),
-            b.cmp(value, "<>", x),  # a decimal with a fraction
-        ]
-    )
-    on_invalid = _on_invalid(
-        b,
-        handle_invalid,
-        [
-            b.lit(f"spark-mlt: {sql_name}: id "),
-            b.cast(value, "STRING"),
-            b.lit(
-                f" is outside the codec's domain [0, {codec.max_id + 1}) (p={p}, n={n}); "
-                "ids must be whole numbers; use handle_invalid='null' to turn such ids into nulls"
-            ),
-        ],
-    )
-    pick = b.case(
-        [(input_gate(b, value), b.lit(None)), (b.is_null(value), b.lit(None)), (invalid, on_invalid)], b.lit(1)
-    )
+    x, checks = _id_checks(b, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+    pick = b.case(checks, b.lit(1))
 
     def shape(sums: Sequence[E]) -> E:
         if output == "packed":

@@ -24,7 +24,7 @@ ids at or above the codec's capacity are invalid rows, handled per ``handle_inva
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -57,35 +57,90 @@ def _check_codec(codec: object) -> MLTCodec:
     return codec
 
 
-def _as_column(col: str | Column) -> tuple[Column, str]:
+class _Input(NamedTuple):
+    """A function's input column, its name for error messages, and whether it is small
+    enough to copy into an expression that reads it several times."""
+
+    column: Column
+    name: str
+    simple: bool
+
+
+SIMPLE_INPUT_NODES = 8  # largest input (expression nodes) copied, not bound, where it is read twice or more
+
+
+def _as_input(col: str | Column) -> _Input:
+    """The input column, named and sized without rendering it.
+
+    Rendering a composed Column as text (``str(column)``) expands Spark's shared expression
+    DAG into a tree, which for ``mlt_decode(mlt_encode(...))`` on Spark 3.5 exhausted a 1 GiB
+    driver. So only a small expression, sized by walking at most ``SIMPLE_INPUT_NODES + 1``
+    of its nodes, is named by its text; anything larger is "a column expression".
+    """
     from pyspark.sql import Column
     from pyspark.sql import functions as F
 
     if isinstance(col, str):
-        return F.col(col), f"column {col!r}"
-    if isinstance(col, Column):
-        return col, f"column {col}"
-    raise MLTTypeError(f"col must be a column name or a Column, got {type(col).__name__}")
+        return _Input(F.col(col), f"column {col!r}", True)
+    if not isinstance(col, Column):
+        raise MLTTypeError(f"col must be a column name or a Column, got {type(col).__name__}")
+    if _expression_nodes(col, SIMPLE_INPUT_NODES) > SIMPLE_INPUT_NODES:
+        return _Input(col, "a column expression", False)
+    connect = type(col).__module__.startswith("pyspark.sql.connect")
+    handle: Any = col  # the JVM Column (_jc), or Spark Connect's expression (_expr)
+    text = str(handle._expr) if connect else handle._jc.toString()
+    return _Input(col, f"column {text!r}", True)
 
 
-SIMPLE_INPUT_CHARS = 160  # longest input expression (as text) copied into a native expression
+def _expression_nodes(column: Column, limit: int) -> int:
+    """The number of expression nodes in ``column``, counted up to ``limit + 1``; an
+    expression whose shape cannot be read counts as larger than ``limit``."""
+    if type(column).__module__.startswith("pyspark.sql.connect"):
+        handle: Any = column
+        stack: list[Any] = [handle._expr]
+        count = 0
+        while stack and count <= limit:
+            node = stack.pop()
+            count += 1
+            children = getattr(type(node), "children", None)  # Spark Connect >= 4.0
+            if children is not None:
+                stack.extend(node.children)
+            elif type(node).__name__ not in ("ColumnReference", "LiteralExpression"):
+                return limit + 1
+        return count
+    from py4j.protocol import Py4JError
+
+    spark4 = int(_pyspark_version().split(".")[0]) >= 4
+    try:
+        jc: Any = column._jc
+        root = jc.node() if spark4 else jc.expr()
+        jvm_stack = [root]
+        count = 0
+        while jvm_stack and count <= limit:
+            node = jvm_stack.pop()
+            count += 1
+            children = node.children()
+            jvm_stack.extend(children.apply(i) for i in range(children.size()))
+        return count
+    except Py4JError:  # pragma: no cover - an unknown JVM Column layout: bind it, which is always safe
+        return limit + 1
 
 
-def _bound(column: Column, body: Callable[[Column], Column]) -> Column:
-    """``body(column)``, with ``column`` evaluated once.
+def _bound(source: _Input, body: Callable[[Column], Column]) -> Column:
+    """``body(column)``, with the input column evaluated once.
 
     A native expression reads its input several times (each token reads the id; each digit
     reads every token), and Spark keeps each read as a copy of the input's expression tree.
-    A column reference or a short expression is cheap to copy. A longer input, such as
+    A column reference or a small expression is cheap to copy. A larger input, such as
     another spark-mlt function (``mlt_decode(mlt_encode(...))``), is bound to a lambda
     variable instead, ``transform(array(input), v -> body(v))[0]``, so the plan holds it
     once and the composed plan's size is the sum of its parts, not their product.
     """
     from pyspark.sql import functions as F
 
-    if len(str(column)) <= SIMPLE_INPUT_CHARS:
-        return body(column)
-    return F.transform(F.array(column), body).getItem(0)
+    if source.simple:
+        return body(source.column)
+    return F.transform(F.array(source.column), body).getItem(0)
 
 
 def token_struct_type(n: int) -> str:
@@ -138,7 +193,8 @@ def mlt_encode(
     _check_choice("output", output, ("array", "struct", "vector", "packed"))
     _check_choice("handle_invalid", handle_invalid, ("error", "null"))
     _resolve_engine(engine)
-    column, name = _as_column(col)
+    source = _as_input(col)
+    name = source.name
     if output == "packed":
         codec.require_packed_bits()
     if output == "vector":
@@ -148,25 +204,28 @@ def mlt_encode(
         if _resolve_engine(engine) == "native":
             b = _sqlgen.ColumnBackend()
             return _bound(
-                column,
+                source,
                 lambda v: _sqlgen.encode_expr(
                     b, v, codec, output="scaled", handle_invalid=handle_invalid, sql_name=name, wrap=array_to_vector
                 ),
             )
-        tokens = mlt_encode(column, codec, output="array", handle_invalid=handle_invalid, engine="udf")
+        tokens = _encode_udf_column(source, codec, output="array", handle_invalid=handle_invalid)
         scale = float(max(codec.p - 1, 1))
-        # One reference to the tokens (null stays null): reading them n times per row inlined
-        # the whole token expression n times and ran at under 0.1M rows/s.
-        scaled = array_to_vector(F.transform(tokens, lambda t: t.cast("double") / scale))
-        udf_vector: Column = F.when(tokens.isNull(), F.lit(None)).otherwise(scaled)
-        return udf_vector
-    b = _sqlgen.ColumnBackend()
-    if _resolve_engine(engine) == "native":
+        # Scaled by a lambda over the array (null stays null): reading the tokens n times per
+        # row inlined the whole token expression n times and ran at under 0.1M rows/s.
         return _bound(
-            column,
+            _Input(tokens, name, source.simple),
+            lambda t: F.when(t.isNull(), F.lit(None)).otherwise(
+                array_to_vector(F.transform(t, lambda token: token.cast("double") / scale))
+            ),
+        )
+    if _resolve_engine(engine) == "native":
+        b = _sqlgen.ColumnBackend()
+        return _bound(
+            source,
             lambda v: _sqlgen.encode_expr(b, v, codec, output=output, handle_invalid=handle_invalid, sql_name=name),
         )
-    return _encode_udf_column(b, column, codec, output=output, handle_invalid=handle_invalid, name=name)
+    return _encode_udf_column(source, codec, output=output, handle_invalid=handle_invalid)
 
 
 def _has_arrow_udfs() -> bool:
@@ -203,10 +262,13 @@ def _pyspark_version() -> str:
     return pyspark.__version__
 
 
+NULL_ID = -1  # a null id, as the pandas UDF path passes it (every id it sees is checked and >= 0)
+
+
 def _vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, *, takes: str) -> Any:
     """A vectorised UDF running ``batch`` (Arrow array in, Arrow array out): an Arrow UDF on
-    PySpark >= 4.1, a pandas UDF before. ``takes`` is the input's Spark type, "bigint" or
-    "array" (array<int>).
+    PySpark >= 4.1, a pandas UDF before. ``takes`` is the input's Spark type: "bigint",
+    "array" (array<int>) or "id": a checked id (bigint >= 0 or null; see :func:`_call_id_udf`).
 
     The pandas UDF converts at the boundary and runs the same Arrow function, so both give
     the same tokens, errors and nulls. Its bigint results travel as pandas' nullable Int64.
@@ -221,6 +283,14 @@ def _vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, nam
 
         return F.arrow_udf(arrow_batch, return_type)  # type: ignore[attr-defined]
 
+    if takes == "id":
+
+        def pandas_id_batch(values: pd.Series) -> pd.Series:
+            ids = values.to_numpy(np.int64)
+            return _arrow_to_pandas(batch(pa.array(ids, mask=ids == NULL_ID)))
+
+        return pandas_udf(pandas_id_batch, return_type)  # type: ignore[call-overload]
+
     if takes == "bigint":
 
         def pandas_bigint_batch(values: pd.Series) -> pd.Series:
@@ -234,22 +304,22 @@ def _vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, nam
     return pandas_udf(pandas_array_batch, return_type)  # type: ignore[call-overload]
 
 
-def _exact_bigint_udf(udf: Any, column: Column) -> Column:
-    """Call a bigint-input UDF so that pandas UDFs read every value exactly: the batch
-    carries no nulls (a null becomes 0 and its row is nulled again outside)."""
+def _call_id_udf(udf: Any, checked: Column) -> Column:
+    """Call a UDF made with ``takes="id"`` on a checked id column, reading it once.
+
+    PySpark < 4.1 hands pandas a bigint batch holding nulls as float64, exact only below
+    2**53; so the pandas path passes null as ``NULL_ID`` (-1, never a checked id) instead.
+    """
     from pyspark.sql import functions as F
 
-    if _has_arrow_udfs():
-        result: Column = udf(column)
-        return result
-    filled = udf(F.coalesce(column, F.lit(0).cast("bigint")))
-    guarded: Column = F.when(column.isNull(), F.lit(None)).otherwise(filled)
-    return guarded
+    result: Column = udf(checked if _has_arrow_udfs() else F.coalesce(checked, F.lit(NULL_ID).cast("bigint")))
+    return result
 
 
-def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str) -> Any:
+def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str, takes: str = "bigint") -> Any:
     """A vectorised UDF bigint -> tokens (or ``output="packed"``: the tokens packed in a
-    bigint); the codec rides in the closure as its JSON document."""
+    bigint); the codec rides in the closure as its JSON document. ``takes``: see
+    :func:`_vectorized_udf`."""
     document = codec.to_json()
     if output == "packed":
 
@@ -258,7 +328,7 @@ def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str)
 
             return encode_packed_arrow(codec_from_json(document), ids, handle_invalid=handle_invalid, name=name)
 
-        return _vectorized_udf(encode_packed_batch, "bigint", name, takes="bigint")
+        return _vectorized_udf(encode_packed_batch, "bigint", name, takes=takes)
 
     def encode_batch(ids: pa.Array) -> pa.Array:
         from spark_mlt._arrow import codec_from_json, encode_arrow
@@ -266,7 +336,7 @@ def _encode_udf(codec: MLTCodec, *, output: str, handle_invalid: str, name: str)
         return encode_arrow(codec_from_json(document), ids, output=output, handle_invalid=handle_invalid, name=name)
 
     return_type = token_struct_type(codec.n) if output == "struct" else "array<int>"
-    return _vectorized_udf(encode_batch, return_type, name, takes="bigint")
+    return _vectorized_udf(encode_batch, return_type, name, takes=takes)
 
 
 def _decode_udf(codec: MLTCodec, *, form: str, handle_invalid: str, name: str) -> Any:
@@ -281,56 +351,46 @@ def _decode_udf(codec: MLTCodec, *, form: str, handle_invalid: str, name: str) -
     return _vectorized_udf(decode_batch, "bigint", name, takes="bigint" if form == "packed" else "array")
 
 
-def _encode_udf_column(
-    b: _sqlgen.ColumnBackend, column: Column, codec: MLTCodec, *, output: str, handle_invalid: str, name: str
-) -> Column:
-    """The UDF engine's column: SQL checks the input type and whole-number decimals first.
+def _encode_udf_column(source: _Input, codec: MLTCodec, *, output: str, handle_invalid: str) -> Column:
+    """The UDF engine's column. SQL checks the input first (type, whole numbers, range:
+    ``checked_id``), so the UDF reads one checked bigint per row.
 
-    When the tokens fit in 64 bits the UDF returns them packed in a bigint, unpacked here by
-    Spark (see :mod:`spark_mlt._arrow`): it measured 1.5x faster than returning a list.
+    When the tokens fit in 64 bits and the input is small, the UDF returns them packed in a
+    bigint, unpacked here by Spark (see :mod:`spark_mlt._arrow`): it measured 1.5x faster
+    than returning a list. Unpacking reads the UDF's result n times, each read a copy of its
+    input; for a larger input the UDF returns the tokens' final shape instead.
     """
     from pyspark.sql import functions as F
 
-    x = b.try_cast(column, "BIGINT")
+    b = _sqlgen.ColumnBackend()
+    name = source.name
+    checked = _bound(source, lambda v: _sqlgen.checked_id(b, v, codec, handle_invalid=handle_invalid, sql_name=name))
+
+    def udf(shape: str) -> Column:
+        return _call_id_udf(
+            _encode_udf(codec, output=shape, handle_invalid=handle_invalid, name=name, takes="id"), checked
+        )
+
     bits = codec.packed_bits
     if output == "packed":
-        udf = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)
-        tokens = _exact_bigint_udf(udf, x)
-    elif bits is None:
-        # pandas UDFs cannot return a null struct: they return the array, shaped here.
-        as_array = output == "struct" and not _has_arrow_udfs()
-        udf = _encode_udf(codec, output="array" if as_array else output, handle_invalid=handle_invalid, name=name)
-        tokens = _exact_bigint_udf(udf, x)
-        if as_array:
-            struct = b.struct(_sqlgen.token_names(codec.n), [tokens.getItem(j) for j in range(codec.n)])
-            tokens = F.when(tokens.isNull(), F.lit(None)).otherwise(struct)
-    else:
-        udf = _encode_udf(codec, output="packed", handle_invalid=handle_invalid, name=name)
-        packed = _exact_bigint_udf(udf, x)
+        return udf("packed")
+    if bits is not None and source.simple:
+        packed = udf("packed")
         mask = (1 << bits) - 1
         items = [
             F.shiftright(packed, bits * j).bitwiseAND(F.lit(mask).cast("bigint")).cast("int") for j in range(codec.n)
         ]
         shaped = b.struct(_sqlgen.token_names(codec.n), items) if output == "struct" else F.array(*items)
-        tokens = F.when(packed.isNull(), F.lit(None)).otherwise(shaped)
-    not_whole = b.or_([b.is_null(x), b.cmp(column, "<>", x)])  # decimals with a fraction or too large
-    on_invalid = (
-        F.lit(None)
-        if handle_invalid == "null"
-        else F.raise_error(
-            F.concat(
-                F.lit(f"spark-mlt: {name}: id "),
-                column.cast("string"),
-                F.lit(
-                    f" is not a whole number in [0, {codec.max_id + 1}) (p={codec.p}, n={codec.n}); "
-                    "use handle_invalid='null' to turn such ids into nulls"
-                ),
-            )
+        unpacked: Column = F.when(packed.isNull(), F.lit(None)).otherwise(shaped)
+        return unpacked
+    if output == "struct" and not _has_arrow_udfs():  # pandas UDFs cannot return a null struct
+        return _bound(
+            _Input(udf("array"), name, source.simple),
+            lambda t: F.when(t.isNull(), F.lit(None)).otherwise(
+                b.struct(_sqlgen.token_names(codec.n), [t.getItem(j) for j in range(codec.n)])
+            ),
         )
-    )
-    gate = _sqlgen.input_gate(b, column)
-    result: Column = b.case([(gate, F.lit(None)), (column.isNull(), F.lit(None)), (not_whole, on_invalid)], tokens)
-    return result
+    return udf(output)
 
 
 def mlt_decode(
@@ -365,22 +425,35 @@ def mlt_decode(
     _check_choice("form", form, ("array", "struct", "packed"))
     _check_choice("handle_invalid", handle_invalid, ("error", "null"))
     _resolve_engine(engine)
-    column, name = _as_column(col)
+    source = _as_input(col)
+    name = source.name
     if form == "packed":
         codec.require_packed_bits()
+    b = _sqlgen.ColumnBackend()
     if _resolve_engine(engine) == "native":
-        b = _sqlgen.ColumnBackend()
         return _bound(
-            column,
+            source,
             lambda t: _sqlgen.decode_expr(b, t, codec, form=form, handle_invalid=handle_invalid, sql_name=name),
         )
-    if form == "packed":
-        return _exact_bigint_udf(_decode_udf(codec, form=form, handle_invalid=handle_invalid, name=name), column)
-    if form == "struct" and not _has_arrow_udfs():  # pandas UDFs see a struct as a DataFrame
+    column = source.column
+    if not _has_arrow_udfs() and form != "array":
+        # pandas UDFs see a struct as a DataFrame, and a bigint batch holding nulls as
+        # float64 (inexact above 2**53): they get the tokens as an array<int> instead.
         from pyspark.sql import functions as F
 
-        items = [column.getField(field) for field in _sqlgen.token_names(codec.n)]
-        column = F.when(column.isNull(), F.lit(None)).otherwise(F.array(*items))
+        if form == "packed":
+            column = _bound(
+                source,
+                lambda k: _sqlgen.unpack_expr(
+                    b, k, codec, output="array", handle_invalid=handle_invalid, sql_name=name
+                ),
+            )
+        else:
+            fields = _sqlgen.token_names(codec.n)
+            column = _bound(
+                source,
+                lambda t: F.when(t.isNull(), F.lit(None)).otherwise(F.array(*[t.getField(f) for f in fields])),
+            )
         form = "array"
     udf = _decode_udf(codec, form=form, handle_invalid=handle_invalid, name=name)
     decoded: Column = udf(column)
@@ -416,11 +489,11 @@ def mlt_unpack(
     _check_choice("output", output, ("array", "struct"))
     _check_choice("handle_invalid", handle_invalid, ("error", "null"))
     codec.require_packed_bits()
-    column, name = _as_column(col)
+    source = _as_input(col)
     b = _sqlgen.ColumnBackend()
     return _bound(
-        column,
-        lambda k: _sqlgen.unpack_expr(b, k, codec, output=output, handle_invalid=handle_invalid, sql_name=name),
+        source,
+        lambda k: _sqlgen.unpack_expr(b, k, codec, output=output, handle_invalid=handle_invalid, sql_name=source.name),
     )
 
 

@@ -118,6 +118,19 @@ def test_an_invalid_id_fails_the_query_naming_value_and_range(spark: SparkSessio
 
 
 @pytest.mark.parametrize("engine", ENGINES)
+def test_an_error_names_a_small_column_expression_and_describes_a_large_one(spark: SparkSession, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([(1,), (-5,)], "user_id bigint")
+    with pytest.raises(QUERY_ERRORS, match=r"(?s)column '[^']*user_id[^']*': id -4 "):
+        df.select(mlt_encode(F.col("user_id") + 1, codec, engine=engine)).collect()
+    large = F.col("user_id")
+    for _ in range(10):
+        large = large + 0
+    with pytest.raises(QUERY_ERRORS, match=r"(?s)a column expression: id -5 "):
+        df.select(mlt_encode(large, codec, engine=engine)).collect()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_decimal_with_a_fraction_is_an_invalid_id(spark: SparkSession, engine: str) -> None:
     codec = MLTCodec.from_seed(13, 6)
     df = spark.createDataFrame([("7.00",), ("7.50",)], "v string").select(F.col("v").cast("decimal(10,2)").alias("v"))
