@@ -393,6 +393,46 @@ def _encode_udf_column(source: _Input, codec: MLTCodec, *, output: str, handle_i
     return udf(output)
 
 
+SHAPES = {"array": "array<int>", "struct": "struct<t0:int, ...>", "packed": "bigint"}
+
+
+def _shape_gate(tokens: Column, codec: MLTCodec, form: str, name: str) -> tuple[Column, Column]:
+    """A predicate that is always false (the optimizer removes it) but fails analysis unless
+    ``tokens`` has the shape of ``form``: an array of integers, a struct whose fields
+    t0..t{n-1} are integers, or an integer. Every expression that can fail carries the hint,
+    so Spark's DATATYPE_MISMATCH error, which names the column and the type it found, also
+    says which form was expected and how to pick another. Also returns the tokens to read
+    fields from: for a struct, one that fails with the hint too (the optimizer removes it).
+
+    Any integer width is accepted (bigint tokens decode exactly); tokens outside [0, p) and
+    an array of the wrong length fail at run time, naming the token vector.
+    """
+    from pyspark.sql import functions as F
+
+    last = codec.n - 1
+    expected = SHAPES[form].replace(", ...", f", ..., t{last}:int" if last > 1 else ", t1:int" if last else "")
+    others = ", ".join(f"form='{other}' for {shape}" for other, shape in SHAPES.items() if other != form)
+    hint = F.lit(
+        f"spark-mlt: {name} must hold {expected} tokens (form='{form}', n={codec.n}); "
+        f"pass the form the column holds ({others}), as mlt_encode's output= wrote it"
+    )
+
+    def integral(value: Column) -> Column:  # fails for strings, floating point, nested types
+        in_list = F.array_contains(F.array(F.lit(0).cast("bigint"), F.length(hint).cast("bigint")), value)
+        return in_list & value.bitwiseOR(F.length(hint)).isNull()
+
+    fields = tokens
+    if form == "array":
+        check = F.exists(tokens, integral)
+    elif form == "struct":
+        fields = tokens.withField("spark_mlt_expects", hint)
+        check = F.array(*[integral(fields.getField(f)) for f in _sqlgen.token_names(codec.n)]).isNull()
+    else:
+        check = integral(tokens)
+    gate: Column = F.lit(False) & check
+    return gate, fields
+
+
 def mlt_decode(
     col: str | Column,
     codec: MLTCodec,
@@ -408,7 +448,11 @@ def mlt_decode(
             with fields t0..t{n-1} (``form="struct"``), or packed in a bigint
             (``form="packed"``, as ``mlt_encode(..., output="packed")`` writes them).
         codec: the codec the tokens were made with.
-        form: the token column's shape.
+        form: the token column's shape. A column of another type fails when Spark analyses
+            the query, naming the column, its type and the form expected. A Column carries
+            no type before analysis, so the form is not inferred here; ``MLTDecoder``
+            (``inputFormat="auto"``) and the decode job infer it from the schema.
+            Tokens of any integer type decode (array<bigint> as well as array<int>).
         handle_invalid: ``"error"`` fails the query naming the offending token vector;
             ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
             [0, p), or one that decodes to 2**63 or more) into null.
@@ -429,33 +473,34 @@ def mlt_decode(
     name = source.name
     if form == "packed":
         codec.require_packed_bits()
-    b = _sqlgen.ColumnBackend()
-    if _resolve_engine(engine) == "native":
-        return _bound(
-            source,
-            lambda t: _sqlgen.decode_expr(b, t, codec, form=form, handle_invalid=handle_invalid, sql_name=name),
-        )
-    column = source.column
-    if not _has_arrow_udfs() and form != "array":
-        # pandas UDFs see a struct as a DataFrame, and a bigint batch holding nulls as
-        # float64 (inexact above 2**53): they get the tokens as an array<int> instead.
-        from pyspark.sql import functions as F
+    from pyspark.sql import functions as F
 
-        if form == "packed":
-            column = _bound(
-                source,
-                lambda k: _sqlgen.unpack_expr(
-                    b, k, codec, output="array", handle_invalid=handle_invalid, sql_name=name
-                ),
-            )
-        else:
-            fields = _sqlgen.token_names(codec.n)
-            column = _bound(
-                source,
-                lambda t: F.when(t.isNull(), F.lit(None)).otherwise(F.array(*[t.getField(f) for f in fields])),
-            )
-        form = "array"
-    udf = _decode_udf(codec, form=form, handle_invalid=handle_invalid, name=name)
+    b = _sqlgen.ColumnBackend()
+
+    def gated(body: Callable[[Column], Column]) -> Column:
+        def checked(t: Column) -> Column:
+            gate, fields = _shape_gate(t, codec, form, name)
+            result: Column = F.when(gate, F.lit(None)).otherwise(body(fields))
+            return result
+
+        return _bound(source, checked)
+
+    if _resolve_engine(engine) == "native":
+        return gated(
+            lambda t: _sqlgen.decode_expr(b, t, codec, form=form, handle_invalid=handle_invalid, sql_name=name)
+        )
+    if _has_arrow_udfs() or form == "array":
+        column = _bound(source, lambda t: F.when(_shape_gate(t, codec, form, name)[0], F.lit(None)).otherwise(t))
+    elif form == "packed":
+        # pandas UDFs see a bigint batch holding nulls as float64 (inexact above 2**53), and
+        # a struct as a DataFrame: they get the tokens as an array<int> instead.
+        column = gated(
+            lambda k: _sqlgen.unpack_expr(b, k, codec, output="array", handle_invalid=handle_invalid, sql_name=name)
+        )
+    else:
+        fields = _sqlgen.token_names(codec.n)
+        column = gated(lambda t: F.when(t.isNull(), F.lit(None)).otherwise(F.array(*[t.getField(f) for f in fields])))
+    udf = _decode_udf(codec, form=form if _has_arrow_udfs() else "array", handle_invalid=handle_invalid, name=name)
     decoded: Column = udf(column)
     return decoded
 

@@ -179,6 +179,46 @@ def test_an_invalid_token_vector_fails_the_query_naming_it(spark: SparkSession, 
         df.select(mlt_decode("t", codec, engine=engine)).collect()
 
 
+WRONG_SHAPES = [
+    ("st", "array", r"array<int>", "STRUCT<t0: INT"),
+    ("k", "array", r"array<int>", "BIGINT"),
+    ("s", "array", r"array<int>", "STRING"),
+    ("doubles", "array", r"array<int>", "DOUBLE"),
+    ("arr", "struct", r"struct<t0:int, \.\.\., t3:int>", "ARRAY<INT>"),
+    ("k", "struct", r"struct<t0:int, \.\.\., t3:int>", "BIGINT"),
+    ("arr", "packed", r"bigint", "ARRAY<INT>"),
+    ("st", "packed", r"bigint", "STRUCT<t0: INT"),
+    ("s", "packed", r"bigint", "STRING"),
+]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("case", WRONG_SHAPES, ids=[f"{c}-as-{f}" for c, f, _, _ in WRONG_SHAPES])
+def test_decoding_the_wrong_shape_fails_at_analysis_naming_column_type_form_and_fix(
+    spark: SparkSession, engine: str, case: tuple[str, str, str, str]
+) -> None:
+    column, form, expected, found = case
+    codec = MLTCodec.from_seed(13, 4)
+    tokens = spark.createDataFrame([(1,)], "id bigint").select(
+        mlt_encode("id", codec).alias("arr"),
+        mlt_encode("id", codec, output="struct").alias("st"),
+        mlt_encode("id", codec, output="packed").alias("k"),
+        F.lit("x").alias("s"),
+        F.array(F.lit(1.5)).alias("doubles"),
+    )
+    pattern = rf"(?s)column '{column}' must hold {expected} tokens \(form='{form}'.*pass the form.*{found}"
+    with pytest.raises(AnalysisException, match=pattern):
+        tokens.select(mlt_decode(column, codec, form=form, engine=engine))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_bigint_tokens_decode_like_int_tokens(spark: SparkSession, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 4)
+    tokens = [int(t) for t in codec.encode([777])[0]]
+    df = spark.createDataFrame([(tokens,), (None,)], "t array<bigint>")
+    assert [r.id for r in df.select(mlt_decode("t", codec, engine=engine).alias("id")).collect()] == [777, None]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_token_vector_decoding_beyond_2_to_63_is_invalid(spark: SparkSession, ansi: str, engine: str) -> None:
     codec = MLTCodec.from_seed(251, 8)
