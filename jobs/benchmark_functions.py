@@ -34,6 +34,25 @@ from spark_mlt.functions import mlt_decode, mlt_encode
 from spark_mlt.session import local_session
 
 
+def plan_figures(df: DataFrame) -> tuple[float, int]:
+    """Seconds to analyse, optimise and plan ``df`` (a fresh copy: no cached plan), and the
+    number of expression nodes in its optimized plan (Spark Classic)."""
+    fresh = df.select("*")
+    start = time.perf_counter()
+    execution = fresh._jdf.queryExecution()
+    execution.executedPlan()
+    seconds = time.perf_counter() - start
+    total, stack = 0, [execution.optimizedPlan()]
+    while stack:
+        node = stack.pop()
+        expressions = node.expressions()
+        for i in range(expressions.size()):
+            total += expressions.apply(i).treeString().count("\n")
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    return seconds, total
+
+
 def _time(df: DataFrame, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
@@ -64,16 +83,30 @@ def main(argv: list[str] | None = None) -> int:
     results: dict[str, float] = {}
 
     def run(label: str, df: DataFrame) -> None:
+        planning, nodes = plan_figures(df)
         seconds = _time(df, args.repeats)
         results[label] = args.rows / seconds
-        print(f"{label:<36} {args.rows / seconds / 1e6:>8.2f} M rows/s  ({seconds:.2f} s)", flush=True)
+        print(
+            f"{label:<40} {args.rows / seconds / 1e6:>8.2f} M rows/s  ({seconds:6.2f} s)"
+            f"  plan {planning:5.2f} s, {nodes:>6} nodes",
+            flush=True,
+        )
 
-    print(f"{args.rows:,} ids, local[2], p={codec.p}, n={codec.n}, best of {args.repeats}")
+    import pyspark
+
+    print(
+        f"{args.rows:,} ids, local[2], PySpark {pyspark.__version__}, p={codec.p}, n={codec.n}, "
+        f"best of {args.repeats}; plan = seconds to plan a fresh copy, nodes = optimized-plan expressions"
+    )
     run("xxhash64 (native hashing)", ids.select(F.xxhash64("id")))
     run("identity pandas UDF", ids.select(identity_udf("id")))
     for engine in ("native", "udf"):
         for output in ("array", "packed", "struct", "vector"):
             run(f"mlt_encode {engine} {output}", ids.select(mlt_encode("id", codec, output=output, engine=engine)))
+    for engine in ("native", "udf"):
+        for form in ("array", "packed", "struct"):
+            composed = mlt_decode(mlt_encode("id", codec, output=form, engine=engine), codec, form=form, engine=engine)
+            run(f"decode(encode) {engine} {form}", ids.select(composed))
     # Cached only now: Spark's cache manager would serve an identical encode plan from it.
     tokens = ids.select(mlt_encode("id", codec, engine="native").alias("t")).cache()
     tokens.count()

@@ -92,38 +92,46 @@ def _as_input(col: str | Column) -> _Input:
     return _Input(col, f"column {text!r}", True)
 
 
+# Nodes that hold no other expression. Any other node without children (a UDF call, say,
+# whose arguments some Spark versions do not list as children) counts as too large to copy.
+LEAF_NODES = frozenset({"ColumnReference", "LiteralExpression", "UnresolvedAttribute", "AttributeReference", "Literal"})
+
+
 def _expression_nodes(column: Column, limit: int) -> int:
     """The number of expression nodes in ``column``, counted up to ``limit + 1``; an
     expression whose shape cannot be read counts as larger than ``limit``."""
+    handle: Any = column
     if type(column).__module__.startswith("pyspark.sql.connect"):
-        handle: Any = column
-        stack: list[Any] = [handle._expr]
-        count = 0
-        while stack and count <= limit:
-            node = stack.pop()
-            count += 1
-            children = getattr(type(node), "children", None)  # Spark Connect >= 4.0
-            if children is not None:
-                stack.extend(node.children)
-            elif type(node).__name__ not in ("ColumnReference", "LiteralExpression"):
-                return limit + 1
-        return count
+
+        def connect_children(node: Any) -> list[Any]:
+            return list(node.children) if hasattr(type(node), "children") else []
+
+        return _walk(handle._expr, connect_children, lambda node: type(node).__name__, limit)
     from py4j.protocol import Py4JError
 
-    spark4 = int(_pyspark_version().split(".")[0]) >= 4
+    def jvm_children(node: Any) -> list[Any]:
+        if node.getClass().getSimpleName() == "ExpressionColumnNode":  # Spark 4: a Catalyst expression inside
+            return [node.expression()]
+        children = node.children()
+        return [children.apply(i) for i in range(children.size())]
+
     try:
-        jc: Any = column._jc
-        root = jc.node() if spark4 else jc.expr()
-        jvm_stack = [root]
-        count = 0
-        while jvm_stack and count <= limit:
-            node = jvm_stack.pop()
-            count += 1
-            children = node.children()
-            jvm_stack.extend(children.apply(i) for i in range(children.size()))
-        return count
+        root = handle._jc.node() if int(_pyspark_version().split(".")[0]) >= 4 else handle._jc.expr()
+        return _walk(root, jvm_children, lambda node: node.getClass().getSimpleName(), limit)
     except Py4JError:  # pragma: no cover - an unknown JVM Column layout: bind it, which is always safe
         return limit + 1
+
+
+def _walk(root: Any, children: Callable[[Any], list[Any]], kind: Callable[[Any], str], limit: int) -> int:
+    stack, count = [root], 0
+    while stack and count <= limit:
+        node = stack.pop()
+        count += 1
+        below = children(node)
+        if not below and kind(node) not in LEAF_NODES:
+            return limit + 1
+        stack.extend(below)
+    return count
 
 
 def _bound(source: _Input, body: Callable[[Column], Column]) -> Column:
