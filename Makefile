@@ -47,8 +47,11 @@ format: $(STAMP) ## Format and auto-fix the code
 bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, one core)
 	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python jobs/benchmark_codec.py
 
-bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2])
-	$(BIN)/python jobs/benchmark_functions.py
+BENCH_LINE ?=
+bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2]); BENCH_LINE=3.5.0 runs it on a compat venv
+	@if [[ -n "$(BENCH_LINE)" ]]; then PYTHON=$(PYTHON) tests/compat/run-line.sh $(BENCH_LINE) --collect-only -q >/dev/null; fi
+	PYSPARK_PYTHON=$(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) \
+	    $(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) jobs/benchmark_functions.py $(BENCH_ARGS)
 
 bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Parquet (20M ratings)
 	$(BIN)/python jobs/benchmark_delta.py

@@ -14,7 +14,13 @@ ids as vectorised columns. So decode is also timed the way tables are used: ids 
 stored in Parquet, encode reading the ids and decode reading the tokens from the same files;
 the decode-vs-encode check uses those Parquet-source figures.
 
-Run: ``make bench`` or ``python jobs/benchmark_functions.py --rows 20000000``.
+Each line also prints the seconds Spark takes to analyse, optimise and plan a fresh copy of
+the query and the number of expression nodes in its optimized plan, and the compositions
+``mlt_decode(mlt_encode(id))`` are timed for every form: in one expression the decoder binds
+the encoder's output through a lambda (see the README's "Composing them").
+
+Run: ``make bench-functions`` (``BENCH_LINE=3.5.0`` for an older PySpark line) or
+``python jobs/benchmark_functions.py --rows 20000000``.
 """
 
 from __future__ import annotations

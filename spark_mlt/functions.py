@@ -410,7 +410,7 @@ def _shape_gate(tokens: Column, codec: MLTCodec, form: str, name: str) -> tuple[
     t0..t{n-1} are integers, or an integer. Every expression that can fail carries the hint,
     so Spark's DATATYPE_MISMATCH error, which names the column and the type it found, also
     says which form was expected and how to pick another. Also returns the tokens to read
-    fields from: for a struct, one that fails with the hint too (the optimizer removes it).
+    items from, which fail with the hint too (the optimizer reduces them to ``tokens``).
 
     Any integer width is accepted (bigint tokens decode exactly); tokens outside [0, p) and
     an array of the wrong length fail at run time, naming the token vector.
@@ -432,6 +432,9 @@ def _shape_gate(tokens: Column, codec: MLTCodec, form: str, name: str) -> tuple[
     fields = tokens
     if form == "array":
         check = F.exists(tokens, integral)
+        # Read through the gate: Spark 3.5 computes get()'s type before checking its input
+        # and fails with a ClassCastException on a non-array, unless the input is unresolved.
+        fields = F.when(F.lit(False) & check, F.lit(None)).otherwise(tokens)
     elif form == "struct":
         fields = tokens.withField("spark_mlt_expects", hint)
         check = F.array(*[integral(fields.getField(f)) for f in _sqlgen.token_names(codec.n)]).isNull()
