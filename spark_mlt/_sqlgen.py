@@ -30,8 +30,9 @@ work on those copies. So no expression here reads a large subexpression more tha
   digits (:class:`Tables`) or one product per digit (:func:`_mat_words`). Where more than
   ``BIND_WORDS_ABOVE`` outputs would copy one word, the words are bound once to a lambda
   variable, ``transform(array(array(words)), w -> f(w[0], ...))[0]`` (:meth:`Backend.bind`),
-  so an expression's size is linear in n; the common codecs (n <= 8) bind nothing and keep
-  Spark's generated code with subexpression elimination;
+  so an expression's size is linear in n. Spark 4.3 generates code for lambda functions;
+  before it they run interpreted, so there up to ``COPY_UP_TO`` outputs copy their words
+  instead (a constant factor on the size);
 * an input longer than a column reference (say, another spark-mlt function) is bound the same
   way by :mod:`spark_mlt.functions`, so composed functions plan as the sum of their parts.
 
@@ -77,6 +78,11 @@ class Backend(Protocol[E]):
     def bit_xor(self, a: E, b: E) -> E: ...
     def long_array(self, values: Sequence[int]) -> E: ...
     def bind(self, values: Sequence[E], body: Callable[[list[E]], E]) -> E: ...
+
+    @property
+    def copies_cheaply(self) -> bool:
+        """Whether copying a word into up to ``COPY_UP_TO`` outputs beats binding it."""
+        ...
 
 
 class SqlBackend:
@@ -146,6 +152,8 @@ class SqlBackend:
 
     def long_array(self, values: Sequence[int]) -> str:
         return "array(" + ", ".join(f"{value}L" for value in values) + ")"
+
+    copies_cheaply = True
 
     def bind(self, values: Sequence[str], body: Callable[[list[str]], str]) -> str:
         """Spark refuses lambdas in a SQL function's body, so the values are copied where
@@ -234,6 +242,15 @@ class ColumnBackend:
     def bit_xor(self, a: Any, b: Any) -> Any:
         return a.bitwiseXOR(b)
 
+    @property
+    def copies_cheaply(self) -> bool:
+        """Before Spark 4.3 lambda functions run interpreted (3.5: 3M against 11M rows/s for
+        a (13, 6) encode), so there a few copies of a word cost less than binding it."""
+        import pyspark
+
+        major, minor = (int(part) for part in pyspark.__version__.split(".")[:2])
+        return (major, minor) < (4, 3)
+
     def bind(self, values: Sequence[Any], body: Callable[[list[Any]], Any]) -> Any:
         return self.F.transform(
             self.F.array(self.F.array(*values)), lambda bound: body([bound.getItem(i) for i in range(len(values))])
@@ -318,7 +335,7 @@ def _from_words(b: Backend[E], words: Words[E], outputs: int, finish: Callable[[
     """``finish`` of the outputs the words hold. Where many outputs read each word, the words
     are bound once to a lambda variable (see the module docs) instead of copied per output."""
     values, read = words
-    if len(values) * BIND_WORDS_ABOVE < outputs:
+    if len(values) * BIND_WORDS_ABOVE < outputs and not (outputs <= COPY_UP_TO and b.copies_cheaply):
         return b.bind(values, lambda bound: finish(read(bound)))
     return finish(read(values))
 
@@ -349,6 +366,7 @@ def _mat_words(b: Backend[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, v
 
 TABLE_ENTRIES = 1024  # largest lookup table (entries) of the table encoder and decoder
 BIND_WORDS_ABOVE = 4  # outputs per word above which an expression binds its words to a lambda
+COPY_UP_TO = 8  # outputs that copy their words where lambdas are slow (Backend.copies_cheaply)
 
 
 @dataclass(frozen=True)
