@@ -32,17 +32,10 @@ def _forms(codec: MLTCodec) -> list[str]:
 
 
 def _expression_nodes(df: DataFrame) -> int:
-    """Expression nodes in the optimized plan (Spark Classic)."""
-    plan = df._jdf.queryExecution().optimizedPlan()
-    total, stack = 0, [plan]
-    while stack:
-        node = stack.pop()
-        expressions = node.expressions()
-        for i in range(expressions.size()):
-            total += expressions.apply(i).treeString().count("\n")
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return total
+    """Expression nodes in the optimized plan (Spark Classic), counted as the benchmark does."""
+    from jobs.benchmark_functions import plan_figures
+
+    return plan_figures(df)[1]
 
 
 def _compositions(df: DataFrame, codec: MLTCodec, form: str, engine: str) -> dict[str, DataFrame]:
