@@ -36,28 +36,28 @@ test-fast: $(STAMP) ## Run the test suite without the slow tests
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
-	$(BIN)/ruff check spark_mlt jobs tests
-	$(BIN)/ruff format --check spark_mlt jobs tests
+	$(BIN)/ruff check spark_mlt jobs benchmarks tests
+	$(BIN)/ruff format --check spark_mlt jobs benchmarks tests
 	$(BIN)/mypy
 
 format: $(STAMP) ## Format and auto-fix the code
-	$(BIN)/ruff format spark_mlt jobs tests
-	$(BIN)/ruff check --fix spark_mlt jobs tests
+	$(BIN)/ruff format spark_mlt jobs benchmarks tests
+	$(BIN)/ruff check --fix spark_mlt jobs benchmarks tests
 
 bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, one core)
-	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python jobs/benchmark_codec.py
+	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python benchmarks/benchmark_codec.py
 
 BENCH_LINE ?=
 bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2]); BENCH_LINE=3.5.0 runs it on a compat venv
 	@if [[ -n "$(BENCH_LINE)" ]]; then PYTHON=$(PYTHON) tests/compat/run-line.sh $(BENCH_LINE) --collect-only -q >/dev/null; fi
 	PYSPARK_PYTHON=$(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) \
-	    $(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) jobs/benchmark_functions.py $(BENCH_ARGS)
+	    $(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) benchmarks/benchmark_functions.py $(BENCH_ARGS)
 
 bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Parquet (20M ratings)
-	$(BIN)/python jobs/benchmark_delta.py
+	$(BIN)/python benchmarks/benchmark_delta.py
 
 bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
-	$(BIN)/python jobs/benchmark_scale.py
+	$(BIN)/python benchmarks/benchmark_scale.py
 
 bench: bench-codec bench-functions bench-delta bench-scale ## Run every benchmark
 

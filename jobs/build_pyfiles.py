@@ -15,9 +15,15 @@ from __future__ import annotations
 
 import argparse
 import re
-import sys
 import zipfile
 from pathlib import Path
+from types import ModuleType
+
+tomllib: ModuleType | None
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = None
 
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = "spark_mlt"
@@ -27,9 +33,7 @@ _EPOCH = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 def project_version(pyproject: Path) -> str:
     """``[project] version`` of a pyproject.toml."""
     text = pyproject.read_text(encoding="utf-8")
-    if sys.version_info >= (3, 11):
-        import tomllib
-
+    if tomllib is not None:
         return str(tomllib.loads(text)["project"]["version"])
     project = re.search(r"^\[project\]\s*$(.*?)(?=^\[|\Z)", text, re.MULTILINE | re.DOTALL)  # Python 3.10
     version = re.search(r'^version\s*=\s*"([^"]+)"', project.group(1) if project else "", re.MULTILINE)

@@ -1,4 +1,4 @@
-"""spark-submit entry point: `spark-mlt decode` (see `spark_mlt.cli` for the flags).
+"""spark-submit entry point: `spark-mlt decode` (see `spark_mlt.batch.cli` for the flags).
 
 Example::
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import sys
 
-from spark_mlt.cli import main
+from spark_mlt.batch.cli import main
 
 if __name__ == "__main__":
     raise SystemExit(main(["decode", *sys.argv[1:]]))

@@ -15,7 +15,17 @@ import sys
 import time
 from pathlib import Path
 
-from spark_mlt.movielens import detect_layout, generate_synthetic
+from spark_mlt.batch import (
+    DecodeOptions,
+    MovieLensOptions,
+    decode_table,
+    detect_release,
+    generate_synthetic,
+    local_session,
+    tokenize_movielens,
+)
+from spark_mlt.errors import SourceError
+from spark_mlt.storage import read_delta
 
 
 def find_release() -> tuple[Path, bool]:
@@ -24,8 +34,8 @@ def find_release() -> tuple[Path, bool]:
         return Path(os.environ["ML_DIR"]), False
     for folder in sorted(Path("data").glob("ml-*")):
         try:
-            detect_layout(folder)
-        except ValueError:
+            detect_release(folder)
+        except SourceError:
             continue
         return folder, False
     synthetic = Path("data/synthetic-ml-latest")
@@ -46,15 +56,11 @@ def main() -> int:
             file=sys.stderr,
         )
         return 1
-    from spark_mlt import pipeline
-    from spark_mlt.delta import read_delta
-    from spark_mlt.session import local_session
-
     folder, synthetic = find_release()
     output = os.path.abspath(os.environ.get("DEMO_OUTPUT", "output/movielens_mlt"))
     spark = local_session("spark-mlt demo")
     started = time.perf_counter()
-    report = pipeline.tokenize_movielens(spark, str(folder), output, mode="overwrite")
+    report = tokenize_movielens(spark, str(folder), output, MovieLensOptions(mode="overwrite"))
     print(f"\nTokenised {'synthetic ' if synthetic else ''}MovieLens ratings from {folder}")
     print(f"Delta table: {output} (version {report.write.version if report.write else '?'})")
     for column, codec in report.codecs.items():
@@ -63,7 +69,7 @@ def main() -> int:
     print(f"  rows: {report.rows_out:,}; phases: " + ", ".join(f"{k} {v:.1f}s" for k, v in report.seconds.items()))
     print("Sample:")
     read_delta(spark, output).select("userId", "userId_mlt", "movieId", "movieId_mlt", "label").show(5, truncate=False)
-    check = pipeline.decode_table(spark, output, verify=True)
+    check = decode_table(spark, output, DecodeOptions(verify=True))
     print(f"Decode round trip: {check.rows_in:,} rows, {check.mismatches} mismatches")
     print(json.dumps({"table": output, "seconds": round(time.perf_counter() - started, 1)}))
     spark.stop()

@@ -1,5 +1,17 @@
 """spark-mlt: Modular Linear Tokenization for Apache Spark and Delta Lake.
 
+The package reads as its data flow, each layer importing only the ones before it:
+
+* :mod:`spark_mlt.codec`: the pure NumPy codec (no Spark);
+* :mod:`spark_mlt.column`: PySpark column functions, two engines (native SQL, vectorised UDF);
+* :mod:`spark_mlt.ml`: Spark ML stages over the column functions;
+* :mod:`spark_mlt.storage`: Delta Lake tables with their codecs in the table properties;
+* :mod:`spark_mlt.batch`: the batch jobs and the ``spark-mlt`` command.
+
+:mod:`spark_mlt.options` names the options every layer shares, :mod:`spark_mlt.errors` holds
+the one exception hierarchy. The codec and the errors import without PySpark; the Spark names
+below (``mlt_encode``, ``MLTEncoder``, ``write_delta``, ...) load PySpark when first used.
+
 Example::
 
     >>> from spark_mlt import MLTCodec
@@ -10,27 +22,79 @@ Example::
 
 from __future__ import annotations
 
-from spark_mlt.codec import MLTCodec
-from spark_mlt.compat import load_light_mlt_params
+import importlib
+from typing import Any
+
+from spark_mlt import _renamed
+from spark_mlt.codec import MLTCodec, load_light_mlt_params
 from spark_mlt.errors import (
     CodecFormatError,
+    CodecMismatchError,
     CodecParameterError,
     InvalidIdError,
     InvalidTokenError,
+    MissingCodecError,
     MLTError,
     MLTTypeError,
+    SchemaMismatchError,
+    SourceError,
+    TableError,
+    TableExistsError,
+    TableNotFoundError,
+    VocabularyError,
 )
 
 __version__ = "0.1.0"
 
+_renamed.install()
+
+#: Spark-layer names, imported on first use so that the codec works without PySpark.
+_LAZY = {
+    "mlt_encode": "spark_mlt.column",
+    "mlt_decode": "spark_mlt.column",
+    "mlt_unpack": "spark_mlt.column",
+    "register_mlt_functions": "spark_mlt.column",
+    "MLTEncoder": "spark_mlt.ml",
+    "MLTEncoderModel": "spark_mlt.ml",
+    "MLTDecoder": "spark_mlt.ml",
+    "read_codecs": "spark_mlt.storage",
+    "read_delta": "spark_mlt.storage",
+    "write_delta": "spark_mlt.storage",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'spark_mlt' has no attribute {name!r}")
+
+
 __all__ = [
     "CodecFormatError",
+    "CodecMismatchError",
     "CodecParameterError",
     "InvalidIdError",
     "InvalidTokenError",
     "MLTCodec",
+    "MLTDecoder",
+    "MLTEncoder",
+    "MLTEncoderModel",
     "MLTError",
     "MLTTypeError",
+    "MissingCodecError",
+    "SchemaMismatchError",
+    "SourceError",
+    "TableError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "VocabularyError",
     "__version__",
     "load_light_mlt_params",
+    "mlt_decode",
+    "mlt_encode",
+    "mlt_unpack",
+    "read_codecs",
+    "read_delta",
+    "register_mlt_functions",
+    "write_delta",
 ]

@@ -1,28 +1,75 @@
-"""Exception classes of spark-mlt.
+"""The exception classes of spark-mlt, one hierarchy for every layer.
 
 Every error derives from :class:`MLTError`, itself a :class:`ValueError`, so callers can
-catch the whole family or one kind. Messages name the offending value (and its row, for
-data) and what was expected.
+catch the whole family or one kind::
+
+    MLTError (ValueError)
+    ├── MLTTypeError (also TypeError)   an argument of the wrong type, or an unknown option value
+    ├── CodecParameterError             p, n, M, seed or cardinality not usable
+    ├── CodecFormatError                a codec document, table property or light-mlt pickle is corrupt
+    ├── InvalidIdError                  an id outside the codec's domain (NumPy codec)
+    ├── InvalidTokenError               a token vector that is no valid code (NumPy codec)
+    ├── SourceError                     a job's input cannot be read as asked (missing file or column)
+    └── TableError                      a Delta table's state forbids the operation
+        ├── TableNotFoundError          no Delta table at the path (also a FileNotFoundError)
+        ├── TableExistsError            mode="error" and the table exists
+        ├── CodecMismatchError          the table stores a different codec for the column
+        ├── MissingCodecError           the table stores no codec for a token column
+        ├── SchemaMismatchError         the rows' schema differs from the table's
+        └── VocabularyError             a key vocabulary is inconsistent
+
+Errors in the rows of a Spark query surface as Spark's own exceptions (the query fails with
+the message ``raise_error`` or the UDF gave), naming the offending value.
+
+Messages name the offending value and what was expected. An error about one argument carries
+its Python name in :attr:`MLTError.parameter` (and starts with it), so the ``spark-mlt``
+command can name its own flag instead (``layout`` -> ``--layout``).
 """
 
 from __future__ import annotations
 
 __all__ = [
     "CodecFormatError",
+    "CodecMismatchError",
     "CodecParameterError",
     "InvalidIdError",
     "InvalidTokenError",
     "MLTError",
     "MLTTypeError",
+    "MissingCodecError",
+    "SchemaMismatchError",
+    "SourceError",
+    "TableError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "VocabularyError",
 ]
 
 
 class MLTError(ValueError):
-    """Base class of every spark-mlt error."""
+    """Base class of every spark-mlt error.
+
+    Args:
+        message: what went wrong, naming the value and what was expected.
+        parameter: the Python name of the argument at fault, when there is one; the message
+            then starts with it.
+    """
+
+    def __init__(self, message: str, *, parameter: str | None = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+
+
+class MLTTypeError(MLTError, TypeError):
+    """An argument of the wrong type, or an option value that is not one of the allowed ones."""
 
 
 class CodecParameterError(MLTError):
     """The codec parameters (p, n, M, seed, cardinality) are not usable."""
+
+
+class CodecFormatError(MLTError):
+    """A serialised codec (JSON, table property, light-mlt pickle) is malformed or tampered."""
 
 
 class InvalidIdError(MLTError):
@@ -33,9 +80,33 @@ class InvalidTokenError(MLTError):
     """A token vector has the wrong width, a value outside [0, p), or no valid id."""
 
 
-class MLTTypeError(MLTError, TypeError):
-    """Input of the wrong type or dtype (for example floats where ids are expected)."""
+class SourceError(MLTError):
+    """A job's input cannot be read as asked: no ratings file, a missing column."""
 
 
-class CodecFormatError(MLTError):
-    """A serialised codec (JSON, table property, light-mlt pickle) is malformed or tampered."""
+class TableError(MLTError):
+    """A Delta table's state forbids the operation."""
+
+
+class TableNotFoundError(TableError, FileNotFoundError):
+    """There is no Delta table at the path."""
+
+
+class TableExistsError(TableError):
+    """``mode="error"`` and a table already exists at the path."""
+
+
+class CodecMismatchError(TableError):
+    """The table already stores a different codec for a column."""
+
+
+class MissingCodecError(TableError):
+    """The table stores no codec for a token column that was asked for."""
+
+
+class SchemaMismatchError(TableError):
+    """The rows to write do not have the table's schema."""
+
+
+class VocabularyError(TableError):
+    """A vocabulary table is inconsistent (an id used twice, or a key with two ids)."""

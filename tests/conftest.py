@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 import pytest
 from hypothesis import HealthCheck, settings
 
+from spark_mlt.batch import local_session
+
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
@@ -20,8 +22,6 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """A local[2] SparkSession shared by the whole test session."""
-    from spark_mlt.session import local_session
-
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = local_session(
         app_name="spark-mlt-tests", warehouse=str(warehouse), extra_conf={"spark.ui.enabled": "false"}

@@ -17,8 +17,9 @@ from pyspark.ml import Pipeline, PipelineModel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from benchmarks.benchmark_functions import plan_figures
 from spark_mlt import MLTCodec, MLTTypeError
-from spark_mlt.functions import mlt_decode, mlt_encode
+from spark_mlt.column import mlt_decode, mlt_encode, register_mlt_functions
 from spark_mlt.ml import MLTDecoder, MLTEncoder
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -33,17 +34,15 @@ def _forms(codec: MLTCodec) -> list[str]:
 
 def _expression_nodes(df: DataFrame) -> int:
     """Expression nodes in the optimized plan (Spark Classic), counted as the benchmark does."""
-    from jobs.benchmark_functions import plan_figures
-
     return plan_figures(df)[1]
 
 
 def _compositions(df: DataFrame, codec: MLTCodec, form: str, engine: str) -> dict[str, DataFrame]:
     def enc(col: str | object) -> object:
-        return mlt_encode(col, codec, output=form, engine=engine)  # type: ignore[arg-type]
+        return mlt_encode(col, codec, layout=form, engine=engine)  # type: ignore[arg-type]
 
     def dec(col: str | object) -> object:
-        return mlt_decode(col, codec, form=form, engine=engine)  # type: ignore[arg-type]
+        return mlt_decode(col, codec, layout=form, engine=engine)  # type: ignore[arg-type]
 
     return {
         "decode(encode)": df.select("id", dec(enc("id")).alias("back")),  # type: ignore[arg-type]
@@ -72,8 +71,6 @@ def test_every_composition_round_trips_with_a_plan_linear_in_n(
 
 
 def test_sql_functions_compose(spark: SparkSession) -> None:
-    from spark_mlt.functions import register_mlt_functions
-
     codec = MLTCodec.from_seed(2, 40)
     register_mlt_functions(spark, codec, "long_codec")
     spark.createDataFrame([(0,), (2**40 - 1,), (None,)], "id bigint").createOrReplaceTempView("long_ids")
@@ -87,7 +84,7 @@ def test_ml_encoder_and_decoder_invert_each_other_with_default_params(
 ) -> None:
     df = spark.createDataFrame([(1, 10), (2, 2000), (3, None)], "userId bigint, movieId bigint")
     encoder = MLTEncoder(inputCols=["userId", "movieId"], outputCols=["u", "m"], p=13, n=4)
-    encoder._set(outputFormat=output)
+    encoder.setLayout(output)
     model = Pipeline(stages=[encoder]).fit(df)
     codecs = model.stages[0].getCodecs()
     decoder = MLTDecoder.from_codecs(codecs, inputCols=["u", "m"], outputCols=["userBack", "movieBack"])
@@ -103,9 +100,9 @@ def test_ml_decoder_names_the_column_and_type_when_it_holds_no_tokens(spark: Spa
     decoder = MLTDecoder.from_codecs([MLTCodec.from_seed(13, 4)], inputCols=["t"], outputCols=["id"])
     with pytest.raises(MLTTypeError, match=r"column 't' has type string, which is not a token column"):
         decoder.transform(df)
-    wrong = MLTDecoder.from_codecs([MLTCodec.from_seed(13, 4)], inputCols=["t"], outputCols=["id"], inputFormat="array")
+    wrong = MLTDecoder.from_codecs([MLTCodec.from_seed(13, 4)], inputCols=["t"], outputCols=["id"], layout="array")
     tokens = df.select(F.struct(F.lit(1).alias("t0")).alias("t"))
-    with pytest.raises(MLTTypeError, match=r"has type struct<t0:int>.*set inputFormat='struct'"):
+    with pytest.raises(MLTTypeError, match=r"has type struct<t0:int>.*set layout='struct'"):
         wrong.transform(tokens)
 
 
@@ -115,7 +112,7 @@ WORST_CODECS = textwrap.dedent(
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from spark_mlt import MLTCodec
-    from spark_mlt.functions import mlt_decode, mlt_encode
+    from spark_mlt.column import mlt_decode, mlt_encode
 
     spark = (SparkSession.builder.master("local[2]").config("spark.driver.memory", "1g")
              .config("spark.ui.enabled", "false").getOrCreate())
@@ -126,7 +123,7 @@ WORST_CODECS = textwrap.dedent(
         bits = codec.packed_bits
         for form in ["array", "struct"] + (["packed"] if bits and bits * n <= 64 else []):
             start = time.perf_counter()
-            composed = df.select("id", mlt_decode(mlt_encode("id", codec, output=form), codec, form=form).alias("b"))
+            composed = df.select("id", mlt_decode(mlt_encode("id", codec, layout=form), codec, layout=form).alias("b"))
             composed._jdf.queryExecution().executedPlan()
             planned = time.perf_counter() - start
             assert all(r.id == r.b for r in composed.collect()), (p, n, form)

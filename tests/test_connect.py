@@ -25,7 +25,7 @@ SCRIPT = textwrap.dedent(
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from spark_mlt import MLTCodec
-    from spark_mlt.functions import mlt_decode, mlt_encode
+    from spark_mlt.column import mlt_decode, mlt_encode
 
     spark = (
         SparkSession.builder.remote("local[2]")

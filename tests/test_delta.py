@@ -14,16 +14,17 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt import CodecFormatError, MLTCodec
-from spark_mlt.delta import (
+from spark_mlt.column import mlt_encode
+from spark_mlt.errors import MLTError
+from spark_mlt.storage import (
     CodecMismatchError,
     TableExistsError,
+    WriteOptions,
     has_delta_jars,
     read_codecs,
     read_delta,
     write_delta,
 )
-from spark_mlt.errors import MLTError
-from spark_mlt.functions import mlt_encode
 from tests.support.spark_lines import QUERY_ERRORS
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -47,7 +48,7 @@ def test_no_delta_jars_here_so_delta_rs_is_the_backend(spark: SparkSession) -> N
 def test_create_stores_codecs_and_delta_rs_alone_reads_the_same_rows(spark: SparkSession, tmp_path: Path) -> None:
     path = str(tmp_path / "ratings")
     df = _ratings(spark)
-    result = write_delta(df, path, {"userId": CODEC}, commit_info={"job": "test"})
+    result = write_delta(df, path, {"userId": CODEC}, options=WriteOptions(commit_info={"job": "test"}))
     assert (result.rows, result.backend, result.version) == (200, "delta-rs", 1)
     table = DeltaTable(path)
     assert table.metadata().configuration["mlt.codec.userId"] == CODEC.to_json()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -11,9 +13,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+import spark_mlt.column
+import spark_mlt.storage
 from spark_mlt import CodecParameterError, MLTCodec, MLTTypeError
 from spark_mlt.codec import MAX_ID
-from spark_mlt.functions import mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
+from spark_mlt.column import mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
+from spark_mlt.column.expressions import ColumnBackend
 from tests.support.spark_lines import HAS_ARROW_UDFS, HAS_SQL_FUNCTIONS, QUERY_ERRORS
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -60,9 +65,9 @@ def test_encode_matches_the_numpy_codec_and_decode_inverts_it(
 def test_struct_output_and_struct_decoding(spark: SparkSession, engine: str) -> None:
     codec = MLTCodec.from_seed(13, 6)
     df = spark.createDataFrame([(5,), (None,), (4_826_808,)], "id bigint")
-    out = df.select("id", mlt_encode("id", codec, output="struct", engine=engine).alias("s"))
+    out = df.select("id", mlt_encode("id", codec, layout="struct", engine=engine).alias("s"))
     assert out.schema["s"].dataType.simpleString() == "struct<t0:int,t1:int,t2:int,t3:int,t4:int,t5:int>"
-    rows = out.select("s", mlt_decode("s", codec, form="struct", engine=engine).alias("back")).collect()
+    rows = out.select("s", mlt_decode("s", codec, layout="struct", engine=engine).alias("back")).collect()
     assert [None if r.s is None else list(r.s) for r in rows] == _expected(codec, [5, None, 4_826_808])
     assert [r.back for r in rows] == [5, None, 4_826_808]
 
@@ -71,7 +76,7 @@ def test_struct_output_and_struct_decoding(spark: SparkSession, engine: str) -> 
 def test_vector_output_is_tokens_over_p_minus_1(spark: SparkSession, engine: str) -> None:
     codec = MLTCodec.from_seed(13, 6)
     rows = spark.createDataFrame([(42,), (None,)], "id bigint").select(
-        mlt_encode("id", codec, output="vector", engine=engine).alias("v")
+        mlt_encode("id", codec, layout="vector", engine=engine).alias("v")
     )
     vector, missing = (r.v for r in rows.collect())
     np.testing.assert_allclose(vector.toArray(), codec.encode([42])[0] / 12)
@@ -201,14 +206,14 @@ def test_decoding_the_wrong_shape_fails_at_analysis_naming_column_type_form_and_
     codec = MLTCodec.from_seed(13, 4)
     tokens = spark.createDataFrame([(1,)], "id bigint").select(
         mlt_encode("id", codec).alias("arr"),
-        mlt_encode("id", codec, output="struct").alias("st"),
-        mlt_encode("id", codec, output="packed").alias("k"),
+        mlt_encode("id", codec, layout="struct").alias("st"),
+        mlt_encode("id", codec, layout="packed").alias("k"),
         F.lit("x").alias("s"),
         F.array(F.lit(1.5)).alias("doubles"),
     )
-    pattern = rf"(?s)column '{column}' must hold {expected} tokens \(form='{form}'.*pass the form.*{found}"
+    pattern = rf"(?s)column '{column}' must hold {expected} tokens \(layout='{form}'.*pass the layout.*{found}"
     with pytest.raises(AnalysisException, match=pattern):
-        tokens.select(mlt_decode(column, codec, form=form, engine=engine))  # type: ignore[arg-type]
+        tokens.select(mlt_decode(column, codec, layout=form, engine=engine))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -259,7 +264,7 @@ def test_sql_functions_in_packed_form_match_the_codec(spark: SparkSession, engin
     codec = MLTCodec.from_seed(p, n)
     engine = engine if HAS_SQL_FUNCTIONS else "udf"
     name = f"packed_{engine}_{p}"
-    register_mlt_functions(spark, codec, name, engine=engine, form="packed")
+    register_mlt_functions(spark, codec, name, engine=engine, layout="packed")
     ids = [0, 3, None, codec.max_id]
     valid = [i for i in ids if i is not None]
     packed = dict(zip(valid, codec.pack(codec.encode(valid)).tolist(), strict=True))
@@ -282,20 +287,22 @@ def test_sql_functions_in_packed_form_match_the_codec(spark: SparkSession, engin
 
 def test_bad_options_are_refused_before_spark_sees_them() -> None:
     codec = MLTCodec.from_seed(13, 6)
-    with pytest.raises(MLTTypeError, match=r"output must be one of 'array', 'struct', 'vector', 'packed'; got 'list'"):
-        mlt_encode("id", codec, output="list")  # type: ignore[arg-type]
-    with pytest.raises(MLTTypeError, match=r"engine must be one of 'auto', 'udf', 'native'; got 'jvm'"):
+    with pytest.raises(MLTTypeError, match=r"layout must be one of 'array', 'struct', 'vector', 'packed'; got 'list'"):
+        mlt_encode("id", codec, layout="list")  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"engine must be one of 'auto', 'native', 'udf'; got 'jvm'"):
         mlt_decode("t", codec, engine="jvm")  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"layout must be one of 'array', 'struct', 'packed'; got 'vector'"):
+        mlt_decode("t", codec, layout="vector")
     with pytest.raises(MLTTypeError, match=r"handle_invalid must be one of 'error', 'null'; got 'skip'"):
         mlt_encode("id", codec, handle_invalid="skip")  # type: ignore[arg-type]
     with pytest.raises(MLTTypeError, match=r"codec must be an MLTCodec, got dict"):
         mlt_encode("id", {"p": 13})  # type: ignore[arg-type]
     with pytest.raises(MLTTypeError, match=r"name must be a plain identifier"):
         register_mlt_functions(None, codec, "user; DROP TABLE x")  # type: ignore[arg-type]
-    with pytest.raises(MLTTypeError, match=r"form must be one of 'array', 'packed'; got 'struct'"):
-        register_mlt_functions(None, codec, "user", form="struct")  # type: ignore[arg-type]
+    with pytest.raises(MLTTypeError, match=r"layout must be one of 'array', 'packed'; got 'struct'"):
+        register_mlt_functions(None, codec, "user", layout="struct")  # type: ignore[arg-type]
     with pytest.raises(CodecParameterError, match=r"64 bits"):
-        register_mlt_functions(None, MLTCodec.from_seed(65537, 4), "user", form="packed")  # type: ignore[arg-type]
+        register_mlt_functions(None, MLTCodec.from_seed(65537, 4), "user", layout="packed")  # type: ignore[arg-type]
 
 
 PACKED_CODECS = [(13, 6), (7, 7), (251, 8), (65521, 4)]  # 24, 21, 64 and 64 bits
@@ -309,11 +316,11 @@ def test_packed_output_is_the_codecs_packing_and_decodes_back(
     codec = MLTCodec.from_seed(p, n, seed=5)
     ids = _ids(codec)
     df = spark.createDataFrame([(i,) for i in ids], "id bigint")
-    packed = df.select("id", mlt_encode("id", codec, output="packed", engine=engine).alias("k"))
+    packed = df.select("id", mlt_encode("id", codec, layout="packed", engine=engine).alias("k"))
     assert packed.schema["k"].dataType.simpleString() == "bigint"
     rows = packed.select(
         "k",
-        mlt_decode("k", codec, form="packed", engine=engine).alias("back"),
+        mlt_decode("k", codec, layout="packed", engine=engine).alias("back"),
         mlt_unpack("k", codec).alias("tokens"),
     ).collect()
     expected = [None if i is None else int(codec.pack(codec.encode([i]))[0]) for i in ids]
@@ -323,8 +330,6 @@ def test_packed_output_is_the_codecs_packing_and_decodes_back(
 
 
 def test_the_lookup_table_literal_keeps_every_bigint_in_order(spark: SparkSession) -> None:
-    from spark_mlt._sqlgen import ColumnBackend
-
     values = [0, 1, -1, 2**63 - 1, -(2**63), 123_456_789_012_345, *range(1000, 5000)]
     row = spark.range(1).select(ColumnBackend().long_array(values).alias("table")).first()
     assert row is not None
@@ -337,7 +342,7 @@ def test_native_table_encoder_matches_the_codec_on_a_whole_domain(spark: SparkSe
     rows = (
         ids.select(
             "id",
-            mlt_encode("id", codec, output="packed", handle_invalid="null", engine="native").alias("k"),
+            mlt_encode("id", codec, layout="packed", handle_invalid="null", engine="native").alias("k"),
             mlt_encode("id", codec, handle_invalid="null", engine="native").alias("t"),
         )
         .orderBy("id")
@@ -358,14 +363,14 @@ def test_invalid_packed_values_fail_naming_them_or_become_null(spark: SparkSessi
     bad = [0xD, 1 << 24, -1]  # a token 13 >= p; a bit above the 24; every bit set
     df = spark.createDataFrame([(v,) for v in [good, None, *bad]], "k bigint")
     rows = df.select(
-        mlt_decode("k", codec, form="packed", engine=engine, handle_invalid="null").alias("id"),
+        mlt_decode("k", codec, layout="packed", engine=engine, handle_invalid="null").alias("id"),
         mlt_unpack("k", codec, handle_invalid="null").alias("t"),
     ).collect()
     assert [r.id for r in rows] == [12345, None, None, None, None]
     assert [r.t for r in rows] == [codec.encode([12345])[0].tolist(), None, None, None, None]
     one = spark.createDataFrame([(1 << 24,)], "k bigint")
     with pytest.raises(QUERY_ERRORS, match=r"(?s)column 'k'.*16777216"):
-        one.select(mlt_decode("k", codec, form="packed", engine=engine)).collect()
+        one.select(mlt_decode("k", codec, layout="packed", engine=engine)).collect()
     with pytest.raises(QUERY_ERRORS, match=r"(?s)column 'k': packed tokens 16777216 are not 6 tokens"):
         one.select(mlt_unpack("k", codec)).collect()
 
@@ -374,9 +379,33 @@ def test_packed_layout_is_refused_when_tokens_need_more_than_64_bits() -> None:
     codec = MLTCodec.from_seed(2_147_483_647, 3)  # 3 tokens of 31 bits
     assert codec.packed_bits is None
     for make in (
-        lambda: mlt_encode("id", codec, output="packed"),
-        lambda: mlt_decode("k", codec, form="packed"),
+        lambda: mlt_encode("id", codec, layout="packed"),
+        lambda: mlt_decode("k", codec, layout="packed"),
         lambda: mlt_unpack("k", codec),
     ):
         with pytest.raises(CodecParameterError, match=r"p=2147483647, n=3 needs 93: store these tokens as arrays"):
             make()
+
+
+def test_old_option_names_still_work_and_warn(spark: SparkSession) -> None:
+    """0.1 called the layout output= (encode, unpack) and form= (decode, register)."""
+    codec = MLTCodec.from_seed(13, 6)
+    df = spark.createDataFrame([(7,)], "id bigint")
+    with pytest.warns(DeprecationWarning, match=r"mlt_encode\(output=...\) is deprecated; use layout="):
+        packed = df.select(mlt_encode("id", codec, output="packed").alias("k"))
+    with pytest.warns(DeprecationWarning, match=r"mlt_decode\(form=...\) is deprecated; use layout="):
+        back = packed.select(mlt_decode("k", codec, form="packed").alias("id"))
+    with pytest.warns(DeprecationWarning, match=r"mlt_unpack\(output=...\)"):
+        unpacked = packed.select(mlt_unpack("k", codec, output="array").alias("t"))
+    assert back.first() == (7,)
+    assert unpacked.first()[0] == codec.encode([7])[0].tolist()  # type: ignore[index]
+    with pytest.raises(MLTTypeError, match=r"layout: pass layout= only"):
+        mlt_encode("id", codec, layout="array", output="packed")
+
+
+def test_old_module_names_import_the_new_modules_with_a_warning() -> None:
+    for old, new in [("spark_mlt.functions", spark_mlt.column), ("spark_mlt.delta", spark_mlt.storage)]:
+        sys.modules.pop(old, None)
+        with pytest.warns(DeprecationWarning, match=rf"{old} is deprecated; import {new.__name__} instead"):
+            module = importlib.import_module(old)
+        assert module is new

@@ -1,32 +1,62 @@
-"""The batch jobs end to end: MovieLens layouts, warehouse tables, decode --verify, the CLI."""
+"""The batch jobs end to end: MovieLens releases, warehouse tables, decode --verify, the CLI."""
 
 from __future__ import annotations
 
 import json
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
+import spark_mlt.batch
 from spark_mlt import CodecParameterError, MLTCodec, MLTError
-from spark_mlt.cli import main
-from spark_mlt.delta import read_codecs, read_delta
-from spark_mlt.movielens import detect_layout, generate_synthetic, read_ratings
-from spark_mlt.pipeline import decode_table, tokenize_movielens, tokenize_table, unpack_token_columns
+from spark_mlt.batch import (
+    DecodeOptions,
+    MovieLensOptions,
+    TokenizeOptions,
+    decode_table,
+    detect_release,
+    generate_synthetic,
+    read_ratings,
+    size_codecs,
+    tokenize_movielens,
+    tokenize_table,
+    unpack_token_columns,
+)
+from spark_mlt.batch.cli import _names, main
+from spark_mlt.column import fit_codecs
+from spark_mlt.storage import MissingCodecError, read_codecs, read_delta, write_delta
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
+
+VERIFY = DecodeOptions(verify=True)
+APPEND = MovieLensOptions(mode="append")
+
+
+@contextmanager
+def warns(category: type[Warning], match: str) -> Iterator[pytest.WarningsRecorder]:
+    """``pytest.warns`` around Spark work: PySpark 3.5's py4j leaves sockets to the garbage
+    collector, and their ResourceWarnings must not count (nor fail the test)."""
+    with pytest.warns(category, match=match) as record, warnings.catch_warnings():  # noqa: PT031 - a helper
+        warnings.filterwarnings("ignore", category=ResourceWarning)
+        yield record
+
 
 RATINGS = [(1, 31, 2.5, 1260759144), (1, 1029, 3.0, 1260759179), (7, 1061, 4.5, 1260759182), (138493, 10, 5.0, 1)]
 
 
-def _write_release(folder: Path, layout: str, line_ending: str) -> Path:
+def _write_release(folder: Path, release: str, line_ending: str) -> Path:
     folder.mkdir(parents=True)
-    if layout == "ml-100k":
+    if release == "ml-100k":
         text = line_ending.join(f"{u}\t{m}\t{int(r)}\t{t}" for u, m, r, t in RATINGS)
         (folder / "u.data").write_bytes((text + line_ending).encode())
-    elif layout == "ml-1m":
+    elif release == "ml-1m":
         text = line_ending.join(f"{u}::{m}::{int(r)}::{t}" for u, m, r, t in RATINGS)
         (folder / "ratings.dat").write_bytes((text + line_ending).encode())
     else:
@@ -36,25 +66,25 @@ def _write_release(folder: Path, layout: str, line_ending: str) -> Path:
 
 
 @pytest.mark.parametrize("line_ending", ["\n", "\r\n"], ids=["lf", "crlf"])
-@pytest.mark.parametrize("layout", ["ml-100k", "ml-1m", "ml-latest"])
-def test_every_movielens_layout_reads_the_same_ratings(
-    spark: SparkSession, tmp_path: Path, layout: str, line_ending: str
+@pytest.mark.parametrize("release", ["ml-100k", "ml-1m", "ml-latest"])
+def test_every_movielens_release_reads_the_same_ratings(
+    spark: SparkSession, tmp_path: Path, release: str, line_ending: str
 ) -> None:
-    folder = _write_release(tmp_path / layout, layout, line_ending)
+    folder = _write_release(tmp_path / release, release, line_ending)
     rows = read_ratings(spark, folder).orderBy("userId", "movieId").collect()
-    expected = [(u, m, r if layout == "ml-latest" else float(int(r)), t) for u, m, r, t in RATINGS]
+    expected = [(u, m, r if release == "ml-latest" else float(int(r)), t) for u, m, r, t in RATINGS]
     assert [tuple(r) for r in rows] == sorted(expected)
 
 
 def test_a_folder_without_ratings_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match=r"not a MovieLens release folder: expected one of ratings.csv"):
-        detect_layout(tmp_path)
+        detect_release(tmp_path)
 
 
 def test_movielens_job_writes_tokens_label_and_both_codecs(spark: SparkSession, tmp_path: Path) -> None:
     folder = _write_release(tmp_path / "ml", "ml-latest", "\r\n")
     output = str(tmp_path / "out")
-    report = tokenize_movielens(spark, str(folder), output, p=7)
+    report = tokenize_movielens(spark, str(folder), output, MovieLensOptions(p=7))
     assert report.rows_out == 4
     codecs = read_codecs(output)
     assert set(codecs) == {"userId", "movieId"}
@@ -65,7 +95,7 @@ def test_movielens_job_writes_tokens_label_and_both_codecs(spark: SparkSession, 
     assert report.layouts == {"userId": "packed", "movieId": "packed"}  # the default: one bigint per id
     assert table["userId_mlt"].dtype == np.int64
     np.testing.assert_array_equal(codecs["userId"].unpack(table["userId_mlt"].to_numpy()), expected)
-    assert decode_table(spark, output, verify=True).mismatches == 0
+    assert decode_table(spark, output, VERIFY).mismatches == 0
     unpacked = unpack_token_columns(read_delta(spark, output), codecs).orderBy("userId", "movieId")
     assert [r.userId_mlt for r in unpacked.collect()] == expected.tolist()
 
@@ -73,29 +103,31 @@ def test_movielens_job_writes_tokens_label_and_both_codecs(spark: SparkSession, 
 def test_array_layout_on_request_and_appends_keep_the_tables_layout(spark: SparkSession, tmp_path: Path) -> None:
     folder = generate_synthetic(tmp_path / "ml", ratings=200, users=20, movies=30)
     output = str(tmp_path / "out")
-    first = tokenize_movielens(spark, str(folder), output, token_layout="array")
+    first = tokenize_movielens(spark, str(folder), output, MovieLensOptions(layout="array"))
     assert first.layouts == {"userId": "array", "movieId": "array"}
     assert read_delta(spark, output).schema["userId_mlt"].dataType.simpleString() == "array<int>"
-    second = tokenize_movielens(spark, str(folder), output, mode="append")  # auto: the table's layout
+    second = tokenize_movielens(spark, str(folder), output, APPEND)  # auto: the table's layout
     assert second.layouts == first.layouts
     with pytest.raises(MLTError, match=r"column userId_mlt of the existing table stores tokens as 'array'"):
-        tokenize_movielens(spark, str(folder), output, mode="append", token_layout="packed")
-    report = decode_table(spark, output, verify=True)
+        tokenize_movielens(spark, str(folder), output, MovieLensOptions(mode="append", layout="packed"))
+    report = decode_table(spark, output, VERIFY)
     assert (report.rows_in, report.mismatches, report.layouts["userId"]) == (400, 0, "array")
     with pytest.raises(CodecParameterError, match="store these tokens as arrays"):
-        tokenize_movielens(spark, str(folder), str(tmp_path / "wide"), p=2_147_483_647, n=3, token_layout="packed")
-    wide = tokenize_movielens(spark, str(folder), str(tmp_path / "wide"), p=2_147_483_647, n=3)
+        tokenize_movielens(
+            spark, str(folder), str(tmp_path / "wide"), MovieLensOptions(p=2_147_483_647, n=3, layout="packed")
+        )
+    wide = tokenize_movielens(spark, str(folder), str(tmp_path / "wide"), MovieLensOptions(p=2_147_483_647, n=3))
     assert wide.layouts == {"userId": "array", "movieId": "array"}  # auto: 93 bits do not pack
 
 
 def test_append_reuses_stored_codecs_and_overwrite_replaces(spark: SparkSession, tmp_path: Path) -> None:
     folder = generate_synthetic(tmp_path / "ml", ratings=500, users=50, movies=80)
     output = str(tmp_path / "out")
-    first = tokenize_movielens(spark, str(folder), output, p=13)
-    second = tokenize_movielens(spark, str(folder), output, mode="append")  # no p: stored codecs win
+    first = tokenize_movielens(spark, str(folder), output, MovieLensOptions(p=13))
+    second = tokenize_movielens(spark, str(folder), output, APPEND)  # no p: stored codecs win
     assert second.codecs == first.codecs
     assert read_delta(spark, output).count() == 1000
-    tokenize_movielens(spark, str(folder), output, mode="overwrite")
+    tokenize_movielens(spark, str(folder), output, MovieLensOptions(mode="overwrite"))
     assert read_delta(spark, output).count() == 500
     assert DeltaTable(output).version() == 3
 
@@ -107,9 +139,8 @@ def test_warehouse_table_quarantines_bad_rows_and_loses_none(spark: SparkSession
         "customer_id bigint, product_id bigint, note string",
     ).write.parquet(source)
     output = str(tmp_path / "orders_mlt")
-    report = tokenize_table(
-        spark, source, output, ["customer_id", "product_id"], p=13, n=3, handle_invalid="quarantine"
-    )
+    options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine")
+    report = tokenize_table(spark, source, output, ["customer_id", "product_id"], options)
     assert (report.rows_in, report.rows_out, report.rows_rejected) == (5, 3, 2)
     rejected = read_delta(spark, f"{output}_quarantine").orderBy("note").collect()
     assert [r.note for r in rejected] == ["b", "d"]
@@ -122,8 +153,8 @@ def test_decode_writes_ids_back_to_delta_and_parquet(spark: SparkSession, tmp_pa
     folder = generate_synthetic(tmp_path / "ml", ratings=300, users=30, movies=40)
     tokens = str(tmp_path / "tokens")
     tokenize_movielens(spark, str(folder), tokens)
-    decode_table(spark, tokens, output=str(tmp_path / "ids"))
-    decode_table(spark, tokens, output=str(tmp_path / "ids.parquet"), output_format="parquet")
+    decode_table(spark, tokens, DecodeOptions(output=str(tmp_path / "ids")))
+    decode_table(spark, tokens, DecodeOptions(output=str(tmp_path / "ids.parquet"), output_format="parquet"))
     original = read_ratings(spark, folder)
     for decoded in (read_delta(spark, str(tmp_path / "ids")), spark.read.parquet(str(tmp_path / "ids.parquet"))):
         assert "userId_mlt" not in decoded.columns
@@ -150,8 +181,6 @@ def test_cli_runs_jobs_with_a_config_file_and_flags_override_it(
 
 
 def test_cli_writes_v2_data_pages_by_default_and_v1_on_request(spark: SparkSession, tmp_path: Path) -> None:
-    import pyarrow.parquet as pq
-
     folder = generate_synthetic(tmp_path / "ml", ratings=100, users=10, movies=10)
 
     def token_encodings(output: Path) -> set[str]:
@@ -171,7 +200,7 @@ def test_cli_writes_v2_data_pages_by_default_and_v1_on_request(spark: SparkSessi
     assert "DELTA_BINARY_PACKED" in token_encodings(tmp_path / "v2")
     assert "PLAIN" in token_encodings(tmp_path / "v1")
     assert "DELTA_BINARY_PACKED" not in token_encodings(tmp_path / "v1")
-    assert decode_table(spark, str(tmp_path / "v2"), verify=True).mismatches == 0
+    assert decode_table(spark, str(tmp_path / "v2"), VERIFY).mismatches == 0
     with pytest.raises(SystemExit):  # argparse: invalid choice
         main([*job, str(tmp_path / "x"), "--data-page-version", "3"])
 
@@ -215,6 +244,7 @@ def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     assert main(["movielens", "--input", str(folder), "--output", output]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("spark-mlt: error: TableExistsError: a Delta table already exists at")
+    assert err[-1].endswith("pass --mode append or --mode overwrite")  # the library's mode= in the CLI's words
     assert (
         main(
             [
@@ -237,17 +267,15 @@ def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
 
 
 def test_decode_refuses_a_table_without_codecs(spark: SparkSession, tmp_path: Path) -> None:
-    from spark_mlt.delta import MissingCodecError, write_delta
-
     path = str(tmp_path / "plain")
     write_delta(spark.range(3), path, {})
     with pytest.raises(MissingCodecError, match=r"stores no codec"):
-        decode_table(spark, path, verify=True)
+        decode_table(spark, path, VERIFY)
 
 
 def test_codec_sizing_from_data_matches_the_paper_rule(spark: SparkSession, tmp_path: Path) -> None:
     folder = _write_release(tmp_path / "ml", "ml-latest", "\n")
-    report = tokenize_movielens(spark, str(folder), str(tmp_path / "out"), n=7)
+    report = tokenize_movielens(spark, str(folder), str(tmp_path / "out"), MovieLensOptions(n=7))
     assert report.codecs["userId"] == MLTCodec.for_cardinality(138_493, n=7)
 
 
@@ -257,24 +285,22 @@ def test_string_keys_go_through_a_vocabulary_that_grows_across_runs(spark: Spark
     spark.createDataFrame([("SKU-3", 1), ("SKU-1", 2), ("SKU-3", 3)], "sku string, qty int").write.parquet(first)
     spark.createDataFrame([("SKU-2", 4), ("SKU-1", 5), (None, 6)], "sku string, qty int").write.parquet(second)
     output = str(tmp_path / "orders_mlt")
-    tokenize_table(spark, first, output, ["sku"], p=13, n=3)
+    tokenize_table(spark, first, output, ["sku"], TokenizeOptions(p=13, n=3))
     vocabulary = str(tmp_path / "orders_mlt_vocab" / "sku")
     assert sorted(tuple(r) for r in read_delta(spark, vocabulary).collect()) == [("SKU-1", 0), ("SKU-3", 1)]
-    tokenize_table(spark, second, output, ["sku"], mode="append")
+    tokenize_table(spark, second, output, ["sku"], TokenizeOptions(mode="append"))
     ids = dict(tuple(r) for r in read_delta(spark, vocabulary).collect())
     assert ids == {"SKU-1": 0, "SKU-3": 1, "SKU-2": 2}  # old keys keep their ids
     codec = read_codecs(output)["sku"]
     row = read_delta(spark, output).where("qty = 4").first()
     assert codec.unpack([row.sku_mlt]).tolist() == codec.encode([2]).tolist()
-    assert decode_table(spark, output, verify=True).mismatches == 0
-    decode_table(spark, output, output=str(tmp_path / "decoded"))
+    assert decode_table(spark, output, VERIFY).mismatches == 0
+    decode_table(spark, output, DecodeOptions(output=str(tmp_path / "decoded")))
     decoded = sorted((r.qty, r.sku) for r in read_delta(spark, str(tmp_path / "decoded")).collect())
     assert decoded == [(1, "SKU-3"), (2, "SKU-1"), (3, "SKU-3"), (4, "SKU-2"), (5, "SKU-1"), (6, None)]
 
 
 def test_cli_reads_column_lists_given_with_spaces_or_commas() -> None:
-    from spark_mlt.cli import _names
-
     assert _names(["userId,movieId"]) == ["userId", "movieId"]
     assert _names(["userId", "movieId"]) == ["userId", "movieId"]
     assert _names(["a, b", "c"]) == ["a", "b", "c"]
@@ -287,6 +313,73 @@ def test_movielens_label_is_the_papers_rating_of_4_or_more(spark: SparkSession, 
     rows = ["userId,movieId,rating,timestamp", "1,1,3.5,1", "1,2,4.0,2", "2,1,4.5,3"]
     (folder / "ratings.csv").write_text("\n".join(rows) + "\n")
     output = str(tmp_path / "out")
-    tokenize_movielens(spark, str(folder), output, p=7)
+    tokenize_movielens(spark, str(folder), output, MovieLensOptions(p=7))
     table = DeltaTable(output).to_pyarrow_table().to_pandas().sort_values("timestamp")
     assert table["label"].tolist() == [0, 1, 1]  # 4.0 is positive (PAPER-FACTS: rating >= 4)
+
+
+def test_the_0_1_keywords_still_work_with_one_deprecation_warning(spark: SparkSession, tmp_path: Path) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=60, users=6, movies=8)
+    output = str(tmp_path / "out")
+    with warns(DeprecationWarning, r"tokenize_movielens\(p=, token_layout=\.\.\.\)") as record:
+        report = tokenize_movielens(spark, str(folder), output, p=7, token_layout="array")
+    assert [w.category for w in record] == [DeprecationWarning]
+    assert (report.codecs["userId"].p, report.layouts["userId"]) == (7, "array")
+    with warns(DeprecationWarning, r"decode_table\(verify=\.\.\.\) is deprecated") as record:
+        assert decode_table(spark, output, verify=True).mismatches == 0
+    assert len(record) == 1
+    source = str(tmp_path / "ids.parquet")
+    spark.range(5).withColumnRenamed("id", "sku").write.parquet(source)
+    with warns(DeprecationWarning, r"pass options=TokenizeOptions\(\.\.\.\)") as record:
+        report = tokenize_table(spark, source, str(tmp_path / "t"), ["sku"], p=13, n=3, handle_invalid="null")
+    assert (len(record), report.codecs["sku"]) == (1, MLTCodec.from_seed(13, 3, 42))
+
+
+def test_skip_drops_invalid_rows_and_counts_them(spark: SparkSession, tmp_path: Path) -> None:
+    source = str(tmp_path / "orders.parquet")
+    spark.createDataFrame(
+        [(1, "a"), (-5, "b"), (None, "c"), (10**12, "d")], "customer_id bigint, note string"
+    ).write.parquet(source)
+    output = str(tmp_path / "orders_mlt")
+    report = tokenize_table(spark, source, output, ["customer_id"], TokenizeOptions(p=13, n=3, handle_invalid="skip"))
+    assert (report.rows_in, report.rows_out, report.rows_rejected) == (4, 2, 2)
+    assert sorted(r.note for r in read_delta(spark, output).collect()) == ["a", "c"]  # a null id is no invalid id
+    assert not Path(f"{output}_quarantine").exists()
+    assert DeltaTable(output).history(1)[0]["spark_mlt.handle_invalid"] == "skip"
+
+
+def test_cli_takes_the_old_token_layout_flag_and_conf_key(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=40, users=5, movies=5)
+    assert main(["movielens", "--input", str(folder), "--output", str(tmp_path / "a"), "--token-layout", "array"]) == 0
+    assert "layout=array" in capsys.readouterr().out
+    config = tmp_path / "job.yaml"
+    config.write_text(f"input: {folder}\noutput: {tmp_path / 'b'}\ntoken_layout: array\n")
+    with warns(FutureWarning, r"token_layout is deprecated; write layout"):
+        assert main(["movielens", "--config", str(config)]) == 0
+    assert read_delta(spark, str(tmp_path / "b")).schema["userId_mlt"].dataType.simpleString() == "array<int>"
+
+
+def test_the_release_is_recorded_and_the_old_names_still_work(spark: SparkSession, tmp_path: Path) -> None:
+    folder = _write_release(tmp_path / "ml", "ml-1m", "\n")
+    output = str(tmp_path / "out")
+    tokenize_movielens(spark, str(folder), output)
+    assert DeltaTable(output).history(1)[0]["spark_mlt.release"] == "ml-1m/10m"
+    assert detect_release(folder).file == "ratings.dat"
+    with pytest.warns(DeprecationWarning, match="detect_layout is deprecated"):
+        detect_layout = spark_mlt.batch.detect_layout
+    assert detect_layout(folder) == detect_release(folder)
+
+
+def test_size_codecs_is_a_deprecated_alias_of_fit_codecs(spark: SparkSession) -> None:
+    ids = spark.createDataFrame([(5, 900)], "a bigint, b bigint")
+    with warns(DeprecationWarning, "use spark_mlt.column.fit_codecs"):
+        sized = size_codecs(ids, ["a", "b"], p=7)
+    assert sized == fit_codecs(ids, ["a", "b"], p=7)
+
+
+def test_decode_needs_an_output_or_verify_and_says_so_in_python(spark: SparkSession, tmp_path: Path) -> None:
+    with pytest.raises(MLTError, match=r"^output is needed .* unless verify=True") as caught:
+        decode_table(spark, str(tmp_path / "nothing"))
+    assert caught.value.parameter == "output"

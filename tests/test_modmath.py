@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from spark_mlt.modmath import integer_root_ceil, inverse_mod_p, is_prime, next_prime
+from spark_mlt.codec.modmath import integer_root_ceil, inverse_mod_p, is_prime, next_prime
 
 
 def _sieve(limit: int) -> set[int]:

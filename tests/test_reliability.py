@@ -1,12 +1,13 @@
 """Reliability: faults, idempotent re-runs, concurrent writers, bad input, fuzzing and scale.
 
-The fault scenarios run tests/fault_jobs.py in separate processes (own JVM): a task that
+The fault scenarios run tests/support/fault_jobs.py in separate processes (own JVM): a task that
 fails once and is retried, a driver that dies between Spark's job commit and the Delta
 commit, and two processes appending to one table at once.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -15,6 +16,7 @@ from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from hypothesis import given
@@ -24,8 +26,13 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
-from spark_mlt.delta import (
+from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
+from spark_mlt.batch.cli import main as cli_main
+from spark_mlt.column import mlt_decode, mlt_encode
+from spark_mlt.errors import InvalidTokenError, MLTError
+from spark_mlt.storage import (
     MissingCodecError,
+    WriteOptions,
     orphan_files,
     read_codecs,
     read_delta,
@@ -33,11 +40,8 @@ from spark_mlt.delta import (
     vacuum,
     write_delta,
 )
-from spark_mlt.errors import InvalidTokenError, MLTError
-from spark_mlt.functions import mlt_decode, mlt_encode
-from spark_mlt.pipeline import decode_table, tokenize_table
 
-FAULT_JOBS = Path(__file__).with_name("fault_jobs.py")
+FAULT_JOBS = Path(__file__).parent / "support" / "fault_jobs.py"
 CODEC = MLTCodec.from_seed(13, 6, 42)  # the codec fault_jobs.py uses
 
 
@@ -143,14 +147,12 @@ def test_a_rerun_with_the_same_run_id_writes_nothing(spark: SparkSession, tmp_pa
 def test_the_cli_reports_an_already_committed_run_and_exits_0(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from spark_mlt.cli import main
-
     source = str(tmp_path / "in")
     spark.range(50).withColumnRenamed("id", "sku").write.parquet(source)
     argv = ["tokenize", "--input", source, "--columns", "sku", "--output", str(tmp_path / "out")]
     argv += ["--mode", "append", "--run-id", "r1"]
-    assert main(argv) == 0
-    assert main(argv) == 0
+    assert cli_main(argv) == 0
+    assert cli_main(argv) == 0
     assert "run id already committed: nothing written" in capsys.readouterr().out
     assert DeltaTable(str(tmp_path / "out")).to_pyarrow_table().num_rows == 50
 
@@ -162,8 +164,6 @@ def test_an_empty_run_id_is_refused(spark: SparkSession, tmp_path: Path) -> None
 
 
 def _encodings(path: Path) -> dict[str, tuple[str, ...]]:
-    import pyarrow.parquet as pq
-
     files = list(DeltaTable(str(path)).file_uris())
     columns = pq.read_metadata(files[0]).row_group(0)
     return {columns.column(i).path_in_schema: columns.column(i).encodings for i in range(columns.num_columns)}
@@ -174,7 +174,7 @@ def test_token_columns_are_written_without_dictionary_in_v2_pages(spark: SparkSe
     df = df.withColumn("userId_mlt", mlt_encode("userId", CODEC))
     options = token_write_options(df, ["userId_mlt"])
     assert options == {"parquet.writer.version": "v2", "parquet.enable.dictionary#userId_mlt.list.element": "false"}
-    write_delta(df.coalesce(1), str(tmp_path / "v2"), {"userId": CODEC}, write_options=options)
+    write_delta(df.coalesce(1), str(tmp_path / "v2"), {"userId": CODEC}, options=WriteOptions(parquet_options=options))
     encodings = _encodings(tmp_path / "v2")
     assert "DELTA_BINARY_PACKED" in encodings["userId_mlt.list.element"]  # v2's integer encoding, no dictionary
     assert not any("DICTIONARY" in e for e in encodings["userId_mlt.list.element"])
@@ -182,7 +182,7 @@ def test_token_columns_are_written_without_dictionary_in_v2_pages(spark: SparkSe
 
     options = token_write_options(df, ["userId_mlt"], data_page_version=1)
     assert options == {"parquet.enable.dictionary#userId_mlt.list.element": "false"}
-    write_delta(df.coalesce(1), str(tmp_path / "v1"), {"userId": CODEC}, write_options=options)
+    write_delta(df.coalesce(1), str(tmp_path / "v1"), {"userId": CODEC}, options=WriteOptions(parquet_options=options))
     assert set(_encodings(tmp_path / "v1")["userId_mlt.list.element"]) == {"PLAIN", "RLE"}  # order varies
 
 
@@ -196,8 +196,6 @@ def test_a_data_page_version_other_than_1_or_2_is_refused(spark: SparkSession, v
 def test_v2_pages_of_every_column_type_read_back_the_same_in_spark_and_delta_rs(
     spark: SparkSession, tmp_path: Path
 ) -> None:
-    import datetime as dt
-
     schema = (
         "userId bigint, small int, price decimal(12,2), score double, name string, flag boolean, day date, "
         "at timestamp, local timestamp_ntz, tags array<string>, point struct<x: int, y: double>, part string"
@@ -226,7 +224,7 @@ def test_v2_pages_of_every_column_type_read_back_the_same_in_spark_and_delta_rs(
         str(path),
         {"userId": CODEC},
         partition_by=["part"],
-        write_options=token_write_options(df, ["userId_mlt"]),
+        options=WriteOptions(parquet_options=token_write_options(df, ["userId_mlt"])),
     )
     expected = sorted(tuple(r) for r in df.collect())
     assert sorted(tuple(r) for r in read_delta(spark, str(path)).select(*df.columns).collect()) == expected
@@ -236,7 +234,7 @@ def test_v2_pages_of_every_column_type_read_back_the_same_in_spark_and_delta_rs(
     assert arrow.column("price").to_pylist() == [r[2] for r in rows]
     assert arrow.column("tags").to_pylist() == [r[9] for r in rows]
     assert arrow.column("day").to_pylist() == [r[6] for r in rows]
-    utc = dt.timezone.utc  # the session's time zone (spark_mlt.session): naive datetimes are UTC
+    utc = dt.timezone.utc  # the session's time zone (spark_mlt.batch.session): naive datetimes are UTC
     assert arrow.column("at").to_pylist() == [r[7] and r[7].replace(tzinfo=utc) for r in rows]
     assert arrow.column("local").to_pylist() == [r[8] for r in rows]
 
@@ -245,7 +243,7 @@ def test_v2_pages_of_every_column_type_read_back_the_same_in_spark_and_delta_rs(
 def test_an_empty_input_writes_an_empty_table_with_codecs(spark: SparkSession, tmp_path: Path) -> None:
     source = str(tmp_path / "in")
     spark.range(0).withColumnRenamed("id", "sku").write.parquet(source)
-    report = tokenize_table(spark, source, str(tmp_path / "out"), ["sku"], p=13, n=3)
+    report = tokenize_table(spark, source, str(tmp_path / "out"), ["sku"], TokenizeOptions(p=13, n=3))
     assert (report.rows_in, report.rows_out) == (0, 0)
     assert read_codecs(str(tmp_path / "out"))["sku"] == MLTCodec.from_seed(13, 3, 42)
 
@@ -263,9 +261,8 @@ def test_bad_ids_are_quarantined_with_reasons_and_none_lost(spark: SparkSession,
     rows = [(0,), (None,), (-1,), (CODEC.max_id,), (CODEC.max_id + 1,), (2**63 - 1,), (-(2**63),), (7,)]
     spark.createDataFrame(rows, "sku bigint").write.parquet(source)
     out = str(tmp_path / "out")
-    report = tokenize_table(
-        spark, source, out, ["sku"], p=CODEC.p, n=CODEC.n, handle_invalid="quarantine", quarantine=f"{out}_q"
-    )
+    options = TokenizeOptions(p=CODEC.p, n=CODEC.n, handle_invalid="quarantine", quarantine=f"{out}_q")
+    report = tokenize_table(spark, source, out, ["sku"], options)
     assert (report.rows_in, report.rows_out, report.rows_rejected) == (8, 4, 4)
     kept = DeltaTable(out).to_pyarrow_table().to_pydict()
     assert sorted(kept["sku"], key=lambda v: -1 if v is None else v) == [None, 0, 7, CODEC.max_id]
@@ -291,7 +288,7 @@ def test_decoding_a_table_without_codec_properties_is_refused(spark: SparkSessio
     path = str(tmp_path / "plain")
     write_delta(spark.range(3).withColumn("id_mlt", F.array(F.lit(1))), path, {})
     with pytest.raises(MissingCodecError, match="stores no codec"):
-        decode_table(spark, path, verify=True)
+        decode_table(spark, path, DecodeOptions(verify=True))
 
 
 # ---------------------------------------------------------------------- fuzzing the decoder

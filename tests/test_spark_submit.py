@@ -29,12 +29,14 @@ import numpy as np
 import pandas as pd
 import pyspark
 import pytest
+import tomllib
 from deltalake import DeltaTable
 
+import spark_mlt
 from spark_mlt import MLTCodec
-from spark_mlt.delta import read_codecs
-from spark_mlt.movielens import generate_synthetic
-from tests._processes import stop, tail
+from spark_mlt.batch import generate_synthetic
+from spark_mlt.storage import read_codecs
+from tests.support.processes import stop, tail
 
 pytestmark = pytest.mark.slow
 
@@ -73,7 +75,7 @@ PROBE = textwrap.dedent(
 
     def main(result_path, count):
         from spark_mlt import MLTCodec
-        from spark_mlt.functions import mlt_decode, mlt_encode
+        from spark_mlt.column import mlt_decode, mlt_encode
 
         spark = SparkSession.builder.appName("spark-mlt udf probe").getOrCreate()
         codec = MLTCodec.from_seed(p=7, n=7, seed=42)
@@ -292,16 +294,12 @@ def test_py_files_zip_holds_the_package_at_its_root(py_files: Path) -> None:
     with zipfile.ZipFile(py_files) as archive:
         names = archive.namelist()
     assert "spark_mlt/__init__.py" in names
-    assert "spark_mlt/functions.py" in names
+    assert "spark_mlt/column/functions.py" in names
     assert all(name.startswith("spark_mlt/") and "__pycache__" not in name for name in names), names
     assert not any(name.endswith(".pyc") for name in names)
 
 
 def test_the_zip_and_the_package_carry_the_version_of_pyproject(py_files: Path) -> None:
-    import tomllib
-
-    import spark_mlt
-
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
     assert spark_mlt.__version__ == version  # written in both places: they must agree
     assert py_files.name == f"spark_mlt-{version}.zip"
@@ -326,7 +324,7 @@ def test_executor_python_lacks_spark_mlt_but_the_zip_provides_it(python: Path, p
     assert has_the_rest.returncode == 0, has_the_rest.stderr
     from_zip = _run_python(
         python,
-        "import spark_mlt.cli, spark_mlt.delta, spark_mlt.functions, spark_mlt.ml; print(spark_mlt.__file__)",
+        "import spark_mlt.batch.cli, spark_mlt.storage, spark_mlt.column, spark_mlt.ml; print(spark_mlt.__file__)",
         neutral,
         {**env, "PYTHONPATH": str(py_files)},
     )

@@ -7,7 +7,7 @@ standalone master and two one-core workers run on this machine under two loopbac
 ``127.0.0.1`` and ``127.0.0.2`` (Linux routes all of 127.0.0.0/8 to the loopback device), so
 their executors report different hosts and Spark will speculate across them.
 
-``tests/speculation_job.py`` runs the driver in a subprocess: its first attempt of partition
+``tests/support/speculation_job.py`` runs the driver in a subprocess: its first attempt of partition
 0 stalls for a minute, the speculative copy on the other host finishes it, and the stalled
 attempt is killed. Spark's output committer must let exactly one attempt's file through, and
 ``write_delta`` must commit exactly the files of Spark's job commit.
@@ -34,13 +34,13 @@ import pytest
 from deltalake import DeltaTable
 
 from spark_mlt import MLTCodec
-from spark_mlt.delta import orphan_files, read_codecs
-from tests._processes import stop, tail
+from spark_mlt.storage import orphan_files, read_codecs
+from tests.support.processes import stop, tail
 
 pytestmark = pytest.mark.slow
 
 ROOT = Path(__file__).resolve().parent.parent
-JOB = ROOT / "tests" / "speculation_job.py"
+JOB = ROOT / "tests" / "support" / "speculation_job.py"
 SPARK_HOME = Path(pyspark.__file__).parent
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 HOSTS = ("127.0.0.1", "127.0.0.2")

@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_mlt import MLTCodec
-from spark_mlt._sqlgen import TABLE_ENTRIES, _encode_words, encode_tables
+from spark_mlt.column.expressions import TABLE_ENTRIES, _encode_words, encode_tables
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 

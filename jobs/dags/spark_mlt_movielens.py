@@ -48,13 +48,21 @@ import json
 import os
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from types import ModuleType
 
+# A DAG file is Airflow's to import: here Airflow is no optional dependency (TID253 is for the package).
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 
 try:  # Airflow 3
     from airflow.sdk import DAG
 except ImportError:  # Airflow 2.10+
     from airflow import DAG  # type: ignore[attr-defined,no-redef]
+
+tomllib: ModuleType | None
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    tomllib = None
 
 
 def _default_home() -> str:
@@ -69,12 +77,12 @@ def _project_version(home: str) -> str:
     """$SPARK_MLT_VERSION, else the version in the checkout's pyproject.toml (what ``make dist`` uses), else 0.1.0."""
     if os.environ.get("SPARK_MLT_VERSION"):
         return os.environ["SPARK_MLT_VERSION"]
+    if tomllib is None:
+        return "0.1.0"
     try:
-        import tomllib  # Python 3.11+
-
         with open(Path(home) / "pyproject.toml", "rb") as file:
             return str(tomllib.load(file)["project"]["version"])
-    except (ImportError, OSError, KeyError, ValueError):  # no checkout here: the documented default
+    except (OSError, KeyError, ValueError):  # no checkout here: the documented default
         return "0.1.0"
 
 

@@ -13,7 +13,7 @@ the plain rows in Parquet v2 data pages, the page format the jobs write (a like-
 baseline). The cases run interleaved, in a new order each round; on a shared machine compare
 the ratios (best over best, and the median of each round's ratio).
 
-Run: ``make bench-delta`` or ``python jobs/benchmark_delta.py --rows 20000000``.
+Run: ``make bench-delta`` or ``python benchmarks/benchmark_delta.py --rows 20000000``.
 """
 
 from __future__ import annotations
@@ -28,9 +28,8 @@ import time
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
-from spark_mlt.delta import token_write_options, write_delta
-from spark_mlt.pipeline import resolve_layouts, tokenize_dataframe
-from spark_mlt.session import local_session
+from spark_mlt.batch import local_session, tokenize_dataframe
+from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 
 USERS, MOVIES = 138_493, 27_278
 
@@ -77,9 +76,11 @@ def main(argv: list[str] | None = None) -> int:
                     floor_options = token_write_options(floor, ["userId_x", "movieId_x"])
                     floor.write.options(**floor_options).parquet(f"{folder}/{case}")
                 else:
-                    tokens, _ = tokenize_dataframe(ratings, codecs, layouts=resolve_layouts(codecs, case))
+                    tokens, _ = tokenize_dataframe(ratings, codecs, layouts=dict.fromkeys(codecs, case))
                     options = token_write_options(tokens, ["userId_mlt", "movieId_mlt"])  # as the jobs write them
-                    result = write_delta(tokens, f"{folder}/{case}", codecs, write_options=options)
+                    result = write_delta(
+                        tokens, f"{folder}/{case}", codecs, options=WriteOptions(parquet_options=options)
+                    )
                     if case == "packed":
                         shares.append(
                             (result.seconds["footers"] + result.seconds["commit"]) / (time.perf_counter() - started)

@@ -7,31 +7,29 @@ vocabulary wastes no capacity.
 
 Assumption: one writer per vocabulary at a time (a scheduled job). Two concurrent runs could
 hand the same id to different keys; :func:`check_vocabulary` detects that.
+
+A tokenised table records the vocabulary path of each string column in its table property
+``mlt.vocabulary.<column>`` (:func:`~spark_mlt.storage.properties.vocabulary_properties`;
+:func:`~spark_mlt.storage.properties.vocabulary_paths` reads it, and the older
+``mlt.vocab.<column>``).
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
 
-from spark_mlt.delta import read_delta, write_delta
-from spark_mlt.errors import MLTError
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+from spark_mlt.errors import VocabularyError
+from spark_mlt.storage.reader import read_delta
+from spark_mlt.storage.table import table_exists
+from spark_mlt.storage.writer import WriteOptions, write_delta
 
 __all__ = ["VocabularyError", "assign_ids", "check_vocabulary", "keys_for_ids", "read_vocabulary"]
 
 
-class VocabularyError(MLTError):
-    """A vocabulary table is inconsistent (an id used twice, or a key with two ids)."""
-
-
 def read_vocabulary(spark: SparkSession, path: str) -> DataFrame | None:
     """The vocabulary at ``path`` as ``key, id``, or None when it does not exist yet."""
-    from deltalake import DeltaTable
-
-    if not DeltaTable.is_deltatable(os.fspath(path)):
+    if not table_exists(path):
         return None
     return read_delta(spark, path)
 
@@ -44,9 +42,6 @@ def assign_ids(spark: SparkSession, df: DataFrame, column: str, path: str, *, id
 
         orders = assign_ids(spark, orders, "sku", "/data/vocab/sku", id_column="sku_id")
     """
-    from pyspark.sql import Window
-    from pyspark.sql import functions as F
-
     keys = df.select(F.col(column).cast("string").alias("key")).where(F.col("key").isNotNull()).distinct()
     known = read_vocabulary(spark, path)
     if known is None:
@@ -59,7 +54,8 @@ def assign_ids(spark: SparkSession, df: DataFrame, column: str, path: str, *, id
     numbered = new.select("key", (F.row_number().over(Window.orderBy("key")) - 1 + F.lit(start)).alias("id"))
     numbered = numbered.select("key", F.col("id").cast("bigint").alias("id"))
     if known is None or numbered.limit(1).count():
-        write_delta(numbered, path, {}, mode="append", commit_info={"spark_mlt.vocabulary_of": column})
+        options = WriteOptions(commit_info={"spark_mlt.vocabulary_of": column})
+        write_delta(numbered, path, {}, mode="append", options=options)
     vocabulary = read_delta(spark, path)
     lookup = vocabulary.select(F.col("key").alias(f"__{column}_key"), F.col("id").alias(id_column))
     return df.join(lookup, F.col(column).cast("string") == F.col(f"__{column}_key"), "left").drop(f"__{column}_key")
@@ -67,8 +63,6 @@ def assign_ids(spark: SparkSession, df: DataFrame, column: str, path: str, *, id
 
 def keys_for_ids(spark: SparkSession, df: DataFrame, id_column: str, path: str, *, key_column: str) -> DataFrame:
     """``df`` with ``key_column``: the key of each id in ``id_column`` (null where unknown)."""
-    from pyspark.sql import functions as F
-
     vocabulary = read_delta(spark, path)
     lookup = vocabulary.select(F.col("id").alias(f"__{id_column}_vid"), F.col("key").alias(key_column))
     joined = df.join(lookup, F.col(id_column) == F.col(f"__{id_column}_vid"), "left")
@@ -77,8 +71,6 @@ def keys_for_ids(spark: SparkSession, df: DataFrame, id_column: str, path: str, 
 
 def check_vocabulary(spark: SparkSession, path: str) -> None:
     """Raise :class:`VocabularyError` if an id maps to two keys or a key to two ids."""
-    from pyspark.sql import functions as F
-
     vocabulary = read_delta(spark, path)
     for by, other in (("id", "key"), ("key", "id")):
         clash = vocabulary.groupBy(by).agg(F.countDistinct(other).alias("n")).where("n > 1").first()

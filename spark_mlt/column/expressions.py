@@ -34,7 +34,7 @@ work on those copies. So no expression here reads a large subexpression more tha
   before it they run interpreted, so there up to ``COPY_UP_TO`` outputs copy their words
   instead (a constant factor on the size);
 * an input longer than a column reference (say, another spark-mlt function) is bound the same
-  way by :mod:`spark_mlt.functions`, so composed functions plan as the sum of their parts.
+  way by :mod:`spark_mlt.column.functions`, so composed functions plan as the sum of their parts.
 
 SQL functions cannot contain lambdas, so there :meth:`SqlBackend.bind` copies (the SQL
 function's parameters are already evaluated once by Spark).
@@ -49,8 +49,18 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
+from pyspark import SparkContext
+from pyspark.sql import functions as F
+from pyspark.sql.utils import is_remote
 
 from spark_mlt.codec import MAX_ID, MLTCodec
+from spark_mlt.column.forms import token_names
+from spark_mlt.column.versions import PYSPARK_LINE
+
+try:
+    from pyspark.sql.classic.column import Column as ClassicColumn
+except ImportError:  # PySpark < 4.0
+    from pyspark.sql.column import Column as ClassicColumn  # type: ignore[assignment,unused-ignore]
 
 E = TypeVar("E")
 
@@ -164,10 +174,7 @@ class SqlBackend:
 class ColumnBackend:
     """Builds PySpark Columns (works on Spark Classic and Spark Connect)."""
 
-    def __init__(self) -> None:
-        from pyspark.sql import functions
-
-        self.F = functions
+    F = F
 
     def lit(self, value: int | str | bool | None) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
@@ -244,12 +251,9 @@ class ColumnBackend:
 
     @property
     def copies_cheaply(self) -> bool:
-        """Before Spark 4.3 lambda functions run interpreted (3.5: 3M against 11M rows/s for
-        a (13, 6) encode), so there a few copies of a word cost less than binding it."""
-        import pyspark
-
-        major, minor = (int(part) for part in pyspark.__version__.split(".")[:2])
-        return (major, minor) < (4, 3)
+        """Before Spark 4.3 lambda functions run interpreted, so there a few copies of a word
+        cost less than binding it (``make bench-functions BENCH_LINE=3.5.0`` shows the gap)."""
+        return PYSPARK_LINE < (4, 3)
 
     def bind(self, values: Sequence[Any], body: Callable[[list[Any]], Any]) -> Any:
         return self.F.transform(
@@ -258,21 +262,12 @@ class ColumnBackend:
 
     def long_array(self, values: Sequence[int]) -> Any:
         """One array<bigint> literal. On Spark Classic ``F.lit`` of an array crosses Py4J
-        once per element (0.1 ms each: 0.4 s for a table encoder's two codecs), so the
-        values go over as one byte[] and become a long[] in the JVM; Spark Connect builds
-        the literal locally."""
-        from pyspark.sql.utils import is_remote
-
+        once per element (a round trip each, thousands per table encoder), so the values go
+        over as one byte[] and become a long[] in the JVM; Spark Connect builds the literal
+        locally."""
         array = np.asarray(values, dtype="<i8")
         if is_remote():
             return self.F.lit(array)
-        from pyspark import SparkContext
-
-        try:
-            from pyspark.sql.classic.column import Column
-        except ImportError:  # PySpark < 4.0
-            from pyspark.sql.column import Column  # type: ignore[assignment,unused-ignore]
-
         context = SparkContext._active_spark_context
         if context is None or context._gateway is None or context._jvm is None:  # let pyspark say why
             return self.F.lit(array)
@@ -280,12 +275,7 @@ class ColumnBackend:
         longs = gateway.new_array(gateway.jvm.long, len(array))
         buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(array.tobytes()))
         buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(longs)
-        return Column(jvm.org.apache.spark.sql.functions.lit(longs))
-
-
-def token_names(n: int) -> list[str]:
-    """Field names of the struct output: t0 .. t{n-1}."""
-    return [f"t{j}" for j in range(n)]
+        return ClassicColumn(jvm.org.apache.spark.sql.functions.lit(longs))
 
 
 def _sum_mod(b: Backend[E], terms: list[tuple[E, int]], p: int) -> E:
@@ -525,14 +515,9 @@ def _id_checks(
     on_invalid = _on_invalid(
         b,
         handle_invalid,
-        [
-            b.lit(f"spark-mlt: {sql_name}: id "),
-            b.cast(value, "STRING"),
-            b.lit(
-                f" is outside the codec's domain [0, {codec.max_id + 1}) (p={p}, n={n}); "
-                "ids must be whole numbers; use handle_invalid='null' to turn such ids into nulls"
-            ),
-        ],
+        (f"spark-mlt: {sql_name}: id ", value),
+        f" is outside the codec's domain [0, {codec.max_id + 1}) (p={p}, n={n}); ids must be whole numbers",
+        "ids",
     )
     return x, [(input_gate(b, value), b.lit(None)), (b.is_null(value), b.lit(None)), (invalid, on_invalid)]
 
@@ -549,14 +534,14 @@ def encode_expr(
     value: E,
     codec: MLTCodec,
     *,
-    output: str,
+    layout: str,
     handle_invalid: str,
     sql_name: str,
     wrap: Callable[[E], E] | None = None,
 ) -> E:
     """Tokens of ``value`` (any integral or decimal expression).
 
-    ``output``: ``"array"`` (array<int>), ``"struct"`` (t0..t{n-1}), ``"packed"`` (a bigint,
+    ``layout``: ``"array"`` (array<int>), ``"struct"`` (t0..t{n-1}), ``"packed"`` (a bigint,
     token j in bits ``[j*b, (j+1)*b)``, see :attr:`MLTCodec.packed_bits`) or ``"scaled"``
     (array<double> of token / (p - 1), never null inside, for ML vectors); ``wrap``, if
     given, is applied to that result (for example ``array_to_vector``).
@@ -571,16 +556,16 @@ def encode_expr(
     pick = b.case(checks, b.lit(1))
 
     def shape(sums: Sequence[E]) -> E:
-        if output == "packed":
+        if layout == "packed":
             bits = codec.require_packed_bits()
             shifted = [s if j == 0 else b.call("shiftleft", [s, b.lit(bits * j)]) for j, s in enumerate(sums)]
             return _balanced(b, shifted, b.bit_or)
-        if output == "scaled":
+        if layout == "scaled":
             scale = b.cast(b.lit(max(p - 1, 1)), "DOUBLE")
             scaled = [b.call("try_divide", [b.cast(t, "DOUBLE"), scale]) for t in sums]
             return b.call("array", [b.call("coalesce", [item, b.cast(b.lit(0), "DOUBLE")]) for item in scaled])
         tokens = [b.cast(t, "INT") for t in sums]
-        return b.struct(token_names(n), tokens) if output == "struct" else b.call("array", tokens)
+        return b.struct(token_names(n), tokens) if layout == "struct" else b.call("array", tokens)
 
     result = _from_words(b, _encode_words(b, x, codec), n, shape)
     if wrap is not None:
@@ -588,10 +573,14 @@ def encode_expr(
     return b.call("try_element_at", [b.call("array", [result]), pick])
 
 
-def _on_invalid(b: Backend[E], handle_invalid: str, message: list[E]) -> E:
+def _on_invalid(b: Backend[E], handle_invalid: str, subject: tuple[str, E], problem: str, things: str) -> E:
+    """Null, or (``handle_invalid="error"``) an error whose message is ``subject[0]``, the
+    offending value ``subject[1]`` as text, ``problem`` and how to get nulls instead."""
     if handle_invalid == "null":
         return b.lit(None)
-    return b.call("raise_error", [b.call("concat", message)])
+    prefix, value = subject
+    advice = f"; use handle_invalid='null' to turn such {things} into nulls"
+    return b.call("raise_error", [b.call("concat", [b.lit(prefix), b.cast(value, "STRING"), b.lit(problem + advice)])])
 
 
 def _checked(b: Backend[E], source: E, valid: E, value: E, on_invalid: E) -> E:
@@ -616,80 +605,78 @@ def _packed_items(b: Backend[E], packed: E, codec: MLTCodec) -> tuple[list[E], l
     return items, shape_ok
 
 
-def unpack_expr(b: Backend[E], packed: E, codec: MLTCodec, *, output: str, handle_invalid: str, sql_name: str) -> E:
+def unpack_expr(b: Backend[E], packed: E, codec: MLTCodec, *, layout: str, handle_invalid: str, sql_name: str) -> E:
     """The tokens (array<int> or struct t0..t{n-1}) of a packed bigint; null in, null out."""
     items, shape_ok = _packed_items(b, packed, codec)
     valid = b.and_(shape_ok + [b.cmp(item, "<", b.lit(codec.p)) for item in items])
     tokens = [b.cast(item, "INT") for item in items]
-    result = b.struct(token_names(codec.n), tokens) if output == "struct" else b.call("array", tokens)
+    result = b.struct(token_names(codec.n), tokens) if layout == "struct" else b.call("array", tokens)
     on_invalid = _on_invalid(
         b,
         handle_invalid,
-        [
-            b.lit(f"spark-mlt: {sql_name}: packed tokens "),
-            b.cast(packed, "STRING"),
-            b.lit(
-                f" are not {codec.n} tokens of {codec.packed_bits} bits each in [0, {codec.p}) "
-                f"(p={codec.p}, n={codec.n}); use handle_invalid='null' to turn such rows into nulls"
-            ),
-        ],
+        (f"spark-mlt: {sql_name}: packed tokens ", packed),
+        f" are not {codec.n} tokens of {codec.packed_bits} bits each in [0, {codec.p}) (p={codec.p}, n={codec.n})",
+        "rows",
     )
     return _checked(b, packed, valid, result, on_invalid)
 
 
-def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, form: str, handle_invalid: str, sql_name: str) -> E:
+def _token_items(b: Backend[E], tokens: E, codec: MLTCodec, layout: str) -> tuple[list[E], list[E]]:
+    """The n tokens of ``tokens`` (as bigint) and the checks of its shape."""
+    if layout == "packed":
+        items, shape_ok = _packed_items(b, tokens, codec)
+    elif layout == "struct":
+        items, shape_ok = [b.field(tokens, name) for name in token_names(codec.n)], []
+    else:
+        # get(): 0-based, null outside the array in every ANSI mode, and twice as fast as
+        # try_element_at when reading cached or Parquet arrays.
+        items = [b.call("get", [tokens, b.lit(j)]) for j in range(codec.n)]
+        shape_ok = [b.cmp(b.call("size", [tokens]), "=", b.lit(codec.n))]
+    return [b.cast(item, "BIGINT") for item in items], shape_ok
+
+
+def _digit_words(b: Backend[E], tokens: E, t: list[E], codec: MLTCodec, layout: str) -> Words[E]:
+    """The words holding the digits ``t @ M_inv mod p``: from lookup tables read straight
+    off the packed bits (one read per chunk of tokens), else by multiply-accumulate."""
+    p, n = codec.p, codec.n
+    spec = decode_tables(codec) if layout == "packed" else None
+    if spec is not None:
+        whole = b.cast(tokens, "BIGINT")
+        indexes = [
+            b.cast(b.bit_and(b.call("shiftrightunsigned", [whole, b.lit(at)]) if at else whole, b.lit(mask)), "INT")
+            for at, mask in spec.reads
+        ]
+        return _lookup_words(b, indexes, spec, p)
+    inverse = codec.M_inv.tolist()
+    low = 2 ** max(1, (p - 1).bit_length()) - 1
+    # The arithmetic runs on the tokens' low bits (t & low, equal to t when valid), so
+    # invalid tokens (any int32) cannot overflow it; the validity check rejects them.
+    masked = [b.bit_and(tj, b.lit(low)) for tj in t]
+    return _mat_words(b, [(masked[j], inverse[j]) for j in range(n)], p, low)
+
+
+def decode_expr(b: Backend[E], tokens: E, codec: MLTCodec, *, layout: str, handle_invalid: str, sql_name: str) -> E:
     """The bigint id of ``tokens`` (array<int-like>, struct t0..t{n-1}, or packed bigint).
 
     As in :func:`encode_expr`, the arithmetic sits outside any CASE branch; a CASE only
     picks null, the value, or the error.
     """
     p, n = codec.p, codec.n
-    bits = max(1, (p - 1).bit_length())
-    shape_ok: list[E]
-    if form == "packed":
-        items, shape_ok = _packed_items(b, tokens, codec)
-    elif form == "struct":
-        items = [b.field(tokens, name) for name in token_names(n)]
-        shape_ok = []
-    else:
-        # get(): 0-based, null outside the array in every ANSI mode, and twice as fast as
-        # try_element_at when reading cached or Parquet arrays.
-        items = [b.call("get", [tokens, b.lit(j)]) for j in range(n)]
-        shape_ok = [b.cmp(b.call("size", [tokens]), "=", b.lit(n))]
-    t = [b.cast(item, "BIGINT") for item in items]
-    valid = b.and_(
-        shape_ok + [b.and_([b.cmp(tj, ">=", b.lit(0)), b.cmp(tj, "<", b.lit(p))]) for tj in t]
-    )  # null when a token is null: treated as invalid below
-    spec = decode_tables(codec) if form == "packed" else None
-    if spec is not None:  # chunks of tokens straight from the packed bits: one read each
-        whole = b.cast(tokens, "BIGINT")
-        indexes = [
-            b.cast(b.bit_and(b.call("shiftrightunsigned", [whole, b.lit(at)]) if at else whole, b.lit(mask)), "INT")
-            for at, mask in spec.reads
-        ]
-        words = _lookup_words(b, indexes, spec, p)
-    else:
-        inverse = codec.M_inv.tolist()
-        # The arithmetic runs on the tokens' low bits (t & (2**bits - 1), equal to t when
-        # valid), so invalid tokens (any int32) cannot overflow it; ``valid`` rejects them.
-        masked = [b.bit_and(tj, b.lit(2**bits - 1)) for tj in t]
-        words = _mat_words(b, [(masked[j], inverse[j]) for j in range(n)], p, 2**bits - 1)
-    value = _from_words(b, words, n, lambda digits: _id_of_digits(b, digits, codec))
+    t, shape_ok = _token_items(b, tokens, codec, layout)
+    # null when a token is null: treated as invalid by _checked
+    valid = b.and_(shape_ok + [b.and_([b.cmp(tj, ">=", b.lit(0)), b.cmp(tj, "<", b.lit(p))]) for tj in t])
+    value = _from_words(b, _digit_words(b, tokens, t, codec, layout), n, lambda d: _id_of_digits(b, d, codec))
     if codec.capacity > 2**63:  # a code of an id beyond the bigint range decodes to null
         valid = b.and_([valid, b.call("isnotnull", [value])])
+    packed = layout == "packed"
+    width = f"of {max(1, (p - 1).bit_length())} bits each " if packed else ""
     on_invalid = _on_invalid(
         b,
         handle_invalid,
-        [
-            b.lit(f"spark-mlt: {sql_name}: {'packed tokens' if form == 'packed' else 'token vector'} "),
-            b.cast(tokens, "STRING"),
-            b.lit(
-                f" is not a valid MLT code: expected {n} tokens in [0, {p}) "
-                + (f"of {bits} bits each " if form == "packed" else "")
-                + f"that decode to an id below 2^63 (p={p}, n={n}); "
-                + "use handle_invalid='null' to turn such rows into nulls"
-            ),
-        ],
+        (f"spark-mlt: {sql_name}: {'packed tokens' if packed else 'token vector'} ", tokens),
+        f" is not a valid MLT code: expected {n} tokens in [0, {p}) {width}that decode to an id below 2^63"
+        f" (p={p}, n={n})",
+        "rows",
     )
     return _checked(b, tokens, valid, value, on_invalid)
 

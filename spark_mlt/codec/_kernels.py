@@ -25,6 +25,7 @@ Ids are rebuilt from digits in uint64 with an explicit check for values reaching
 from __future__ import annotations
 
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import Any, Final
 
 import numpy as np
@@ -283,8 +284,6 @@ def _floor_reciprocal(divisor: int, vmax: int) -> float | None:
     delta >= m*u, and fl(v*m) <= v*m*(1+u) < v//divisor + 1 as long as
     vmax*(delta + m*u) < 1/divisor. Both are checked exactly (Fractions); None if they fail.
     """
-    from fractions import Fraction
-
     u = Fraction(1, 2**53)
     m = 1.0 / divisor
     for _ in range(16):

@@ -5,7 +5,7 @@ core, and prints rows/s, the speed-up and spark-mlt's peak extra memory (tracema
 multiples of the output array). Targets: encode >= 10x and decode >= 5x light-mlt, peak
 extra memory <= 2x the output.
 
-Run: ``make bench-codec`` or ``python jobs/benchmark_codec.py --rows 10000000``.
+Run: ``make bench-codec`` or ``python benchmarks/benchmark_codec.py --rows 10000000``.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+from light_mlt.light_mlt import from_base_p_matrix, to_base_p_matrix
 
 from spark_mlt import MLTCodec
 
@@ -46,8 +47,6 @@ def _peak_extra(func: Callable[[], np.ndarray]) -> float:
 
 def run_case(p: int, n: int, rows: int, repeats: int) -> dict[str, float]:
     """Time one (p, n) case with both implementations on the same ids; check they agree."""
-    from light_mlt.light_mlt import from_base_p_matrix, to_base_p_matrix
-
     codec = MLTCodec.from_seed(p, n, seed=42)
     ids = np.random.default_rng(7).integers(0, codec.max_id + 1, size=rows, dtype=np.int64)
     m, m_inv = codec.M, codec.M_inv

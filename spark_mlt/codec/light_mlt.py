@@ -14,7 +14,7 @@ import pickle
 from collections.abc import Mapping
 from typing import Any
 
-from spark_mlt.codec import MLTCodec
+from spark_mlt.codec.codec import MLTCodec
 from spark_mlt.errors import CodecFormatError
 
 __all__ = ["load_light_mlt_params"]

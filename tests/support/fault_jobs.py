@@ -1,13 +1,14 @@
 """Jobs with injected faults, each run in its own process (and JVM) by test_reliability.py.
 
-Usage: ``python tests/fault_jobs.py SCENARIO OUTPUT START ROWS``. Every scenario tokenises
+Usage: ``python tests/support/fault_jobs.py SCENARIO OUTPUT START ROWS``. Every scenario tokenises
 ids ``START .. START+ROWS-1`` (4 partitions) into the Delta table OUTPUT with append mode
 and prints one JSON line with the write's result.
 
 * ``retry``: the first attempt of the task of partition 1 fails (Spark retries it: master
   ``local[2,4]`` allows 4 attempts).
 * ``crash``: the driver process dies (``os._exit``) between Spark's job commit and the
-  Delta commit.
+  Delta commit: ``deltalake.DeltaTable.create_write_transaction``, the data commit, is
+  replaced in this process by a function that prints the staging folder and exits.
 * ``append``: a plain append (run twice at once to race two writers).
 """
 
@@ -18,6 +19,15 @@ import os
 import sys
 
 import pyarrow as pa
+from deltalake import DeltaTable
+from pyspark import TaskContext
+from pyspark.sql import functions as F
+from pyspark.sql.functions import arrow_udf
+
+from spark_mlt import MLTCodec
+from spark_mlt.batch import local_session
+from spark_mlt.column import mlt_encode
+from spark_mlt.storage import write_delta
 
 CODEC_P, CODEC_N, CODEC_SEED = 13, 6, 42
 
@@ -26,9 +36,6 @@ def _flaky(scenario: str, markers: str):  # type: ignore[no-untyped-def]
     """An identity Arrow UDF whose first attempt of partition 1 fails on its third batch (after
     rows of the first two have reached Spark's Parquet writer), leaving a marker file
     ``<partition>-<attempt>`` per task attempt in ``markers``."""
-    from pyspark import TaskContext
-    from pyspark.sql.functions import arrow_udf
-
     batches = {"seen": 0}
 
     @arrow_udf("long")  # type: ignore[misc]
@@ -45,14 +52,20 @@ def _flaky(scenario: str, markers: str):  # type: ignore[no-untyped-def]
     return flaky
 
 
+def _die_at_the_delta_commit(output: str) -> None:
+    """Replaces delta-rs' data commit in this process: the driver dies with Spark's job
+    committed (the add actions name the staging folder's files) and nothing in the Delta log."""
+
+    def die(table: DeltaTable, actions: list[object], *args: object, **kwargs: object) -> None:
+        staging = str(getattr(actions[0], "path", "")).split("/", 1)[0]
+        print(json.dumps({"crashed": True, "staging": os.path.join(output, staging)}), flush=True)
+        os._exit(3)
+
+    DeltaTable.create_write_transaction = die  # type: ignore[method-assign,assignment]
+
+
 def main(argv: list[str]) -> int:
     scenario, output, start, rows = argv[0], argv[1], int(argv[2]), int(argv[3])
-    from pyspark.sql import functions as F
-
-    from spark_mlt import MLTCodec, delta
-    from spark_mlt.functions import mlt_encode
-    from spark_mlt.session import local_session
-
     conf = {
         "spark.ui.enabled": "false",
         "spark.ui.showConsoleProgress": "false",
@@ -67,14 +80,9 @@ def main(argv: list[str]) -> int:
         os.makedirs(markers, exist_ok=True)
         ids = ids.select(_flaky(scenario, markers)("userId").alias("userId"))
     if scenario == "crash":
-
-        def die(location: str, staging: str) -> None:
-            print(json.dumps({"crashed": True, "staging": staging}), flush=True)
-            os._exit(3)
-
-        delta._before_commit = die  # type: ignore[assignment]
+        _die_at_the_delta_commit(output)
     df = ids.withColumn("userId_mlt", mlt_encode("userId", codec)).withColumn("batch", F.lit(start))
-    result = delta.write_delta(df, output, {"userId": codec}, mode="append")
+    result = write_delta(df, output, {"userId": codec}, mode="append")
     print(json.dumps({"version": result.version, "rows": result.rows, "files": result.files}), flush=True)
     spark.stop()
     return 0

@@ -2,14 +2,14 @@
 
 Each size runs in a fresh process (its own JVM): ids with a skewed key (one id in 30% of the
 rows) are tokenised into a Delta table (delta-rs commit), then the table is decoded and
-checked against the kept ids (``decode_table(verify=True)``, 0 mismatches expected). The
+checked against the kept ids (``decode_table(..., DecodeOptions(verify=True))``, 0 mismatches expected). The
 driver's peak resident memory is read at the end: the Python process (``ru_maxrss``) and the
 JVM (``VmHWM``; on local[2] the JVM is the driver and the executors, its heap capped by
 ``--driver-memory``, 1g by default, so 50M rows pass through a 1 GiB heap). Nothing is
 collected to the driver, so the peaks stay flat between sizes; a collect of the data would
 make them grow by about 8 bytes per row and per column.
 
-Run: ``make bench-scale`` or ``python jobs/benchmark_scale.py --rows 5000000 50000000``.
+Run: ``make bench-scale`` or ``python benchmarks/benchmark_scale.py --rows 5000000 50000000``.
 """
 
 from __future__ import annotations
@@ -23,6 +23,12 @@ import sys
 import tempfile
 import time
 
+from pyspark.sql import functions as F
+
+from spark_mlt.batch import DecodeOptions, decode_table, local_session, tokenize_dataframe
+from spark_mlt.column import fit_codecs
+from spark_mlt.storage import write_delta
+
 
 def _peak_kib(pid: int) -> int:
     with open(f"/proc/{pid}/status") as status:
@@ -34,15 +40,9 @@ def _peak_kib(pid: int) -> int:
 
 def run_one(rows: int, driver_memory: str) -> dict[str, float]:
     """Tokenise + decode-verify ``rows`` rows in this process; returns timings and peaks."""
-    from pyspark.sql import functions as F
-
-    from spark_mlt.delta import write_delta
-    from spark_mlt.pipeline import decode_table, size_codecs, tokenize_dataframe
-    from spark_mlt.session import local_session
-
     conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": driver_memory}
     spark = local_session("spark-mlt-bench-scale", extra_conf=conf)
-    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[attr-defined]
+    jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
     folder = tempfile.mkdtemp(prefix="mlt-scale-")
     try:
         ids = spark.range(rows).select(
@@ -50,12 +50,12 @@ def run_one(rows: int, driver_memory: str) -> dict[str, float]:
             (F.col("id") % 27_278).alias("movieId"),
         )
         started = time.perf_counter()
-        codecs = size_codecs(ids, ["userId", "movieId"])
+        codecs = fit_codecs(ids, ["userId", "movieId"])
         tokens, _ = tokenize_dataframe(ids, codecs)
         written = write_delta(tokens, f"{folder}/t", codecs)
         tokenise_s = time.perf_counter() - started
         started = time.perf_counter()
-        report = decode_table(spark, f"{folder}/t", verify=True)
+        report = decode_table(spark, f"{folder}/t", DecodeOptions(verify=True))
         decode_s = time.perf_counter() - started
         return {
             "rows": rows,

@@ -10,7 +10,7 @@ same map as ``t = M' v`` with column vectors; its ``M'`` is our ``M`` transposed
 Design decisions:
 
 * Speed comes from tables and BLAS, not from an integer matrix product: see
-  :mod:`spark_mlt._kernels` for the three exact kernels and when each is used.
+  :mod:`spark_mlt.codec._kernels` for the three exact kernels and when each is used.
 * Work is chunked (``_CHUNK_ROWS`` rows at a time), so the extra memory beyond the output is
   a few chunk-sized buffers whatever the input size.
 * The domain is ``[0, min(p**n, 2**63))``: ids are Spark bigints. Token vectors that decode
@@ -29,7 +29,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from spark_mlt._kernels import Kernel, make_kernel
+from spark_mlt.codec._kernels import Kernel, make_kernel
+from spark_mlt.codec.modmath import integer_root_ceil, inverse_mod_p, is_prime, next_prime
 from spark_mlt.errors import (
     CodecFormatError,
     CodecParameterError,
@@ -37,9 +38,18 @@ from spark_mlt.errors import (
     InvalidTokenError,
     MLTTypeError,
 )
-from spark_mlt.modmath import integer_root_ceil, inverse_mod_p, is_prime, next_prime
 
-__all__ = ["DEFAULT_P", "DEFAULT_SEED", "FORMAT_NAME", "FORMAT_VERSION", "MAX_ID", "MAX_P", "MLTCodec"]
+__all__ = [
+    "DEFAULT_P",
+    "DEFAULT_SEED",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "MAX_ID",
+    "MAX_N",
+    "MAX_P",
+    "MLTCodec",
+    "pack_bits",
+]
 
 FORMAT_NAME: Final = "spark-mlt/codec"
 FORMAT_VERSION: Final = 1
@@ -500,30 +510,7 @@ class MLTCodec:
                 mistyped field, a fingerprint that does not match the parameters, or
                 ``M @ M_inv`` not the identity mod p.
         """
-        if isinstance(document, str | bytes):
-            try:
-                parsed = json.loads(document)
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                preview = document[:60]
-                raise CodecFormatError(f"codec JSON is not valid JSON ({exc}); starts with {preview!r}") from None
-        else:
-            parsed = document
-        if not isinstance(parsed, Mapping):
-            raise CodecFormatError(f"codec JSON must be an object, got {type(parsed).__name__}")
-        if parsed.get("format") != FORMAT_NAME or parsed.get("version") != FORMAT_VERSION:
-            raise CodecFormatError(
-                f"codec JSON has format={parsed.get('format')!r}, version={parsed.get('version')!r}; "
-                f"expected format={FORMAT_NAME!r}, version={FORMAT_VERSION}"
-            )
-        missing = sorted({"p", "n", "seed", "digit_order", "M", "M_inv", "fingerprint"} - set(parsed))
-        if missing:
-            raise CodecFormatError(f"codec JSON is missing field(s) {missing}")
-        if parsed["digit_order"] != DIGIT_ORDER:
-            raise CodecFormatError(f"codec JSON has digit_order={parsed['digit_order']!r}, expected {DIGIT_ORDER!r}")
-        matrices = {key: parsed[key] for key in ("M", "M_inv")}
-        for key, value in matrices.items():
-            if not _is_int_matrix(value):
-                raise CodecFormatError(f"codec JSON field {key!r} must be a square matrix of integers")
+        parsed = _parsed_document(document)
         try:
             codec = cls(parsed["p"], parsed["M"], seed=parsed["seed"])
         except CodecParameterError as exc:
@@ -570,6 +557,34 @@ class MLTCodec:
 
 
 # ---------------------------------------------------------------------- helpers
+def _parsed_document(document: str | bytes | Mapping[str, Any]) -> Mapping[str, Any]:
+    """The codec document as a mapping whose header, fields and matrices are well formed."""
+    if isinstance(document, str | bytes):
+        try:
+            parsed = json.loads(document)
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            preview = document[:60]
+            raise CodecFormatError(f"codec JSON is not valid JSON ({exc}); starts with {preview!r}") from None
+    else:
+        parsed = document
+    if not isinstance(parsed, Mapping):
+        raise CodecFormatError(f"codec JSON must be an object, got {type(parsed).__name__}")
+    if parsed.get("format") != FORMAT_NAME or parsed.get("version") != FORMAT_VERSION:
+        raise CodecFormatError(
+            f"codec JSON has format={parsed.get('format')!r}, version={parsed.get('version')!r}; "
+            f"expected format={FORMAT_NAME!r}, version={FORMAT_VERSION}"
+        )
+    missing = sorted({"p", "n", "seed", "digit_order", "M", "M_inv", "fingerprint"} - set(parsed))
+    if missing:
+        raise CodecFormatError(f"codec JSON is missing field(s) {missing}")
+    if parsed["digit_order"] != DIGIT_ORDER:
+        raise CodecFormatError(f"codec JSON has digit_order={parsed['digit_order']!r}, expected {DIGIT_ORDER!r}")
+    for key in ("M", "M_inv"):
+        if not _is_int_matrix(parsed[key]):
+            raise CodecFormatError(f"codec JSON field {key!r} must be a square matrix of integers")
+    return parsed
+
+
 def pack_bits(tokens: npt.NDArray[np.integer[Any]], bits: int) -> IdArray:
     """Rows of non-negative tokens below ``2**bits`` packed into int64, token j in bits
     ``[j*bits, (j+1)*bits)`` (no checks: see :meth:`MLTCodec.pack`)."""

@@ -20,7 +20,7 @@ the query and the number of expression nodes in its optimized plan, and the comp
 the encoder's output through a lambda (see the README's "Composing them").
 
 Run: ``make bench-functions`` (``BENCH_LINE=3.5.0`` for an older PySpark line) or
-``python jobs/benchmark_functions.py --rows 20000000``.
+``python benchmarks/benchmark_functions.py --rows 20000000``.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ import tempfile
 import time
 
 import pandas as pd
+import pyspark
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
 from spark_mlt import MLTCodec
-from spark_mlt.functions import mlt_decode, mlt_encode
-from spark_mlt.session import local_session
+from spark_mlt.batch import local_session
+from spark_mlt.column import mlt_decode, mlt_encode
 
 
 def plan_figures(df: DataFrame) -> tuple[float, int]:
@@ -98,8 +99,6 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
 
-    import pyspark
-
     print(
         f"{args.rows:,} ids, local[2], PySpark {pyspark.__version__}, p={codec.p}, n={codec.n}, "
         f"best of {args.repeats}; plan = seconds to plan a fresh copy, nodes = optimized-plan expressions"
@@ -108,10 +107,11 @@ def main(argv: list[str] | None = None) -> int:
     run("identity pandas UDF", ids.select(identity_udf("id")))
     for engine in ("native", "udf"):
         for output in ("array", "packed", "struct", "vector"):
-            run(f"mlt_encode {engine} {output}", ids.select(mlt_encode("id", codec, output=output, engine=engine)))
+            run(f"mlt_encode {engine} {output}", ids.select(mlt_encode("id", codec, layout=output, engine=engine)))
     for engine in ("native", "udf"):
         for form in ("array", "packed", "struct"):
-            composed = mlt_decode(mlt_encode("id", codec, output=form, engine=engine), codec, form=form, engine=engine)
+            tokens = mlt_encode("id", codec, layout=form, engine=engine)
+            composed = mlt_decode(tokens, codec, layout=form, engine=engine)
             run(f"decode(encode) {engine} {form}", ids.select(composed))
     # Cached only now: Spark's cache manager would serve an identical encode plan from it.
     tokens = ids.select(mlt_encode("id", codec, engine="native").alias("t")).cache()
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
     folder = tempfile.mkdtemp(prefix="mlt-bench-")
     try:
         ids.select(
-            "id", mlt_encode("id", codec).alias("t"), mlt_encode("id", codec, output="packed").alias("k")
+            "id", mlt_encode("id", codec).alias("t"), mlt_encode("id", codec, layout="packed").alias("k")
         ).write.parquet(f"{folder}/stored")
         stored = spark.read.parquet(f"{folder}/stored")
         for engine in ("native", "udf"):
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
             run(f"mlt_decode {engine} (Parquet tokens)", stored.select(mlt_decode("t", codec, engine=engine)))
             run(
                 f"mlt_decode {engine} (Parquet packed)",
-                stored.select(mlt_decode("k", codec, form="packed", engine=engine)),
+                stored.select(mlt_decode("k", codec, layout="packed", engine=engine)),
             )
     finally:
         shutil.rmtree(folder, ignore_errors=True)

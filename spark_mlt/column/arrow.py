@@ -62,23 +62,25 @@ def encode_packed_arrow(codec: MLTCodec, ids: pa.Array, *, handle_invalid: str, 
     return pa.array(pack_bits(tokens, bits), mask=null if null.any() else None)
 
 
-def encode_arrow(codec: MLTCodec, ids: pa.Array, *, output: str, handle_invalid: str, name: str) -> pa.Array:
+def encode_arrow(codec: MLTCodec, ids: pa.Array, *, layout: str, handle_invalid: str, name: str) -> pa.Array:
     """Tokens of an int64 Arrow array as list<int32> (or struct t0..t{n-1}); null in, null out."""
     tokens, null = _encode(codec, ids, handle_invalid=handle_invalid, name=name)
     values_count = len(tokens)
     mask = _mask(null)
-    if output == "struct":
+    if layout == "struct":
         fields = [pa.array(np.ascontiguousarray(tokens[:, j])) for j in range(codec.n)]
         return pa.StructArray.from_arrays(fields, names=[f"t{j}" for j in range(codec.n)], mask=mask)
     offsets = pa.array(np.arange(0, (values_count + 1) * codec.n, codec.n, dtype=np.int32))
     return pa.ListArray.from_arrays(offsets, pa.array(tokens.reshape(-1)), mask=mask)
 
 
-def _token_matrix(codec: MLTCodec, tokens: pa.Array, form: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
+def _token_matrix(
+    codec: MLTCodec, tokens: pa.Array, layout: str
+) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
     """(rows, n) int64 token matrix and a mask of rows with the right shape and no null token."""
     rows, n = len(tokens), codec.n
     present = tokens.is_valid().to_numpy(zero_copy_only=False)
-    if form == "packed":
+    if layout == "packed":
         bits = codec.require_packed_bits()
         packed = pc.fill_null(tokens, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
         matrix = np.empty((rows, n), dtype=np.int64)
@@ -86,7 +88,7 @@ def _token_matrix(codec: MLTCodec, tokens: pa.Array, form: str) -> tuple[npt.NDA
             matrix[:, j] = (packed >> np.uint64(bits * j)) & np.uint64((1 << bits) - 1)
         shaped = present if bits * n == 64 else present & (packed >> np.uint64(bits * n) == 0)
         return matrix, shaped
-    if form == "struct":
+    if layout == "struct":
         columns = [tokens.field(j) for j in range(n)]
         shaped = present.copy()
         matrix = np.empty((rows, n), dtype=np.int64)
@@ -115,9 +117,9 @@ def _token_matrix(codec: MLTCodec, tokens: pa.Array, form: str) -> tuple[npt.NDA
     return matrix, shaped
 
 
-def decode_arrow(codec: MLTCodec, tokens: pa.Array, *, form: str, handle_invalid: str, name: str) -> pa.Array:
+def decode_arrow(codec: MLTCodec, tokens: pa.Array, *, layout: str, handle_invalid: str, name: str) -> pa.Array:
     """Ids (int64) of an Arrow list<int> (or struct) token array; null in, null out."""
-    matrix, shaped = _token_matrix(codec, tokens, form)
+    matrix, shaped = _token_matrix(codec, tokens, layout)
     present = tokens.is_valid().to_numpy(zero_copy_only=False)
     if handle_invalid == "error":
         bad_shape = present & ~shaped

@@ -1,6 +1,6 @@
 """A tokenise-into-Delta job whose slow task gets a speculative copy, run by test_speculation.py.
 
-Usage: ``python tests/speculation_job.py MASTER OUTPUT MARKERS EVENT_LOG_DIR ROWS SLEEP``.
+Usage: ``python tests/support/speculation_job.py MASTER OUTPUT MARKERS EVENT_LOG_DIR ROWS SLEEP``.
 
 The driver runs here (client mode) against the standalone ``MASTER``; the executors run this
 interpreter too. Ids ``0 .. ROWS-1`` in 4 partitions pass through an identity Arrow UDF that
@@ -23,6 +23,13 @@ import sys
 import time
 
 import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql import SparkSession
+from pyspark.sql.functions import arrow_udf
+
+from spark_mlt import MLTCodec
+from spark_mlt.column import mlt_encode
+from spark_mlt.storage import write_delta
 
 CODEC_P, CODEC_N, CODEC_SEED = 13, 6, 42
 PARTITIONS = 4
@@ -43,8 +50,6 @@ SPECULATION_CONF = {
 
 def _stalling_identity(markers: str, sleep: float):  # type: ignore[no-untyped-def]
     """An identity Arrow UDF: a marker per task attempt; the first attempt of partition 0 stalls."""
-    from pyspark import TaskContext
-    from pyspark.sql.functions import arrow_udf
 
     @arrow_udf("long")  # type: ignore[misc]
     def stalling_identity(ids: pa.Array) -> pa.Array:
@@ -61,12 +66,6 @@ def _stalling_identity(markers: str, sleep: float):  # type: ignore[no-untyped-d
 def main(argv: list[str]) -> int:
     master, output, markers, event_log = argv[0], argv[1], argv[2], argv[3]
     rows, sleep = int(argv[4]), float(argv[5])
-    from pyspark.sql import SparkSession
-
-    from spark_mlt import MLTCodec
-    from spark_mlt.delta import write_delta
-    from spark_mlt.functions import mlt_encode
-
     os.makedirs(markers, exist_ok=True)
     # PySpark takes the executors' Python from this variable (spark.pyspark.python only reaches
     # a driver that spark-submit launches).

@@ -1,0 +1,65 @@
+"""Batch jobs as library functions: tokenise tables and MovieLens into Delta, decode them back.
+
+One module per role:
+
+* ``options``: the jobs' typed options (:class:`TokenizeOptions`, :class:`MovieLensOptions`,
+  :class:`DecodeOptions`), checked when built, and the mapping of the 0.1 keywords.
+* ``report``: :class:`JobReport`, what a run did, and its phase timings.
+* ``tokenize``: :func:`tokenize_dataframe`, :func:`tokenize_table` and the token layouts.
+* ``movielens``: the MovieLens releases, the synthetic generator, :func:`tokenize_movielens`.
+* ``decode``: :func:`decode_table`, :func:`unpack_token_columns`.
+* ``inspect``: :func:`inspect_table`.
+* ``cli``: the ``spark-mlt`` command; ``jobs/*.py`` are spark-submit entry points over it.
+* ``session``: local SparkSession helpers.
+
+Example::
+
+    from spark_mlt.batch import TokenizeOptions, tokenize_table
+    tokenize_table(spark, "orders.parquet", "out/orders_mlt", ["sku"], TokenizeOptions(mode="append"))
+"""
+
+from __future__ import annotations
+
+from spark_mlt.batch import movielens as _movielens
+from spark_mlt.batch.decode import decode_table, unpack_token_columns
+from spark_mlt.batch.inspect import inspect_table
+from spark_mlt.batch.movielens import (
+    MovieLensRelease,
+    detect_release,
+    generate_synthetic,
+    read_ratings,
+    tokenize_movielens,
+)
+from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, TokenizeOptions
+from spark_mlt.batch.report import JobReport
+from spark_mlt.batch.session import job_session, local_session
+from spark_mlt.batch.tokenize import size_codecs, tokenize_dataframe, tokenize_table
+from spark_mlt.options import TOKEN_SUFFIX
+
+# Also importable, with a DeprecationWarning: MovieLensLayout (MovieLensRelease), detect_layout
+# (detect_release); size_codecs warns when called (spark_mlt.column.fit_codecs).
+__all__ = [
+    "TOKEN_SUFFIX",
+    "DecodeOptions",
+    "JobReport",
+    "MovieLensOptions",
+    "MovieLensRelease",
+    "TokenizeOptions",
+    "decode_table",
+    "detect_release",
+    "generate_synthetic",
+    "inspect_table",
+    "job_session",
+    "local_session",
+    "read_ratings",
+    "size_codecs",  # deprecated: spark_mlt.column.fit_codecs
+    "tokenize_dataframe",
+    "tokenize_movielens",
+    "tokenize_table",
+    "unpack_token_columns",
+]
+
+
+def __getattr__(name: str) -> object:
+    """The 0.1 names ``MovieLensLayout`` and ``detect_layout``, with a DeprecationWarning."""
+    return _movielens.deprecated_name(__name__, name)

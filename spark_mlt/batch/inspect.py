@@ -1,0 +1,52 @@
+"""What a tokenised Delta table holds: its codecs and token layouts, version, rows, history.
+
+Everything comes from one :func:`spark_mlt.storage.read_snapshot`; no Spark session is needed.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from spark_mlt.batch.tokenize import stored_layouts
+from spark_mlt.storage import read_snapshot
+
+__all__ = ["inspect_table"]
+
+HISTORY_KEYS = ("version", "timestamp", "operation", "spark_mlt.job", "spark_mlt.rows")
+
+
+def inspect_table(path: str, *, history: int = 10) -> dict[str, Any]:
+    """A table's codecs (p, n, seed, capacity, fingerprint, token layout, packed bits), its
+    version, row count and last ``history`` commits, as a JSON-ready dict.
+
+    Raises:
+        TableNotFoundError: no Delta table at ``path`` (a FileNotFoundError).
+
+    Example::
+
+        inspect_table("out/ratings_mlt")["codecs"]["userId"]["layout"]  # 'packed'
+    """
+    snapshot = read_snapshot(path)
+    layouts = stored_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
+    commits = [{key: entry.get(key) for key in HISTORY_KEYS} for entry in snapshot.history(history)]
+    codecs = {
+        column: {
+            "p": codec.p,
+            "n": codec.n,
+            "seed": codec.seed,
+            "capacity": codec.capacity,
+            "fingerprint": codec.fingerprint,
+            "layout": layouts.get(column),
+            "packed_bits": codec.packed_bits if layouts.get(column) == "packed" else None,
+        }
+        for column, codec in snapshot.codecs.items()
+    }
+    return {
+        "path": snapshot.path,
+        "version": snapshot.version,
+        "rows": snapshot.rows,
+        "codecs": codecs,
+        "history": commits,
+    }

@@ -1,0 +1,187 @@
+"""MovieLens ratings in any of their releases, read with Spark, and the MovieLens job.
+
+| release | file | separator | header |
+|---|---|---|---|
+| ml-100k | ``u.data`` | tab | no |
+| ml-1m, ml-10m | ``ratings.dat`` | ``::`` | no |
+| ml-20m, ml-25m, ml-32m, ml-latest(-small) | ``ratings.csv`` | ``,`` | yes |
+
+Files are read as text and split by hand, so CRLF line endings (a trailing ``\\r``) and the
+three separators are handled the same way. Also: a seeded synthetic generator that writes the
+ml-latest files, for demos and tests where no real release is at hand.
+
+The file formats are called *releases* (:class:`MovieLensRelease`, :func:`detect_release`);
+"layout" means the storage layout of token columns everywhere in spark-mlt. The 0.1 names
+``MovieLensLayout`` and ``detect_layout`` still work, with a DeprecationWarning.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_mlt.batch.options import MovieLensOptions, options_from_keywords
+from spark_mlt.batch.report import JobReport, phase
+from spark_mlt.batch.tokenize import existing_table, fit_job_codecs, tokenize_dataframe, write_tokens
+from spark_mlt.errors import SourceError
+
+__all__ = ["MovieLensRelease", "detect_release", "generate_synthetic", "read_ratings", "tokenize_movielens"]
+
+#: The paper's label: a rating of 4 or more is positive (as the paper's code labels it).
+POSITIVE_RATING = 4.0
+
+
+@dataclass(frozen=True)
+class MovieLensRelease:
+    """Where a release keeps its ratings and how they are written."""
+
+    name: str
+    file: str
+    separator: str
+    header: bool
+
+
+_RELEASES = (
+    MovieLensRelease("ml-20m/25m/32m/latest", "ratings.csv", ",", True),
+    MovieLensRelease("ml-1m/10m", "ratings.dat", "::", False),
+    MovieLensRelease("ml-100k", "u.data", "\t", False),
+)
+
+
+def detect_release(folder: str | os.PathLike[str]) -> MovieLensRelease:
+    """The release of a MovieLens folder, from the ratings file it holds.
+
+    Raises:
+        SourceError: none of ratings.csv, ratings.dat or u.data is in the folder.
+    """
+    for release in _RELEASES:
+        if (Path(folder) / release.file).is_file():
+            return release
+    raise SourceError(
+        f"input_folder {folder} is not a MovieLens release folder: expected one of ratings.csv (ml-20m and "
+        "later), ratings.dat (ml-1m, ml-10m) or u.data (ml-100k)",
+        parameter="input_folder",
+    )
+
+
+def read_ratings(spark: SparkSession, folder: str | os.PathLike[str]) -> DataFrame:
+    """Ratings as ``userId bigint, movieId bigint, rating double, timestamp bigint``.
+
+    Example::
+
+        ratings = read_ratings(spark, "data/ml-25m")
+    """
+    release = detect_release(folder)
+    lines = spark.read.text(str(Path(folder) / release.file))
+    line = F.regexp_replace(F.col("value"), r"\r$", "")
+    parts = F.split(line, {"\t": r"\t", "::": "::", ",": ","}[release.separator])
+    df = lines.select(line.alias("line"), parts.alias("parts")).where(F.length("line") > 0)
+    if release.header:
+        df = df.where(~F.col("line").startswith("userId"))
+    return df.select(
+        F.col("parts")[0].cast("bigint").alias("userId"),
+        F.col("parts")[1].cast("bigint").alias("movieId"),
+        F.col("parts")[2].cast("double").alias("rating"),
+        F.col("parts")[3].cast("bigint").alias("timestamp"),
+    )
+
+
+def generate_synthetic(
+    folder: str | os.PathLike[str],
+    *,
+    ratings: int = 100_000,
+    users: int = 2_000,
+    movies: int = 5_000,
+    seed: int = 7,
+    line_ending: str = "\n",
+) -> Path:
+    """Write a seeded synthetic MovieLens release (the ml-latest files) into ``folder``.
+
+    Movie popularity is Zipf-like (a few movies get most ratings), ratings are half stars
+    from 0.5 to 5 with a per-user bias. Returns the folder.
+
+    Example::
+
+        generate_synthetic("data/synthetic", ratings=1_000_000)
+    """
+    rng = np.random.default_rng(seed)
+    out = Path(folder)
+    out.mkdir(parents=True, exist_ok=True)
+    popularity = 1.0 / np.arange(1, movies + 1) ** 1.1
+    user_ids = rng.integers(1, users + 1, size=ratings)
+    movie_ids = rng.choice(np.arange(1, movies + 1), size=ratings, p=popularity / popularity.sum())
+    bias = rng.normal(0, 0.7, size=users + 1)
+    stars = np.clip(np.round((3.5 + bias[user_ids] + rng.normal(0, 1, size=ratings)) * 2) / 2, 0.5, 5.0)
+    timestamps = rng.integers(1_000_000_000, 1_700_000_000, size=ratings)
+    with open(out / "ratings.csv", "w", newline="") as handle:
+        handle.write(f"userId,movieId,rating,timestamp{line_ending}")
+        for start in range(0, ratings, 100_000):
+            block = slice(start, start + 100_000)
+            rows = zip(user_ids[block], movie_ids[block], stars[block], timestamps[block], strict=True)
+            handle.write("".join(f"{u},{m},{r:.1f},{t}{line_ending}" for u, m, r, t in rows))
+    return out
+
+
+def tokenize_movielens(
+    spark: SparkSession,
+    input_folder: str,
+    output: str,
+    options: MovieLensOptions | None = None,
+    **deprecated: Any,
+) -> JobReport:
+    """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
+
+    The table holds userId, movieId, rating, timestamp, the paper's label (rating >= 4, as
+    0/1) and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties, the
+    release in the commit info (``spark_mlt.release``). Options as :class:`MovieLensOptions`;
+    the 0.1 keywords (``mode=``, ``p=``, ``token_layout=``, ...) still work, with a
+    DeprecationWarning.
+
+    Raises:
+        SourceError: ``input_folder`` holds no MovieLens ratings file.
+        TableExistsError: ``mode="error"`` and ``output`` exists.
+
+    Example::
+
+        tokenize_movielens(spark, "data/ml-25m", "out/ratings_mlt", MovieLensOptions(mode="overwrite"))
+    """
+    opts = options_from_keywords("tokenize_movielens", MovieLensOptions, options, deprecated)
+    report = JobReport()
+    with phase(report, "read"):
+        release = detect_release(input_folder)
+        ratings = read_ratings(spark, input_folder)
+        ratings = ratings.withColumn("label", (F.col("rating") >= POSITIVE_RATING).cast("int"))
+    fit_job_codecs(report, ratings, ["userId", "movieId"], opts, existing_table(output, opts.mode))
+    with phase(report, "tokenize and write"):
+        tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=opts.engine, layouts=report.layouts)
+        info = {"spark_mlt.job": "movielens", "spark_mlt.input": input_folder, "spark_mlt.release": release.name}
+        write_tokens(tokens, output, report, opts, commit_info=info)
+    report.rows_in = report.rows_out
+    return report
+
+
+_DEPRECATED: dict[str, tuple[str, Callable[[], object]]] = {
+    "MovieLensLayout": ("MovieLensRelease", lambda: MovieLensRelease),
+    "detect_layout": ("detect_release", lambda: detect_release),
+}
+
+
+def deprecated_name(module: str, name: str) -> object:
+    """The new object of a 0.1 name of this module, with a DeprecationWarning."""
+    if name not in _DEPRECATED:
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    new, value = _DEPRECATED[name]
+    warnings.warn(f"{module}.{name} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
+    return value()
+
+
+def __getattr__(name: str) -> object:
+    return deprecated_name(__name__, name)

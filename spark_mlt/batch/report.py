@@ -1,0 +1,69 @@
+"""What a job run did: row counts, the codecs and layouts it used, its write, phase timings.
+
+Every job returns a :class:`JobReport`; the ``spark-mlt`` command prints its
+:meth:`JobReport.summary` and exits 1 when a verification counted mismatches.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+from spark_mlt.codec import MLTCodec
+from spark_mlt.storage import DeltaWriteResult
+
+__all__ = ["JobReport", "phase"]
+
+log = logging.getLogger("spark_mlt")
+
+
+@dataclass
+class JobReport:
+    """Counts and timings of one job run.
+
+    Attributes:
+        rows_in: rows read; ``rows_out + rows_rejected`` for the tokenising jobs.
+        rows_out: rows written (or compared, for a verification).
+        rows_rejected: rows with an invalid id, dropped (``skip``) or quarantined.
+        mismatches: decoded ids that differ from the kept ones (a verification only).
+        write: the Delta commit of the output, if any.
+        codecs: the codec of each id column.
+        layouts: the storage layout of each id column's token column.
+        seconds: the duration of each phase.
+    """
+
+    rows_in: int = 0
+    rows_out: int = 0
+    rows_rejected: int = 0
+    mismatches: int | None = None
+    write: DeltaWriteResult | None = None
+    codecs: dict[str, MLTCodec] = field(default_factory=dict)
+    layouts: dict[str, str] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def summary(self) -> str:
+        """One line: rows in, out and rejected, mismatches, the table and version written."""
+        parts = [f"rows in {self.rows_in}", f"out {self.rows_out}", f"rejected {self.rows_rejected}"]
+        if self.mismatches is not None:
+            parts.append(f"mismatches {self.mismatches}")
+        if self.write is not None:
+            parts.append(f"table {self.write.path} version {self.write.version}")
+            if self.write.skipped:
+                parts.append("run id already committed: nothing written")
+        return ", ".join(parts)
+
+
+@contextmanager
+def phase(report: JobReport, name: str) -> Iterator[None]:
+    """Log a job phase with its duration and record the duration in ``report.seconds``."""
+    log.info("%s ...", name)
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds = time.perf_counter() - start
+        report.seconds[name] = seconds
+        log.info("%s done in %.2f s", name, seconds)

@@ -1,0 +1,338 @@
+"""Tokenise id columns of a DataFrame or any table into a Delta table.
+
+The token column of an id column ``c`` is ``c_mlt`` (``TOKEN_SUFFIX``). Codecs are sized by
+:func:`spark_mlt.column.fit_codecs`, the same rule the ML stages use; a table that already
+exists keeps its codecs and token layouts (read once, through
+:func:`spark_mlt.storage.read_snapshot`). Every write goes through
+:func:`spark_mlt.storage.write_delta`, which stores the codecs in the table's properties.
+
+Storage layouts: ``packed`` (the n tokens in one bigint, ``codec.packed_bits`` bits each)
+when they fit in 64 bits, else ``array`` (array<int>). Packing keeps the job near the cost of
+a plain Parquet write, since Spark's Parquet writer pays per value.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
+
+from spark_mlt.batch.options import MovieLensOptions, TokenizeOptions, options_from_keywords
+from spark_mlt.batch.report import JobReport, phase
+from spark_mlt.codec import DEFAULT_SEED, MLTCodec
+from spark_mlt.column import fit_codecs, layout_of, mlt_encode
+from spark_mlt.errors import MLTError, SourceError, TableExistsError, TableNotFoundError
+from spark_mlt.options import HANDLE_INVALID, TOKEN_SUFFIX, Layout, check_choice
+from spark_mlt.storage import (
+    WriteOptions,
+    assign_ids,
+    read_delta,
+    read_snapshot,
+    token_write_options,
+    vocabulary_properties,
+    write_delta,
+)
+
+__all__ = [
+    "existing_table",
+    "fit_job_codecs",
+    "resolve_layouts",
+    "size_codecs",
+    "stored_layouts",
+    "tokenize_dataframe",
+    "tokenize_table",
+    "write_tokens",
+]
+
+
+def size_codecs(
+    df: DataFrame,
+    columns: Sequence[str],
+    *,
+    p: int | None = None,
+    n: int | None = None,
+    seed: int = DEFAULT_SEED,
+    existing: Mapping[str, MLTCodec] | None = None,
+) -> dict[str, MLTCodec]:
+    """Deprecated: use :func:`spark_mlt.column.fit_codecs`, which this calls."""
+    warnings.warn(
+        "spark_mlt.batch.size_codecs is deprecated; use spark_mlt.column.fit_codecs", DeprecationWarning, stacklevel=2
+    )
+    return fit_codecs(df, columns, p=p, n=n, seed=seed, existing=existing)
+
+
+def resolve_layouts(
+    codecs: Mapping[str, MLTCodec], layout: str = "auto", existing: Mapping[str, Layout] | None = None
+) -> dict[str, Layout]:
+    """The storage layout of each token column: ``"packed"`` (one bigint) or ``"array"``.
+
+    ``"auto"`` keeps an existing table's layout, else packs when the tokens fit in 64 bits.
+
+    Raises:
+        MLTError: ``layout`` contradicts the existing table's layout of a column.
+        CodecParameterError: ``"packed"`` for tokens that do not fit in 64 bits.
+    """
+    check_choice("layout", layout, ("auto", "packed", "array"))
+    layouts: dict[str, Layout] = {}
+    for column, codec in codecs.items():
+        stored = (existing or {}).get(column)
+        if stored is not None and layout not in ("auto", stored):
+            raise MLTError(
+                f"layout={layout!r}: column {column}{TOKEN_SUFFIX} of the existing table stores tokens as "
+                f"{stored!r}; cannot append them as {layout!r} (pass layout='auto' or layout={stored!r})",
+                parameter="layout",
+            )
+        if stored is None and layout == "packed":
+            codec.require_packed_bits()
+        automatic: Layout = "packed" if codec.packed_bits else "array"
+        layouts[column] = stored or ("packed" if layout == "packed" else "array" if layout == "array" else automatic)
+    return layouts
+
+
+def stored_layouts(schema: StructType, codecs: Mapping[str, MLTCodec]) -> dict[str, Layout]:
+    """The layout of each codec column's token column in a Spark schema, by its type
+    (:func:`spark_mlt.column.layout_of`): integer ``packed``, array ``array``, struct ``struct``.
+    Columns without a token column are left out."""
+    layouts: dict[str, Layout] = {}
+    for column in codecs:
+        name = f"{column}{TOKEN_SUFFIX}"
+        if name not in schema.names:
+            continue
+        layout = layout_of(schema[name].dataType)
+        if layout not in ("packed", "array", "struct"):
+            kind = schema[name].dataType.simpleString()
+            raise MLTError(f"token column {name} has type {kind}; expected bigint, array<int> or struct")
+        layouts[column] = layout
+    return layouts
+
+
+def existing_table(output: str, mode: str) -> tuple[dict[str, MLTCodec], dict[str, Layout]]:
+    """The codecs stored at ``output`` and their token layouts (appends and overwrites keep
+    the table's codecs and schema); ({}, {}) when there is no table.
+
+    Raises:
+        TableExistsError: ``mode="error"`` and a table exists at ``output``.
+    """
+    try:
+        snapshot = read_snapshot(output)
+    except TableNotFoundError:
+        return {}, {}
+    if mode == "error":
+        raise TableExistsError(
+            f"a Delta table already exists at {output}; pass mode='append' or mode='overwrite'", parameter="mode"
+        )
+    return snapshot.codecs, stored_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
+
+
+def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
+    """Why the id in ``source`` got no tokens, or null when it got some (or is null)."""
+    return F.when(
+        F.col(source).isNotNull() & F.col(f"{column}{TOKEN_SUFFIX}").isNull(),
+        F.concat(
+            F.lit(f"{column}: id "),
+            F.col(source).cast("string"),
+            F.lit(f" is not a whole number in [0, {codec.max_id + 1}) (p={codec.p}, n={codec.n})"),
+        ),
+    )
+
+
+def tokenize_dataframe(
+    df: DataFrame,
+    codecs: Mapping[str, MLTCodec],
+    *,
+    handle_invalid: str = "error",
+    engine: str = "auto",
+    sources: Mapping[str, str] | None = None,
+    layouts: Mapping[str, str] | None = None,
+) -> tuple[DataFrame, DataFrame | None]:
+    """Add ``c_mlt`` tokens for every codec column ``c`` (encoding ``sources[c]`` if given,
+    e.g. the dense id of a string key), as array<int> or, where ``layouts[c]`` is
+    ``"packed"``, as one bigint (see :func:`spark_mlt.column.mlt_unpack`).
+
+    ``handle_invalid``: ``error`` fails the query on an invalid id, ``null`` gives it null
+    tokens; with ``skip`` or ``quarantine`` the first value holds the valid rows only and the
+    second the rejected rows with a ``mlt_reason`` column (otherwise the second is None).
+
+    Example::
+
+        tokens, _ = tokenize_dataframe(ratings, fit_codecs(ratings, ["userId"]))
+    """
+    check_choice("handle_invalid", handle_invalid, HANDLE_INVALID)
+    sources = dict(sources or {})
+    out = df
+    for column, codec in codecs.items():
+        layout = "packed" if (layouts or {}).get(column) == "packed" else "array"
+        per_row = "error" if handle_invalid == "error" else "null"
+        tokens = mlt_encode(sources.get(column, column), codec, layout=layout, handle_invalid=per_row, engine=engine)  # type: ignore[arg-type]
+        out = out.withColumn(f"{column}{TOKEN_SUFFIX}", tokens)
+    if handle_invalid in ("error", "null"):
+        return out, None
+    reasons = [_invalid_reason(sources.get(column, column), column, codec) for column, codec in codecs.items()]
+    with_reason = out.withColumn("mlt_reason", F.concat_ws("; ", *reasons))
+    good = with_reason.where(F.col("mlt_reason") == "").drop("mlt_reason")
+    rejected = with_reason.where(F.col("mlt_reason") != "").drop(*[f"{c}{TOKEN_SUFFIX}" for c in codecs])
+    return good, rejected
+
+
+def fit_job_codecs(
+    report: JobReport,
+    df: DataFrame,
+    columns: Sequence[str],
+    options: MovieLensOptions,
+    existing: tuple[dict[str, MLTCodec], dict[str, Layout]],
+    *,
+    sources: Mapping[str, str] | None = None,
+) -> None:
+    """Set ``report.codecs`` (the existing table's, else sized from ``df``'s column or its
+    ``sources[column]``) and ``report.layouts`` (:func:`resolve_layouts`)."""
+    codecs, layouts = existing
+    source = {c: (sources or {}).get(c, c) for c in columns}
+    with phase(report, "size codecs"):
+        sized = fit_codecs(
+            df,
+            list(source.values()),
+            p=options.p,
+            n=options.n,
+            seed=options.seed,
+            existing={source[c]: codec for c, codec in codecs.items() if c in source},
+        )
+        report.codecs = {c: sized[source[c]] for c in columns}
+        report.layouts = dict(resolve_layouts(report.codecs, options.layout, layouts))
+
+
+def write_tokens(
+    tokens: DataFrame,
+    output: str,
+    report: JobReport,
+    options: MovieLensOptions,
+    *,
+    commit_info: Mapping[str, str],
+    properties: Mapping[str, str] | None = None,
+) -> None:
+    """Write ``tokens`` to the Delta table ``output`` with ``report.codecs``, token columns in
+    the options' Parquet data pages; sets ``report.write`` and ``report.rows_out``."""
+    token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
+    report.write = write_delta(
+        tokens,
+        output,
+        report.codecs,
+        mode=options.mode,
+        partition_by=options.partition_by,
+        run_id=options.run_id,
+        options=WriteOptions(
+            commit_info=dict(commit_info),
+            properties=dict(properties or {}),
+            parquet_options=token_write_options(tokens, token_columns, data_page_version=options.data_page_version),
+        ),
+    )
+    report.rows_out = report.write.rows
+
+
+def _read_input(spark: SparkSession, source: str, options: TokenizeOptions) -> DataFrame:
+    if options.input_format is None:
+        return spark.table(source)
+    if options.input_format == "delta":
+        return read_delta(spark, source)
+    reader = spark.read.options(**options.read_options)
+    if options.input_format == "csv":
+        reader = reader.option("header", options.read_options.get("header", "true"))
+        reader = reader.option("inferSchema", options.read_options.get("inferSchema", "true"))
+    return reader.format(options.input_format).load(source)
+
+
+def _key_ids(
+    spark: SparkSession, df: DataFrame, columns: Sequence[str], output: str, options: TokenizeOptions
+) -> tuple[DataFrame, dict[str, str], dict[str, str]]:
+    """String key columns through their append-only vocabularies: ``df`` with a dense id
+    column per key, the id column of each key, and the table properties naming the vocabularies."""
+    types = dict(df.dtypes)
+    sources = {c: f"__{c}_id" for c in columns if types[c] == "string"}
+    paths = {}
+    for column, id_column in sources.items():
+        path = f"{(options.vocabulary_dir or output.rstrip('/') + '_vocab').rstrip('/')}/{column}"
+        df = assign_ids(spark, df, column, path, id_column=id_column)
+        paths[column] = path if "://" in path else os.path.abspath(path)
+    return df, sources, vocabulary_properties(paths)
+
+
+def _set_aside(
+    rejected: DataFrame, output: str, report: JobReport, options: TokenizeOptions, info: dict[str, str]
+) -> None:
+    """Count the rejected rows (``skip``), or commit them to the quarantine table first, so
+    that if the job dies between the two commits no row is lost (a re-run with the same run
+    id then skips the quarantine commit)."""
+    if options.handle_invalid == "skip":
+        report.rows_rejected = rejected.count()
+        return
+    side = write_delta(
+        rejected,
+        options.quarantine or f"{output.rstrip('/')}_quarantine",
+        {},
+        mode="append",
+        run_id=options.run_id,
+        options=WriteOptions(commit_info={**info, "spark_mlt.quarantine_of": output}),
+    )
+    report.rows_rejected = side.rows
+
+
+def tokenize_table(
+    spark: SparkSession,
+    source: str,
+    output: str,
+    columns: Sequence[str],
+    options: TokenizeOptions | None = None,
+    **deprecated: Any,
+) -> JobReport:
+    """Tokenise id columns of any table (a path read with ``options.input_format``, or a
+    catalog table if it is None) into the Delta table ``output``.
+
+    String columns are keys: each goes through an append-only vocabulary Delta table
+    (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
+    tokenised; the table property ``mlt.vocabulary.<column>`` names the vocabulary, and decoding
+    returns the original keys. Invalid ids are handled as ``options.handle_invalid`` says
+    (see :class:`TokenizeOptions`). The 0.1 keywords (``mode=``, ``p=``, ...) still work, with
+    a DeprecationWarning.
+
+    Raises:
+        SourceError: a column is not in the input.
+        TableExistsError: ``mode="error"`` and ``output`` exists.
+
+    Example::
+
+        tokenize_table(spark, "orders.parquet", "out/orders_mlt", ["customer_id", "sku"],
+                       TokenizeOptions(mode="append", handle_invalid="quarantine"))
+    """
+    opts = options_from_keywords("tokenize_table", TokenizeOptions, options, deprecated)
+    report = JobReport()
+    with phase(report, "read"):
+        df = _read_input(spark, source, opts)
+        unknown = [c for c in columns if c not in df.columns]
+        if unknown:
+            raise SourceError(
+                f"columns names column(s) {unknown} not in the input; it has {df.columns}", parameter="columns"
+            )
+    existing = existing_table(output, opts.mode)
+    with phase(report, "vocabularies"):
+        df, sources, properties = _key_ids(spark, df, columns, output, opts)
+    fit_job_codecs(report, df, columns, opts, existing, sources=sources)
+    with phase(report, "tokenize and write"):
+        good, rejected = tokenize_dataframe(
+            df,
+            report.codecs,
+            handle_invalid=opts.handle_invalid,
+            engine=opts.engine,
+            sources=sources,
+            layouts=report.layouts,
+        )
+        info = {"spark_mlt.job": "tokenize", "spark_mlt.input": source, "spark_mlt.handle_invalid": opts.handle_invalid}
+        if rejected is not None:
+            _set_aside(rejected.drop(*sources.values()), output, report, opts, info)
+        write_tokens(good.drop(*sources.values()), output, report, opts, commit_info=info, properties=properties)
+    report.rows_in = report.rows_out + report.rows_rejected
+    return report

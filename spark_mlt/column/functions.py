@@ -1,0 +1,171 @@
+"""PySpark column functions: ``mlt_encode``, ``mlt_decode`` and ``mlt_unpack``.
+
+Each checks its arguments, sizes its input (:mod:`spark_mlt.column.inputs`) and hands it to
+an engine (:mod:`spark_mlt.column.engine`). Input types are checked when Spark analyses the
+query: anything but an integral or decimal id column fails with Spark's DATATYPE_MISMATCH
+error, which names the column and its type. Decimal values must be whole numbers within the
+bigint range; other values, negative ids and ids at or above the codec's capacity are invalid
+rows, handled per ``handle_invalid`` (see :mod:`spark_mlt.options`).
+"""
+
+from __future__ import annotations
+
+from pyspark.sql import Column
+
+from spark_mlt.codec import MLTCodec
+from spark_mlt.column import expressions
+from spark_mlt.column.engine import engine_for
+from spark_mlt.column.inputs import as_input, bound
+from spark_mlt.errors import MLTTypeError
+from spark_mlt.options import LAYOUTS, Engine, HandleInvalid, Layout, check_choice, renamed_option
+
+__all__ = ["check_codec", "choose_layout", "mlt_decode", "mlt_encode", "mlt_unpack"]
+
+#: what a column function does with an invalid id or token vector (it cannot drop rows)
+COLUMN_HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null")
+DECODE_LAYOUTS: tuple[Layout, ...] = ("array", "struct", "packed")  # vectors: MLTDecoder
+
+
+def check_codec(codec: object) -> MLTCodec:
+    """``codec`` if it is an :class:`MLTCodec`, else an error naming the type found."""
+    if not isinstance(codec, MLTCodec):
+        raise MLTTypeError(f"codec must be an MLTCodec, got {type(codec).__name__}", parameter="codec")
+    return codec
+
+
+def choose_layout(
+    function: str, old: str, old_value: Layout | None, layout: Layout | None, allowed: tuple[Layout, ...]
+) -> Layout:
+    """The layout given as ``layout=`` or under its old name (deprecated), "array" by default."""
+    given = renamed_option(function, old, "layout", old_value, layout, stacklevel=4)
+    return check_choice("layout", given or "array", allowed)
+
+
+def mlt_encode(
+    col: str | Column,
+    codec: MLTCodec,
+    *,
+    layout: Layout | None = None,
+    handle_invalid: HandleInvalid = "error",
+    engine: Engine = "auto",
+    output: Layout | None = None,
+) -> Column:
+    """The MLT tokens of an integer id column.
+
+    Args:
+        col: a column name or Column of an integral type (tinyint .. bigint) or a decimal
+            holding whole numbers.
+        codec: the codec to apply.
+        layout: ``"array"`` (default: array<int> of n tokens), ``"struct"`` (fields
+            t0..t{n-1}), ``"vector"`` (a dense ML vector of ``token / (p - 1)``, each in
+            [0, 1]), or ``"packed"``: one bigint holding the n tokens, token j in bits
+            ``[j*b, (j+1)*b)`` with ``b = codec.packed_bits`` (needs ``n * b <= 64``).
+        handle_invalid: ``"error"`` fails the query naming the offending id and the valid
+            range [0, capacity); ``"null"`` turns invalid ids into null.
+        engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the
+            NumPy codec) or ``"auto"`` (native).
+        output: the old name of ``layout`` (deprecated).
+
+    Returns:
+        A Column; null where the id is null.
+
+    Raises:
+        MLTTypeError: an unknown option, or ``col``/``codec`` of the wrong type.
+        CodecParameterError: ``layout="packed"`` and the tokens do not fit in 64 bits.
+
+    Example::
+
+        codec = MLTCodec.from_seed(13, 6)
+        df.select(mlt_encode("user_id", codec).alias("user_tokens"))
+    """
+    codec = check_codec(codec)
+    chosen = check_choice(
+        "layout", renamed_option("mlt_encode", "output", "layout", output, layout) or "array", LAYOUTS
+    )
+    check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
+    if chosen == "packed":
+        codec.require_packed_bits()
+    return engine_for(engine).encode(as_input(col), codec, chosen, handle_invalid)
+
+
+def mlt_decode(
+    col: str | Column,
+    codec: MLTCodec,
+    *,
+    layout: Layout | None = None,
+    handle_invalid: HandleInvalid = "error",
+    engine: Engine = "auto",
+    form: Layout | None = None,
+) -> Column:
+    """The bigint ids of a token column written by :func:`mlt_encode`.
+
+    Args:
+        col: a column name or Column of tokens: array<int> (``layout="array"``, the
+            default), a struct with fields t0..t{n-1} (``"struct"``), or packed in a bigint
+            (``"packed"``).
+        codec: the codec the tokens were made with.
+        layout: the token column's layout. A column of another type fails when Spark
+            analyses the query, naming the column, its type and the layout expected. A
+            Column carries no type before analysis, so the layout is not inferred here;
+            ``MLTDecoder`` (``layout="auto"``) and the decode job infer it from the schema.
+            Tokens of any integer type decode (array<bigint> as well as array<int>).
+        handle_invalid: ``"error"`` fails the query naming the offending token vector;
+            ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
+            [0, p), or one that decodes to 2**63 or more) into null.
+        engine: ``"native"``, ``"udf"`` or ``"auto"`` (native).
+        form: the old name of ``layout`` (deprecated).
+
+    Returns:
+        A bigint Column; null where the tokens are null.
+
+    Example::
+
+        df.select(mlt_decode("user_tokens", codec).alias("user_id"))
+    """
+    codec = check_codec(codec)
+    chosen = choose_layout("mlt_decode", "form", form, layout, DECODE_LAYOUTS)
+    check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
+    if chosen == "packed":
+        codec.require_packed_bits()
+    return engine_for(engine).decode(as_input(col), codec, chosen, handle_invalid)
+
+
+def mlt_unpack(
+    col: str | Column,
+    codec: MLTCodec,
+    *,
+    layout: Layout | None = None,
+    handle_invalid: HandleInvalid = "error",
+    output: Layout | None = None,
+) -> Column:
+    """The tokens of a packed token column (``mlt_encode(..., layout="packed")``), as an
+    array<int> (or a struct t0..t{n-1}): plain Spark shifts and masks, no Python.
+
+    Args:
+        col: a bigint column of packed tokens.
+        codec: the codec the tokens were made with (it fixes n and the bits per token).
+        layout: ``"array"`` (default) or ``"struct"``.
+        handle_invalid: ``"error"`` fails the query naming the value; ``"null"`` turns
+            values with a token >= p or bits set above the n tokens into null.
+        output: the old name of ``layout`` (deprecated).
+
+    Raises:
+        CodecParameterError: the codec's tokens do not fit in 64 bits (never packed).
+
+    Example::
+
+        ratings = read_delta(spark, "/data/ratings_mlt")
+        ratings.select(mlt_unpack("userId_mlt", codecs["userId"]).alias("user_tokens"))
+    """
+    codec = check_codec(codec)
+    chosen = choose_layout("mlt_unpack", "output", output, layout, ("array", "struct"))
+    check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
+    codec.require_packed_bits()
+    source = as_input(col)
+    b = expressions.ColumnBackend()
+    return bound(
+        source,
+        lambda k: expressions.unpack_expr(
+            b, k, codec, layout=chosen, handle_invalid=handle_invalid, sql_name=source.name
+        ),
+    )

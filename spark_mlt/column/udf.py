@@ -1,0 +1,237 @@
+"""The UDF engine: vectorised UDFs over the NumPy codec.
+
+An Arrow UDF on PySpark >= 4.1, a pandas UDF before (the same Arrow code inside, so the same
+tokens, errors and nulls). The codec travels to executors inside the UDF's closure as its
+JSON document, not as a broadcast variable, so it also works over Spark Connect (no
+SparkContext to broadcast from); workers parse and validate it once per process.
+
+SQL checks the input first (type, whole numbers, range: ``expressions.checked_id``, shared
+with the native engine), so the UDF reads one checked bigint per row.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+from pyspark.ml.functions import array_to_vector
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.functions import pandas_udf
+
+from spark_mlt.codec import MLTCodec
+from spark_mlt.column import expressions
+from spark_mlt.column.arrow import codec_from_json, decode_arrow, encode_arrow, encode_packed_arrow
+from spark_mlt.column.forms import shape_gate, token_names, token_struct_type
+from spark_mlt.column.inputs import Input, bound
+from spark_mlt.column.versions import PYSPARK_LINE, has_arrow_udfs
+from spark_mlt.errors import MLTError
+
+__all__ = ["UdfEngine", "decode_udf", "encode_udf"]
+
+NULL_ID = -1  # a null id, as the pandas UDF path passes it (every id it sees is checked and >= 0)
+
+
+def _arrow_to_pandas(result: pa.Array) -> pd.Series:
+    """A UDF result for pandas UDFs: bigint as the nullable Int64 (exact; float64 is not)."""
+    return result.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def _bigint_from_pandas(values: pd.Series, name: str) -> pa.Array:
+    """The int64 Arrow array of a bigint pandas UDF argument. PySpark < 4.1 hands a batch
+    holding nulls to pandas as float64, exact only below 2**53."""
+    if values.dtype.kind in "iu":  # numpy int64, or pandas Int64 from a chained pandas UDF
+        return pa.array(values, type=pa.int64(), from_pandas=True)
+    floats = values.to_numpy(np.float64)
+    present = ~np.isnan(floats)
+    if (np.abs(floats[present]) >= 2.0**53).any():
+        line = ".".join(map(str, PYSPARK_LINE))
+        raise MLTError(
+            f"spark-mlt: {name}: PySpark {line} passes a batch of bigint values that "
+            "holds nulls to pandas as float64, which cannot represent values of 2^53 or more "
+            "exactly; filter the nulls out first, use the column functions mlt_encode/mlt_decode "
+            "(exact on every PySpark), or PySpark >= 4.1"
+        )
+    return pa.array(np.where(present, floats, 0).astype(np.int64), mask=~present)
+
+
+def _pandas_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, takes: str) -> Any:
+    """The pandas UDF of ``batch`` for PySpark < 4.1: converts at the boundary (see
+    :func:`vectorized_udf`); bigint results travel as pandas' nullable Int64."""
+    if takes == "id":
+
+        def pandas_id_batch(values: pd.Series) -> pd.Series:
+            ids = values.to_numpy(np.int64)
+            return _arrow_to_pandas(batch(pa.array(ids, mask=ids == NULL_ID)))
+
+        return pandas_udf(pandas_id_batch, return_type)  # type: ignore[call-overload]
+
+    if takes == "bigint":
+
+        def pandas_bigint_batch(values: pd.Series) -> pd.Series:
+            return _arrow_to_pandas(batch(_bigint_from_pandas(values, name)))
+
+        return pandas_udf(pandas_bigint_batch, return_type)  # type: ignore[call-overload]
+
+    def pandas_array_batch(values: pd.Series) -> pd.Series:
+        return _arrow_to_pandas(batch(pa.array(values, type=pa.list_(pa.int64()), from_pandas=True)))
+
+    return pandas_udf(pandas_array_batch, return_type)  # type: ignore[call-overload]
+
+
+def vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, *, takes: str) -> Any:
+    """A vectorised UDF running ``batch`` (Arrow array in, Arrow array out): an Arrow UDF on
+    PySpark >= 4.1, a pandas UDF before. ``takes`` is the input's Spark type: "bigint",
+    "array" (array<int>) or "id": a checked id (bigint >= 0 or null; see :func:`_call_id_udf`).
+    """
+    if has_arrow_udfs():
+
+        def arrow_batch(values: pa.Array) -> pa.Array:
+            return batch(values)
+
+        return F.arrow_udf(arrow_batch, return_type)  # type: ignore[attr-defined]
+    return _pandas_udf(batch, return_type, name, takes)
+
+
+def _call_id_udf(udf: Any, checked: Column) -> Column:
+    """Call a UDF made with ``takes="id"`` on a checked id column, reading it once.
+
+    PySpark < 4.1 hands pandas a bigint batch holding nulls as float64, exact only below
+    2**53; so the pandas path passes null as ``NULL_ID`` (-1, never a checked id) instead.
+    """
+    result: Column = udf(checked if has_arrow_udfs() else F.coalesce(checked, F.lit(NULL_ID).cast("bigint")))
+    return result
+
+
+def encode_udf(codec: MLTCodec, *, layout: str, handle_invalid: str, name: str, takes: str = "bigint") -> Any:
+    """A vectorised UDF bigint -> tokens (array, struct, or ``layout="packed"``: the tokens
+    packed in a bigint); the codec rides in the closure as its JSON document. ``takes``: see
+    :func:`vectorized_udf`."""
+    document = codec.to_json()
+    if layout == "packed":
+
+        def encode_packed_batch(ids: pa.Array) -> pa.Array:
+            return encode_packed_arrow(codec_from_json(document), ids, handle_invalid=handle_invalid, name=name)
+
+        return vectorized_udf(encode_packed_batch, "bigint", name, takes=takes)
+
+    def encode_batch(ids: pa.Array) -> pa.Array:
+        return encode_arrow(codec_from_json(document), ids, layout=layout, handle_invalid=handle_invalid, name=name)
+
+    return_type = token_struct_type(codec.n) if layout == "struct" else "array<int>"
+    return vectorized_udf(encode_batch, return_type, name, takes=takes)
+
+
+def decode_udf(codec: MLTCodec, *, layout: str, handle_invalid: str, name: str) -> Any:
+    """A vectorised UDF tokens -> bigint; the codec rides in the closure as its JSON document."""
+    document = codec.to_json()
+
+    def decode_batch(tokens: pa.Array) -> pa.Array:
+        return decode_arrow(codec_from_json(document), tokens, layout=layout, handle_invalid=handle_invalid, name=name)
+
+    return vectorized_udf(decode_batch, "bigint", name, takes="bigint" if layout == "packed" else "array")
+
+
+def _unpacked(packed: Column, codec: MLTCodec, bits: int, layout: str) -> Column:
+    """The tokens of the UDF's packed result, unpacked by Spark (shifts and masks)."""
+    mask = F.lit((1 << bits) - 1).cast("bigint")
+    items = [F.shiftright(packed, bits * j).bitwiseAND(mask).cast("int") for j in range(codec.n)]
+    b = expressions.ColumnBackend()
+    shaped = b.struct(token_names(codec.n), items) if layout == "struct" else F.array(*items)
+    result: Column = F.when(packed.isNull(), F.lit(None)).otherwise(shaped)
+    return result
+
+
+class UdfEngine:
+    """Encodes and decodes with vectorised UDFs over the NumPy codec."""
+
+    name = "udf"
+
+    def encode(self, source: Input, codec: MLTCodec, layout: str, handle_invalid: str) -> Column:
+        """Tokens of the checked id. When the tokens fit in 64 bits and the input is small,
+        the UDF returns them packed in a bigint, unpacked by Spark (see
+        :mod:`spark_mlt.column.arrow`): moving one int64 is cheaper than a list (see the
+        README's performance table). Unpacking reads
+        the UDF's result n times, each a copy of its input; for a larger input the UDF
+        returns the tokens' final shape instead."""
+        if layout == "vector":
+            return _scaled_vector(self.encode(source, codec, "array", handle_invalid), source, codec)
+        b = expressions.ColumnBackend()
+        checked = bound(
+            source, lambda v: expressions.checked_id(b, v, codec, handle_invalid=handle_invalid, sql_name=source.name)
+        )
+
+        def udf(shape: str) -> Column:
+            made = encode_udf(codec, layout=shape, handle_invalid=handle_invalid, name=source.name, takes="id")
+            return _call_id_udf(made, checked)
+
+        bits = codec.packed_bits
+        if layout == "packed":
+            return udf("packed")
+        if bits is not None and source.simple:
+            return _unpacked(udf("packed"), codec, bits, layout)
+        if layout == "struct" and not has_arrow_udfs():  # pandas UDFs cannot return a null struct
+            return bound(Input(udf("array"), source.name, source.simple), lambda t: _struct_of_array(t, codec.n))
+        return udf(layout)
+
+    def decode(self, source: Input, codec: MLTCodec, layout: str, handle_invalid: str) -> Column:
+        """The id of the tokens. pandas UDFs (PySpark < 4.1) see a bigint batch holding nulls
+        as float64 (inexact above 2**53), and a struct as a DataFrame: they get the tokens as
+        an array<int> instead."""
+        name = source.name
+
+        def gated(body: Callable[[Column], Column]) -> Column:
+            def checked(t: Column) -> Column:
+                gate, fields = shape_gate(t, codec, layout, name)
+                result: Column = F.when(gate, F.lit(None)).otherwise(body(fields))
+                return result
+
+            return bound(source, checked)
+
+        b = expressions.ColumnBackend()
+        if has_arrow_udfs() or layout == "array":
+            column = gated(lambda t: t)
+        elif layout == "packed":
+            column = gated(
+                lambda k: expressions.unpack_expr(
+                    b, k, codec, layout="array", handle_invalid=handle_invalid, sql_name=name
+                )
+            )
+        else:
+            fields = token_names(codec.n)
+            column = gated(
+                lambda t: F.when(t.isNull(), F.lit(None)).otherwise(F.array(*[t.getField(f) for f in fields]))
+            )
+        udf = decode_udf(
+            codec, layout=layout if has_arrow_udfs() else "array", handle_invalid=handle_invalid, name=name
+        )
+        decoded: Column = udf(column)
+        return decoded
+
+
+def _array_of_struct(tokens: Column, n: int) -> Column:
+    items = F.array(*[tokens.getField(f) for f in token_names(n)])
+    result: Column = F.when(tokens.isNull(), F.lit(None)).otherwise(items)
+    return result
+
+
+def _struct_of_array(tokens: Column, n: int) -> Column:
+    b = expressions.ColumnBackend()
+    struct = b.struct(token_names(n), [tokens.getItem(j) for j in range(n)])
+    result: Column = F.when(tokens.isNull(), F.lit(None)).otherwise(struct)
+    return result
+
+
+def _scaled_vector(tokens: Column, source: Input, codec: MLTCodec) -> Column:
+    """A dense ML vector of token / (p - 1), by a lambda over the array (null stays null):
+    reading the tokens n times per row would inline the token expression n times."""
+    scale = float(max(codec.p - 1, 1))
+    return bound(
+        Input(tokens, source.name, source.simple),
+        lambda t: F.when(t.isNull(), F.lit(None)).otherwise(
+            array_to_vector(F.transform(t, lambda token: token.cast("double") / scale))
+        ),
+    )

@@ -1,0 +1,322 @@
+"""The Params of the spark-mlt ML stages, and the rules they apply when a Param is set.
+
+Design decisions:
+
+* Columns and invalid rows use Spark's own shared mixins (``HasInputCol``, ``HasInputCols``,
+  ``HasOutputCol``, ``HasOutputCols``, ``HasHandleInvalid``), so the stages read like those of
+  ``pyspark.ml.feature``; ``layout``, ``engine``, ``codecs`` and the codec sizing (``p``,
+  ``n``, ``seed``) are mixins of their own, named with the words of :mod:`spark_mlt.options`.
+* The setters live in the mixins, typed to return the stage they are called on, so every
+  stage has a ``set<Name>`` and ``get<Name>`` for each of its Params without a copy per class.
+* ``handleInvalid`` takes ``error``, ``null`` and ``skip``. Spark's ``keep`` puts invalid
+  values in an extra bucket, which MLT does not have; in 0.1 it meant ``null``, so it is still
+  accepted as that, with a DeprecationWarning.
+* The 0.1 names of ``layout`` (``outputFormat`` for the encoder, ``inputFormat`` for the
+  decoder) are translated when set (with a DeprecationWarning) and, silently, when a stage
+  saved by 0.1 is loaded (:meth:`MLTStageParams.getParam`, ``_setDefault``): no hidden
+  deprecated Params show up in ``explainParams()`` or in what new versions save.
+* Option values are checked when set, so a typo fails where it is written, with an
+  :class:`~spark_mlt.errors.MLTTypeError` naming the Param; and again when used, since
+  ``Params.set`` and loading bypass ``_set``.
+* ``codecs`` holds the codecs' JSON documents (a list of strings), so Spark ML's default
+  persistence saves them as JSON; they are validated when set and again when loaded.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, TypeVar
+
+from pyspark.ml.param import Param, Params, TypeConverters
+from pyspark.ml.param.shared import HasHandleInvalid, HasInputCol, HasInputCols, HasOutputCol, HasOutputCols
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+
+from spark_mlt.codec import DEFAULT_SEED, MLTCodec
+from spark_mlt.errors import MLTTypeError
+from spark_mlt.options import (
+    ENGINES,
+    LAYOUTS,
+    TOKEN_SUFFIX,
+    Engine,
+    HandleInvalid,
+    Layout,
+    check_choice,
+    renamed_option,
+)
+
+__all__ = [
+    "DECODER_LAYOUTS",
+    "RENAMED_PARAMS",
+    "STAGE_HANDLE_INVALID",
+    "HasCodecSizing",
+    "HasCodecs",
+    "HasEngine",
+    "HasLayout",
+    "MLTCodecStageParams",
+    "MLTStageParams",
+]
+
+P = TypeVar("P", bound=Params)
+S = TypeVar("S", bound="MLTStageParams")
+
+#: what a stage does with an invalid id or token vector (``quarantine`` is for the jobs only)
+STAGE_HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip")
+#: the decoder also reads the layout from the column's type
+DECODER_LAYOUTS: tuple[Layout | Literal["auto"], ...] = ("auto", *LAYOUTS)
+#: 0.1 Param names -> their names now
+RENAMED_PARAMS = {"outputFormat": "layout", "inputFormat": "layout"}
+
+
+def user_stacklevel() -> int:
+    """The ``stacklevel`` that makes a warning issued by the caller point at the first frame
+    outside this package and pyspark: the user's line, whichever chain of ``keyword_only``
+    wrappers, ``__init__`` and ``setParams`` led there (warnings attributed to pyspark frames
+    would be hidden by the default filters)."""
+    frame = sys._getframe(1)
+    level = 1
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(("spark_mlt.ml", "pyspark")):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def _to_handle_invalid(value: Any) -> str:
+    # Loading a 0.1 model sets "keep" through Params.set, which only runs this converter.
+    text = TypeConverters.toString(value)
+    return "null" if text == "keep" else text
+
+
+def _to_codec_documents(value: Any) -> list[str]:
+    """The canonical JSON documents of codecs given as :class:`MLTCodec` objects or JSON."""
+    documents = []
+    for item in TypeConverters.toList(value):
+        if isinstance(item, MLTCodec):
+            documents.append(item.to_json())
+        elif isinstance(item, str):
+            documents.append(MLTCodec.from_json(item).to_json())  # CodecFormatError if corrupt
+        else:
+            raise TypeError(f"codecs must be MLTCodec objects or their JSON documents, got {type(item).__name__}")
+    return documents
+
+
+class HasLayout(Params):
+    """Mixin for Param layout: the token layout."""
+
+    layout: Param[str] = Param(
+        Params._dummy(),
+        "layout",
+        "token layout: 'vector' (dense ML vector of token / (p - 1)), 'array' (array<int>), 'struct' "
+        "(fields t0..t{n-1}) or 'packed' (one bigint); the decoder also takes 'auto' (from the column's type)",
+        typeConverter=TypeConverters.toString,
+    )
+
+    def getLayout(self) -> str:  # noqa: N802 - Spark ML naming
+        """Gets the value of layout or its default value."""
+        return str(self.getOrDefault(self.layout))
+
+    def setLayout(self: P, value: str) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`layout`."""
+        return self._set(layout=value)
+
+
+class HasEngine(Params):
+    """Mixin for Param engine: which implementation computes the tokens."""
+
+    engine: Param[str] = Param(
+        Params._dummy(),
+        "engine",
+        "'native' (Spark SQL expressions), 'udf' (vectorised UDF over the NumPy codec) or 'auto' (native)",
+        typeConverter=TypeConverters.toString,
+    )
+
+    def getEngine(self) -> str:  # noqa: N802 - Spark ML naming
+        """Gets the value of engine or its default value."""
+        return str(self.getOrDefault(self.engine))
+
+    def setEngine(self: P, value: str) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`engine`."""
+        return self._set(engine=value)
+
+
+class HasCodecs(Params):
+    """Mixin for Param codecs: one codec per input column, stored as its JSON document."""
+
+    codecs: Param[list[str]] = Param(
+        Params._dummy(),
+        "codecs",
+        "codec JSON documents (MLTCodec.to_json()), one per input column",
+        typeConverter=_to_codec_documents,
+    )
+
+    def getCodecs(self) -> list[MLTCodec]:  # noqa: N802 - Spark ML naming
+        """The codecs, one per input column, validated from their JSON documents."""
+        if not self.isDefined(self.codecs):
+            raise MLTTypeError("codecs must be set (one codec per input column)", parameter="codecs")
+        return [MLTCodec.from_json(document) for document in self.getOrDefault(self.codecs)]
+
+    def setCodecs(self: P, value: Sequence[MLTCodec | str]) -> P:  # noqa: N802
+        """Sets :py:attr:`codecs` from :class:`MLTCodec` objects or their JSON documents."""
+        return self._set(codecs=list(value))
+
+
+class HasCodecSizing(Params):
+    """Mixin for Params p, n and seed: the codec parameters, shared by every input column."""
+
+    p: Param[int] = Param(
+        Params._dummy(), "p", "prime modulus (unset: sized from the data)", typeConverter=TypeConverters.toInt
+    )
+    n: Param[int] = Param(
+        Params._dummy(), "n", "tokens per id (unset: sized from the data)", typeConverter=TypeConverters.toInt
+    )
+    seed: Param[int] = Param(
+        Params._dummy(), "seed", f"seed of the matrix draw (default {DEFAULT_SEED})", typeConverter=TypeConverters.toInt
+    )
+
+    def getP(self) -> int | None:  # noqa: N802 - Spark ML naming
+        """Gets the value of p, or None when it is sized from the data."""
+        return int(self.getOrDefault(self.p)) if self.isSet(self.p) else None
+
+    def setP(self: P, value: int) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`p`."""
+        return self._set(p=value)
+
+    def getN(self) -> int | None:  # noqa: N802
+        """Gets the value of n, or None when it is sized from the data."""
+        return int(self.getOrDefault(self.n)) if self.isSet(self.n) else None
+
+    def setN(self: P, value: int) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`n`."""
+        return self._set(n=value)
+
+    def getSeed(self) -> int:  # noqa: N802
+        """Gets the value of seed or its default value."""
+        return int(self.getOrDefault(self.seed))
+
+    def setSeed(self: P, value: int) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`seed`."""
+        return self._set(seed=value)
+
+
+class MLTStageParams(HasInputCol, HasInputCols, HasOutputCol, HasOutputCols, HasHandleInvalid, HasLayout, HasEngine):
+    """The Params of every spark-mlt stage: columns, ``handleInvalid``, ``layout``, ``engine``."""
+
+    handleInvalid: Param[str] = Param(  # noqa: N815 - Spark ML naming
+        Params._dummy(),
+        "handleInvalid",
+        "how to handle invalid ids or token vectors: 'error' (fail the query), 'null' (null output, "
+        "row kept) or 'skip' (drop rows whose output is null while their input is not)",
+        typeConverter=_to_handle_invalid,
+    )
+
+    #: the layouts this stage accepts
+    _layouts: tuple[str, ...] = LAYOUTS
+    #: an output column not set is named input + this
+    _output_suffix: str = TOKEN_SUFFIX
+
+    def setInputCol(self: P, value: str) -> P:  # noqa: N802 - Spark ML naming
+        """Sets the value of :py:attr:`inputCol`."""
+        return self._set(inputCol=value)
+
+    def setInputCols(self: P, value: list[str]) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`inputCols`."""
+        return self._set(inputCols=value)
+
+    def setOutputCol(self: P, value: str) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`outputCol`."""
+        return self._set(outputCol=value)
+
+    def setOutputCols(self: P, value: list[str]) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`outputCols`."""
+        return self._set(outputCols=value)
+
+    def setHandleInvalid(self: P, value: str) -> P:  # noqa: N802
+        """Sets the value of :py:attr:`handleInvalid`."""
+        return self._set(handleInvalid=value)
+
+    def getParam(self, paramName: str) -> Param[Any]:  # noqa: N802, N803 - Spark ML naming
+        """Gets a Param by its name, or by its 0.1 name (so that stages saved by 0.1 load)."""
+        return super().getParam(RENAMED_PARAMS.get(paramName, paramName))
+
+    def _setDefault(self: S, **kwargs: Any) -> S:  # noqa: N802 - Spark ML naming
+        # Loading a 0.1 stage sets its defaults under their 0.1 names.
+        return super()._setDefault(**{RENAMED_PARAMS.get(name, name): value for name, value in kwargs.items()})
+
+    def _set(self: S, **kwargs: Any) -> S:
+        """Sets Params, translating deprecated names and values and checking the options."""
+        values = dict(kwargs)
+        for old, new in RENAMED_PARAMS.items():
+            if old in values:
+                stacklevel = user_stacklevel() + 1  # renamed_option warns one frame further down
+                value = renamed_option(
+                    type(self).__name__, old, new, values.pop(old), values.get(new), stacklevel=stacklevel
+                )
+                values[new] = value
+        if values.get("handleInvalid") == "keep":
+            message = "handleInvalid='keep' is deprecated (Spark's keep means an extra bucket); use 'null'"
+            warnings.warn(message, DeprecationWarning, stacklevel=user_stacklevel())
+            values["handleInvalid"] = "null"
+        allowed = {"layout": self._layouts, "handleInvalid": STAGE_HANDLE_INVALID, "engine": ENGINES}
+        for name, choices in allowed.items():
+            if values.get(name) is not None:
+                check_choice(name, values[name], choices)
+        return super()._set(**values)
+
+    def _columns(self) -> list[tuple[str, str]]:
+        """(input, output) column pairs from inputCol/outputCol or inputCols/outputCols;
+        an output not set is named ``<input>_mlt`` (encoder) or ``<input>_id`` (decoder)."""
+        if self.isSet(self.inputCol) and self.isSet(self.inputCols):
+            raise MLTTypeError("inputCols: set either inputCol or inputCols, not both", parameter="inputCols")
+        if self.isSet(self.inputCols):
+            if self.isSet(self.outputCol):
+                raise MLTTypeError("outputCol goes with inputCol; with inputCols set outputCols", parameter="outputCol")
+            inputs = self.getInputCols()
+            outputs = self.getOutputCols() if self.isSet(self.outputCols) else [c + self._output_suffix for c in inputs]
+        elif self.isSet(self.inputCol):
+            if self.isSet(self.outputCols):
+                raise MLTTypeError(
+                    "outputCols goes with inputCols; with inputCol set outputCol", parameter="outputCols"
+                )
+            inputs = [self.getInputCol()]
+            outputs = [self.getOutputCol() if self.isSet(self.outputCol) else inputs[0] + self._output_suffix]
+        else:
+            raise MLTTypeError("inputCol: inputCol or inputCols must be set", parameter="inputCol")
+        if len(inputs) != len(outputs):
+            raise MLTTypeError(
+                f"inputCols has {len(inputs)} columns but outputCols has {len(outputs)}", parameter="inputCols"
+            )
+        return list(zip(inputs, outputs, strict=True))
+
+    def _handle_invalid(self) -> HandleInvalid:
+        return check_choice("handleInvalid", self.getHandleInvalid(), STAGE_HANDLE_INVALID)
+
+    def _engine(self) -> Engine:
+        return check_choice("engine", self.getEngine(), ENGINES)
+
+    def _written_layout(self) -> Layout:
+        """The layout the encoder writes (the decoder's own check also allows ``auto``)."""
+        return check_choice("layout", self.getLayout(), LAYOUTS)
+
+
+class MLTCodecStageParams(MLTStageParams, HasCodecs):
+    """The Params of the stages that apply codecs (the encoder model, the decoder), and the
+    loop that adds one output column per input column."""
+
+    def _add_columns(self, dataset: DataFrame, make: Callable[[str, MLTCodec, HandleInvalid], Column]) -> DataFrame:
+        """``dataset`` with ``make(input, codec, "error" | "null")`` as each output column;
+        ``handleInvalid="skip"`` then drops the rows where an output is null but its input is not."""
+        pairs = self._columns()
+        codecs = self.getCodecs()
+        if len(codecs) != len(pairs):
+            raise MLTTypeError(f"codecs has {len(codecs)} codecs for {len(pairs)} input columns", parameter="codecs")
+        handle = self._handle_invalid()
+        column_handle: HandleInvalid = "error" if handle == "error" else "null"
+        out = dataset.withColumns(
+            {target: make(source, codec, column_handle) for (source, target), codec in zip(pairs, codecs, strict=True)}
+        )
+        if handle == "skip":
+            for source, target in pairs:
+                out = out.where(F.col(source).isNull() | F.col(target).isNotNull())
+        return out

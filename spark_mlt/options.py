@@ -1,0 +1,86 @@
+"""The words spark-mlt uses for its options, the same in every layer.
+
+* token layout: ``layout`` in Python, the ML stages' Params, the CLI (``--layout``) and conf
+  files; ``array``, ``struct``, ``vector`` or ``packed`` (``auto`` where it can be inferred).
+* invalid ids or tokens: ``handle_invalid`` in Python and conf files, ``handleInvalid`` as a
+  Spark ML Param, ``--handle-invalid`` on the CLI; ``error``, ``null``, ``skip``, ``quarantine``.
+* engine: ``engine`` / ``--engine``; ``auto``, ``native`` or ``udf``.
+
+Token layouts: ``array`` (array<int> of n tokens), ``struct`` (fields t0..t{n-1}), ``vector``
+(a dense ML vector of token / (p - 1)), ``packed`` (one bigint, token j in bits
+``[j*b, (j+1)*b)``). ``auto`` is accepted where the layout can be read from a schema (the
+decoder stage, the decode job) or chosen for storage (the jobs: an existing table's layout,
+else packed when the tokens fit in 64 bits).
+
+Invalid ids (negative, at or above the codec's capacity, fractional decimals) and invalid token
+vectors: ``error`` fails the query naming the value; ``null`` keeps the row with a null result;
+``skip`` drops the row (as Spark ML's ``handleInvalid="skip"``); ``quarantine`` writes the row
+with its reason to a side table (jobs only). A column function cannot drop rows, so it takes
+``error`` and ``null``; the ML stages take ``error``, ``null`` and ``skip``; the jobs all four.
+spark-mlt does not use Spark's ``keep`` (invalid values into an extra bucket): MLT has no spare
+token vector for them. Old spellings still work and warn: ``keep`` meant ``null`` in the ML
+stages, and ``output``/``form``/``outputFormat``/``inputFormat``/``token_layout`` were the
+layout.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from typing import Literal, TypeVar
+
+from spark_mlt.errors import MLTTypeError
+
+__all__ = [
+    "ENGINES",
+    "HANDLE_INVALID",
+    "LAYOUTS",
+    "TOKEN_SUFFIX",
+    "Engine",
+    "HandleInvalid",
+    "Layout",
+    "check_choice",
+    "renamed_option",
+]
+
+Layout = Literal["array", "struct", "vector", "packed"]
+HandleInvalid = Literal["error", "null", "skip", "quarantine"]
+Engine = Literal["auto", "native", "udf"]
+
+LAYOUTS: tuple[Layout, ...] = ("array", "struct", "vector", "packed")
+HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip", "quarantine")
+ENGINES: tuple[Engine, ...] = ("auto", "native", "udf")
+
+#: The token column of an id column ``c`` in the jobs' tables is ``c + TOKEN_SUFFIX``.
+TOKEN_SUFFIX = "_mlt"
+
+T = TypeVar("T", bound=str)
+
+
+def check_choice(parameter: str, value: object, allowed: Sequence[T]) -> T:
+    """``value`` if it is one of ``allowed``, else an error naming ``parameter``.
+
+    Example::
+
+        >>> check_choice("engine", "udf", ENGINES)
+        'udf'
+    """
+    for choice in allowed:
+        if value == choice:
+            return choice
+    raise MLTTypeError(
+        f"{parameter} must be one of {', '.join(map(repr, allowed))}; got {value!r}", parameter=parameter
+    )
+
+
+def renamed_option(
+    function: str, old: str, new: str, old_value: T | None, new_value: T | None, *, stacklevel: int = 3
+) -> T | None:
+    """The value of an option given under its old name ``old`` (with a DeprecationWarning
+    pointing ``stacklevel`` frames up) or its new name ``new``; an error when both are given."""
+    if old_value is None:
+        return new_value
+    if new_value is not None:
+        raise MLTTypeError(f"{new}: pass {new}= only ({old}= is its old name)", parameter=new)
+    warnings.warn(f"{function}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=stacklevel)
+    return old_value

@@ -1,0 +1,84 @@
+"""Delta Lake storage of tokenised tables: each token column's codec in the table properties.
+
+One module per role, as delta-rs' own Python package is laid out:
+
+* :mod:`~spark_mlt.storage.properties`: the names spark-mlt writes into a table (codec,
+  format version and vocabulary properties; run ids) and codecs <-> properties.
+* :mod:`~spark_mlt.storage.fs`: a table's location as delta-rs, pyarrow's filesystem and
+  Spark each need it (plain paths and URIs).
+* :mod:`~spark_mlt.storage.table`: :func:`read_snapshot`, the one reader of a table's state.
+* :mod:`~spark_mlt.storage.writer`: :func:`write_delta` and the backend choice; the backends
+  are ``_delta_rs`` (embedded, no jars) and ``_delta_spark`` (Delta's jars).
+* :mod:`~spark_mlt.storage.reader`: :func:`read_delta` into Spark.
+* :mod:`~spark_mlt.storage.maintenance`: :func:`orphan_files` and :func:`vacuum`.
+* :mod:`~spark_mlt.storage.vocabulary`: append-only key vocabularies.
+"""
+
+from __future__ import annotations
+
+from spark_mlt.errors import (
+    CodecMismatchError,
+    MissingCodecError,
+    SchemaMismatchError,
+    TableError,
+    TableExistsError,
+    TableNotFoundError,
+    VocabularyError,
+)
+from spark_mlt.storage._plan import DeltaWriteResult, WriteMode
+from spark_mlt.storage.maintenance import orphan_files, vacuum
+from spark_mlt.storage.properties import (
+    CODEC_PROPERTY_PREFIX,
+    FORMAT_PROPERTY,
+    LEGACY_VOCABULARY_PROPERTY_PREFIX,
+    TABLE_FORMAT_VERSION,
+    VOCABULARY_PROPERTY_PREFIX,
+    vocabulary_paths,
+    vocabulary_properties,
+)
+from spark_mlt.storage.reader import read_delta
+from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
+from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_ids, read_vocabulary
+from spark_mlt.storage.writer import (
+    WriteOptions,
+    check_data_page_version,
+    has_delta_jars,
+    token_write_options,
+    write_delta,
+)
+
+__all__ = [
+    "CODEC_PROPERTY_PREFIX",
+    "FORMAT_PROPERTY",
+    "LEGACY_VOCABULARY_PROPERTY_PREFIX",
+    "TABLE_FORMAT_VERSION",
+    "VOCABULARY_PROPERTY_PREFIX",
+    "CodecMismatchError",
+    "DeltaWriteResult",
+    "MissingCodecError",
+    "SchemaMismatchError",
+    "TableError",
+    "TableExistsError",
+    "TableNotFoundError",
+    "TableSnapshot",
+    "VocabularyError",
+    "WriteMode",
+    "WriteOptions",
+    "assign_ids",
+    "check_data_page_version",
+    "check_vocabulary",
+    "has_delta_jars",
+    "keys_for_ids",
+    "orphan_files",
+    "read_codecs",
+    "read_delta",
+    "read_properties",
+    "read_snapshot",
+    "read_vocabulary",
+    "table_exists",
+    "token_write_options",
+    "vacuum",
+    "vocabulary_paths",
+    "vocabulary_properties",
+    "write_delta",
+]

@@ -1,0 +1,282 @@
+"""The embedded backend: Spark writes Parquet, delta-rs commits the files (no Delta jars).
+
+1. Staging write: Spark writes Parquet in parallel with its own committer into a fresh,
+   non-hidden subfolder of the table (``mlt-<time>-<write id>``). Nothing is collected to the
+   driver. Spark's ``_SUCCESS`` marker proves its job commit; with Hadoop's committer
+   algorithm v1 (Spark's default) only the committed attempt of each task has files there, so
+   retried and speculative tasks cannot add rows twice.
+2. Footers to add actions: the driver lists the committed files (skipping hidden paths, as
+   Hadoop's input formats do) and reads each Parquet footer for Delta's file statistics
+   (numRecords, min/max, null counts).
+3. Commit: exactly those files go to the Delta log in one atomic delta-rs commit. A new table
+   is created first, with its properties and no data (delta-rs takes custom properties only
+   when creating a table), so no version ever holds tokens without their codec.
+
+A failed Spark job leaves no ``_SUCCESS`` and no commit, and its staging folder is removed, so
+the table is as it was. A driver that dies between Spark's job commit and the Delta commit
+leaves an uncommitted staging folder that :func:`~spark_mlt.storage.maintenance.orphan_files`
+lists and :func:`~spark_mlt.storage.maintenance.vacuum` removes.
+
+Pitfalls handled here: ``AddAction.path`` must be the raw relative path (delta-rs
+percent-encodes it itself); ``create_write_transaction`` does not check the schema of what it
+adds, so the DataFrame's schema is compared with the table's first; Spark writes an empty
+partition value as ``__HIVE_DEFAULT_PARTITION__`` (a null); Spark's ``_SUCCESS`` and ``.crc``
+files are removed after the commit.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import math
+import time
+import uuid
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+from deltalake import DeltaTable, Schema
+from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+
+from spark_mlt.errors import MLTError, SchemaMismatchError, TableExistsError
+from spark_mlt.storage._plan import DeltaWriteResult, WritePlan, skipped_write
+from spark_mlt.storage.fs import Location
+from spark_mlt.storage.properties import merge_codecs, run_app_id
+from spark_mlt.storage.table import TableSnapshot, open_table, snapshot_of
+
+__all__ = ["STAGING_PREFIX", "write"]
+
+STAGING_PREFIX = "mlt-"
+_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
+
+
+@dataclass(frozen=True)
+class _Files:
+    """The committed files of one staging write, as Delta add actions."""
+
+    actions: list[AddAction | RemoveAction]
+    rows: int
+
+
+def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
+    """Writes ``df`` as the plan says: staging write, add actions, one Delta commit."""
+    timings: dict[str, float] = {}
+    arrow_schema = spark_arrow_schema(df)
+    partition_by = list(plan.partition_by)
+    if plan.snapshot is not None:
+        partition_by = check_schema(plan.snapshot, arrow_schema)
+    write_id = uuid.uuid4().hex
+    staging = f"{STAGING_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{write_id[:12]}"
+    location = plan.location
+    with _timed(timings, "spark_write"):
+        write_staging(df, plan, staging, partition_by)
+    try:
+        with _timed(timings, "footers"):
+            files = add_actions(location, staging, arrow_schema, partition_by)
+        with _timed(timings, "commit"):
+            metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, "spark_mlt.write_id": write_id}
+            version, committed = commit(plan, files.actions, arrow_schema, partition_by, metadata)
+    except BaseException:
+        location.remove_folder(staging)
+        raise
+    if not committed:  # a concurrent run with the same run id committed first
+        location.remove_folder(staging)
+        return skipped_write(location.uri, version, str(plan.run_id))
+    _remove_spark_markers(location, staging)
+    return DeltaWriteResult(location.uri, version, files.rows, len(files.actions), "delta-rs", timings)
+
+
+@contextmanager
+def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
+    started = time.perf_counter()
+    yield
+    timings[name] = time.perf_counter() - started
+
+
+def spark_arrow_schema(df: DataFrame) -> pa.Schema:
+    """The DataFrame's schema in Arrow, timestamps as UTC instants (Delta's ``timestamp``)."""
+    # PySpark 3.5 has no ``timezone`` argument and always maps timestamps to UTC.
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(df.schema, timezone="UTC")
+    return to_arrow_schema(df.schema)
+
+
+def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
+    """Refuses a DataFrame whose schema differs from the table's; returns its partition columns."""
+    if [(f.name, f.type) for f in snapshot.schema] != [(f.name, f.type) for f in arrow_schema]:
+        raise SchemaMismatchError(
+            f"df: the DataFrame's schema does not match the table at {snapshot.path}:\n"
+            f"  table:     {snapshot.schema.to_string(show_schema_metadata=False)}\n"
+            f"  DataFrame: {arrow_schema.to_string(show_schema_metadata=False)}",
+            parameter="df",
+        )
+    return list(snapshot.partition_columns)
+
+
+def write_staging(df: DataFrame, plan: WritePlan, staging: str, partition_by: list[str]) -> None:
+    """Spark writes ``df`` as Parquet into the staging folder; removed again if the job fails."""
+    location = plan.location
+    try:
+        writer = df.write.mode("errorifexists").options(**plan.parquet_options)
+        if partition_by:
+            writer = writer.partitionBy(*partition_by)
+        writer.parquet(location.spark_path(staging))
+    except BaseException:
+        location.remove_folder(staging)
+        raise
+    if not location.exists(f"{staging}/_SUCCESS"):
+        location.remove_folder(staging)
+        raise MLTError(
+            f"Spark did not commit the write to {location.spark_path(staging)} (no _SUCCESS marker); "
+            "nothing was committed"
+        )
+
+
+def _hidden(relative: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
+
+
+def add_actions(location: Location, staging: str, arrow_schema: pa.Schema, partition_by: list[str]) -> _Files:
+    """Add actions for the data files of Spark's committed job, with statistics from their footers.
+
+    Hidden paths (``_temporary`` of a straggling task attempt, ``.crc`` files) are skipped, as
+    Hadoop's input formats skip them.
+    """
+    data_columns = [name for name in arrow_schema.names if name not in partition_by]
+    actions: list[AddAction | RemoveAction] = []
+    rows = 0
+    for info in location.files(staging):
+        relative = location.relative(info.path)
+        if not relative.endswith(".parquet") or _hidden(relative):
+            continue
+        with location.filesystem.open_input_file(info.path) as source:
+            metadata = pq.read_metadata(source)
+        rows += metadata.num_rows
+        actions.append(
+            AddAction(
+                path=relative,  # raw: delta-rs percent-encodes it itself
+                size=info.size,
+                partition_values=_partition_values(relative, partition_by),
+                modification_time=info.mtime_ns // 1_000_000,
+                data_change=True,
+                stats=_stats(metadata, data_columns),
+            )
+        )
+    return _Files(actions, rows)
+
+
+def _partition_values(relative: str, partition_by: list[str]) -> dict[str, str | None]:
+    values: dict[str, str | None] = {}
+    for part in relative.split("/")[:-1]:
+        if "=" in part:
+            key, value = part.split("=", 1)
+            if key in partition_by:
+                value = unquote(value)
+                values[key] = None if value == _HIVE_NULL else value
+    return values
+
+
+def _stats(metadata: pq.FileMetaData, columns: list[str]) -> str:
+    """Delta file statistics from a Parquet footer: record count, nulls, min/max of scalars."""
+    nulls: dict[str, int] = {}
+    minimum: dict[str, Any] = {}
+    maximum: dict[str, Any] = {}
+    schema = metadata.schema.to_arrow_schema()
+    for index, name in enumerate(metadata.schema.names):
+        if name not in columns:
+            continue
+        kind = schema.field(name).type
+        scalar = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
+        count, low, high, known = 0, None, None, True
+        for group in range(metadata.num_row_groups):
+            stats = metadata.row_group(group).column(index).statistics
+            if stats is None:
+                known = False
+                continue
+            count += stats.null_count or 0
+            if scalar and stats.has_min_max:
+                low = stats.min if low is None else min(low, stats.min)
+                high = stats.max if high is None else max(high, stats.max)
+        if known:
+            nulls[name] = count
+        # NaN has no order: a NaN minimum would hide rows from readers that skip files by stats
+        if scalar and low is not None and high is not None and not (isinstance(low, float) and math.isnan(low)):
+            minimum[name], maximum[name] = low, high
+    return json.dumps({"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum, "nullCount": nulls})
+
+
+def commit(
+    plan: WritePlan,
+    actions: list[AddAction | RemoveAction],
+    arrow_schema: pa.Schema,
+    partition_by: list[str],
+    metadata: Mapping[str, Any],
+) -> tuple[int, bool]:
+    """Commits ``actions`` in one Delta commit; returns the table's version and True, or its
+    version and False when the table already holds the plan's run id (a concurrent run with
+    the same id won)."""
+    delta_schema = Schema.from_arrow(arrow_schema)
+    joins_table = plan.snapshot is not None
+    if plan.snapshot is not None:
+        table = plan.snapshot.table
+        # Spark's job ran since the snapshot was read: load the commits made meanwhile, so a
+        # concurrent run with the same id is seen (no new handle: update the one we have).
+        table.update_incremental()
+    else:
+        table, created = _create_table(plan, arrow_schema, partition_by)
+        joins_table = not created
+    if plan.run_id is not None and table.transaction_version(run_app_id(plan.run_id)) is not None:
+        return int(table.version()), False
+    transaction = [Transaction(app_id=run_app_id(plan.run_id), version=1)] if plan.run_id is not None else None
+    table.create_write_transaction(
+        actions,
+        "overwrite" if plan.mode == "overwrite" and joins_table else "append",
+        delta_schema,
+        partition_by=partition_by or None,
+        commit_properties=CommitProperties(custom_metadata=dict(metadata), app_transactions=transaction),
+    )
+    table.update_incremental()  # the handle does not follow its own commits
+    return int(table.version()), True
+
+
+def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[str]) -> tuple[DeltaTable, bool]:
+    """Creates the table (version 0: schema and properties, no data) and returns its handle and
+    True; or, when another writer created it first, a handle on that table and False."""
+    location = plan.location  # its folder exists: Spark has written the staging folder into it
+    try:
+        table = DeltaTable.create(
+            location.uri,
+            Schema.from_arrow(arrow_schema),
+            mode="error",
+            partition_by=partition_by or None,
+            configuration=dict(plan.properties),
+            raise_if_key_not_exists=False,
+            commit_properties=CommitProperties(custom_metadata={"spark_mlt.operation": "create"}),
+        )
+    except Exception:
+        if not DeltaTable.is_deltatable(location.uri):
+            raise
+    else:
+        return table, True
+    # Another writer created the table while this write ran: open it (a new handle, as the
+    # table did not exist when the write was planned) and check it as if it had existed.
+    if plan.mode == "error":
+        raise TableExistsError(f"a Delta table was created at {location.uri} while this write ran")
+    snapshot = snapshot_of(open_table(location.uri), location.uri)
+    merge_codecs(location.uri, snapshot.codecs, plan.codecs)
+    check_schema(snapshot, arrow_schema)
+    return snapshot.table, False
+
+
+def _remove_spark_markers(location: Location, staging: str) -> None:
+    """Removes Spark's ``_SUCCESS`` and ``.crc`` files from a committed staging folder: not table data."""
+    for info in location.files(staging):
+        name = info.path.rsplit("/", 1)[-1]
+        if name == "_SUCCESS" or name.endswith(".crc"):
+            location.remove_file(info.path)

@@ -1,0 +1,71 @@
+"""What a write will do, decided before any backend runs, and what it did.
+
+:func:`~spark_mlt.storage.writer.write_delta` checks its arguments and the table once, then
+hands one frozen :class:`WritePlan` to a backend (``_delta_rs`` or ``_delta_spark``); both
+return a :class:`DeltaWriteResult`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from spark_mlt.codec import MLTCodec
+from spark_mlt.storage.fs import Location
+from spark_mlt.storage.table import TableSnapshot
+
+__all__ = ["DeltaWriteResult", "WriteMode", "WritePlan", "skipped_write"]
+
+WriteMode = Literal["error", "append", "overwrite"]
+
+
+@dataclass(frozen=True)
+class DeltaWriteResult:
+    """What a write did: the table's new version, rows and files written, and timings."""
+
+    path: str
+    version: int
+    rows: int
+    files: int
+    backend: str
+    seconds: dict[str, float] = field(default_factory=dict)
+    skipped: bool = False
+    """True when ``run_id`` was already committed to the table: nothing was written."""
+
+
+@dataclass(frozen=True)
+class WritePlan:
+    """One write, checked: where, how, and the table as it was when the write was planned.
+
+    Attributes:
+        location: the table's location.
+        mode: the write mode.
+        partition_by: partition columns for a new table (an existing table keeps its own).
+        codecs: the codecs the caller passed (checked again if another writer creates the
+            table while this write runs).
+        properties: the table properties of a new table (codecs, format version, extras).
+        commit_info: the commit's metadata.
+        run_id: the idempotency key, or None.
+        parquet_options: options for Spark's Parquet writer.
+        snapshot: the table when the write was planned; None when there was no table.
+    """
+
+    location: Location
+    mode: WriteMode
+    partition_by: tuple[str, ...]
+    codecs: Mapping[str, MLTCodec]
+    properties: Mapping[str, str]
+    commit_info: Mapping[str, Any]
+    run_id: str | None
+    parquet_options: Mapping[str, str]
+    snapshot: TableSnapshot | None
+
+
+def skipped_write(path: str, version: int, run_id: str) -> DeltaWriteResult:
+    """The result of a write whose ``run_id`` the table already holds: nothing written."""
+    logging.getLogger("spark_mlt").warning(
+        "run id %r is already committed to %s: nothing written (idempotent re-run)", run_id, path
+    )
+    return DeltaWriteResult(path, version, 0, 0, "none", {}, skipped=True)

@@ -1,0 +1,154 @@
+"""Reading a tokenised Delta table's state: one ``DeltaTable`` handle, one snapshot.
+
+:func:`read_snapshot` is the single reader of a table's properties and codecs: every other
+function here, and the writer, goes through it. A snapshot keeps the ``DeltaTable`` handle it
+was read with, so a write opens the table once for its checks (exists? codecs? run already
+committed? schema?) and commits through the same handle.
+
+A stored codec whose JSON is corrupt or whose fingerprint does not match is refused on read
+(:class:`~spark_mlt.errors.CodecFormatError`), never silently used.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from deltalake import DeltaTable
+from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
+
+from spark_mlt.codec import MLTCodec
+from spark_mlt.errors import TableNotFoundError
+from spark_mlt.storage.properties import codecs_from_properties, run_app_id
+
+__all__ = [
+    "TableSnapshot",
+    "open_table",
+    "read_codecs",
+    "read_properties",
+    "read_snapshot",
+    "snapshot_of",
+    "table_exists",
+]
+
+
+@dataclass(frozen=True)
+class TableSnapshot:
+    """One version of a tokenised Delta table, read through one ``DeltaTable`` handle.
+
+    Attributes:
+        path: the table's location.
+        version: the version read.
+        properties: the table properties (metadata configuration).
+        codecs: the codecs stored in the properties, by id column (validated).
+        schema: the table's Arrow schema.
+        partition_columns: the table's partition columns.
+        rows: the rows of this version (the sum of its files' ``numRecords`` statistics; files
+            without statistics count 0).
+        table: the delta-rs handle the snapshot was read with.
+    """
+
+    path: str
+    version: int
+    properties: dict[str, str]
+    codecs: dict[str, MLTCodec]
+    schema: pa.Schema
+    partition_columns: list[str]
+    rows: int
+    table: DeltaTable = field(repr=False, compare=False)
+
+    def history(self, limit: int | None = None) -> list[dict[str, Any]]:
+        """The table's commits, newest first, with spark-mlt's ``spark_mlt.*`` commit metadata.
+
+        Example::
+
+            [entry["version"] for entry in read_snapshot(path).history(3)]
+        """
+        return list(self.table.history(limit))
+
+    def has_run(self, run_id: str) -> bool:
+        """Whether this version holds a commit of ``run_id`` (see ``write_delta``'s ``run_id``)."""
+        return self.table.transaction_version(run_app_id(run_id)) is not None
+
+
+def open_table(path: str | os.PathLike[str], *, version: int | None = None) -> DeltaTable:
+    """A delta-rs handle on the table at ``path`` (a plain path or a URI).
+
+    Raises:
+        TableNotFoundError: there is no Delta table at ``path``.
+    """
+    location = os.fspath(path)
+    try:
+        return DeltaTable(location, version=version)
+    except DeltaTableNotFoundError:
+        raise TableNotFoundError(f"no Delta table at {location}", parameter="path") from None
+
+
+def snapshot_of(table: DeltaTable, location: str) -> TableSnapshot:
+    """The snapshot of an open handle's current version (its metadata is already loaded)."""
+    metadata = table.metadata()
+    properties = _properties_of(table)
+    records = pa.table(table.get_add_actions(flatten=True)).column("num_records")
+    return TableSnapshot(
+        path=location,
+        version=table.version(),
+        properties=properties,
+        codecs=codecs_from_properties(properties, location=location),
+        schema=pa.schema(table.schema().to_arrow()),
+        partition_columns=list(metadata.partition_columns),
+        rows=int(pc.sum(records).as_py() or 0),
+        table=table,
+    )
+
+
+def _properties_of(table: DeltaTable) -> dict[str, str]:
+    return {key: value for key, value in table.metadata().configuration.items() if value is not None}
+
+
+def read_snapshot(path: str | os.PathLike[str], *, version: int | None = None) -> TableSnapshot:
+    """A table's version, properties, codecs, schema, partitioning and rows, read once.
+
+    Raises:
+        TableNotFoundError: there is no Delta table at ``path``.
+        CodecFormatError: a stored codec is corrupt or tampered with.
+
+    Example::
+
+        snapshot = read_snapshot("/data/ratings_mlt")
+        snapshot.codecs["userId"], snapshot.version
+    """
+    location = os.fspath(path)
+    return snapshot_of(open_table(location, version=version), location)
+
+
+def read_properties(path: str | os.PathLike[str], *, version: int | None = None) -> dict[str, str]:
+    """A Delta table's properties (its metadata configuration), codecs unchecked: this is how
+    to look at a table whose stored codec :func:`read_snapshot` refuses.
+
+    Raises:
+        TableNotFoundError: there is no Delta table at ``path``.
+    """
+    return _properties_of(open_table(path, version=version))
+
+
+def read_codecs(path: str | os.PathLike[str], *, version: int | None = None) -> dict[str, MLTCodec]:
+    """The codecs stored in a Delta table's properties, by id column.
+
+    Raises:
+        CodecFormatError: a stored codec is corrupt or tampered with (its fingerprint).
+        TableNotFoundError: there is no Delta table at ``path`` (a FileNotFoundError).
+
+    Example::
+
+        codecs = read_codecs("/data/ratings_mlt")
+        codecs["userId"].decode(tokens)
+    """
+    return read_snapshot(path, version=version).codecs
+
+
+def table_exists(path: str | os.PathLike[str]) -> bool:
+    """Whether a Delta table exists at ``path`` (a plain path or a URI)."""
+    return bool(DeltaTable.is_deltatable(os.fspath(path)))

@@ -1,0 +1,143 @@
+"""Storage on URIs and the storage package's helpers: tables at ``file://`` URIs, vocabulary
+properties under their old and new names, snapshots, and one ``DeltaTable`` handle per write."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from spark_mlt import MLTCodec
+from spark_mlt.column import mlt_encode
+from spark_mlt.storage import (
+    TABLE_FORMAT_VERSION,
+    TableNotFoundError,
+    orphan_files,
+    read_codecs,
+    read_delta,
+    read_snapshot,
+    vacuum,
+    vocabulary_paths,
+    vocabulary_properties,
+    write_delta,
+)
+from tests.support.spark_lines import QUERY_ERRORS
+
+pytestmark = pytest.mark.compat
+
+CODEC = MLTCodec.from_seed(7, 7, seed=42)
+
+
+def _ratings(spark: SparkSession, start: int = 0, rows: int = 100) -> DataFrame:
+    df = spark.range(start, start + rows).select(
+        F.col("id").alias("userId"), (F.col("id") % 3).cast("int").alias("part")
+    )
+    return df.withColumn("userId_mlt", mlt_encode("userId", CODEC))
+
+
+@pytest.mark.parametrize("partition_by", [[], ["part"]])
+def test_a_table_at_a_file_uri_is_written_appended_read_and_vacuumed(
+    spark: SparkSession, tmp_path: Path, partition_by: list[str]
+) -> None:
+    """Pins the pyarrow.fs route: every storage operation works on a ``file://`` URI."""
+    uri = (tmp_path / "ratings").as_uri()
+    assert uri.startswith("file:///")
+    write_delta(_ratings(spark, 0, 100), uri, {"userId": CODEC}, partition_by=partition_by)
+    result = write_delta(_ratings(spark, 100, 50), uri, {"userId": CODEC}, mode="append")
+    assert (result.path, result.version, result.rows) == (uri, 2, 50)
+    assertDataFrameEqual(read_delta(spark, uri), _ratings(spark, 0, 150))
+    assert read_delta(spark, uri, version=1).count() == 100
+    assert read_codecs(uri) == {"userId": CODEC}
+    assert DeltaTable(str(tmp_path / "ratings")).version() == 2  # the same table as the plain path
+    assert orphan_files(uri) == []
+
+    # an uncommitted staging folder, as a driver dying before its Delta commit leaves one
+    orphan = tmp_path / "ratings" / "mlt-20261122T000000-000000000000" / "part-00000.parquet"
+    orphan.parent.mkdir()
+    pq.write_table(pa.table({"userId": [1]}), orphan)
+    assert orphan_files(uri) == ["mlt-20261122T000000-000000000000/part-00000.parquet"]
+    assert vacuum(uri) == []  # younger than the retention period
+    assert vacuum(uri, retention_hours=0, dry_run=False) == ["mlt-20261122T000000-000000000000/part-00000.parquet"]
+    assert not orphan.parent.exists()
+    assert orphan_files(uri) == []
+    assert read_delta(spark, uri).count() == 150
+
+
+def test_a_failed_write_to_a_file_uri_leaves_no_staging_folder(spark: SparkSession, tmp_path: Path) -> None:
+    uri = (tmp_path / "ratings").as_uri()
+    write_delta(_ratings(spark, 0, 10), uri, {"userId": CODEC})
+    before = sorted(os.listdir(tmp_path / "ratings"))
+    bad = _ratings(spark, 0, 10).withColumn("userId_mlt", mlt_encode(F.lit(-1).cast("bigint"), CODEC))
+    with pytest.raises(QUERY_ERRORS, match=r"id -1 is outside"):
+        write_delta(bad, uri, {"userId": CODEC}, mode="append")
+    assert sorted(os.listdir(tmp_path / "ratings")) == before
+    assert read_snapshot(uri).version == 1
+
+
+def test_the_snapshot_has_rows_history_and_the_format_version(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 100), path, {"userId": CODEC}, run_id="r1")
+    write_delta(_ratings(spark, 100, 20), path, {"userId": CODEC}, mode="append")
+    snapshot = read_snapshot(path)
+    assert (snapshot.version, snapshot.rows, snapshot.codecs) == (2, 120, {"userId": CODEC})
+    assert snapshot.properties["mlt.format.version"] == str(TABLE_FORMAT_VERSION) == "1"
+    assert [entry["version"] for entry in snapshot.history()] == [2, 1, 0]
+    assert snapshot.history(1)[0]["spark_mlt.rows"] == 20
+    assert snapshot.has_run("r1")
+    assert not snapshot.has_run("r2")
+    old = read_snapshot(path, version=0)
+    assert (old.version, old.rows) == (0, 0)
+
+
+def test_a_missing_table_is_a_table_not_found_error_naming_path(tmp_path: Path) -> None:
+    for function in (read_snapshot, orphan_files, vacuum):
+        with pytest.raises(TableNotFoundError, match=r"no Delta table at") as error:
+            function(tmp_path / "nothing")
+        assert error.value.parameter == "path"
+
+
+def test_vocabulary_paths_read_the_new_and_the_old_property_names() -> None:
+    assert vocabulary_properties({"sku": "/v/sku"}) == {"mlt.vocabulary.sku": "/v/sku"}
+    properties = {
+        "mlt.vocab.store": "/old/store",
+        "mlt.vocab.sku": "/old/sku",
+        "mlt.vocabulary.sku": "/new/sku",
+        "mlt.codec.sku": "{}",
+    }
+    assert vocabulary_paths(properties) == {"sku": "/new/sku", "store": "/old/store"}
+    assert vocabulary_paths({}) == {}
+
+
+@pytest.fixture
+def handles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The table URIs of every ``DeltaTable`` opened while the test runs."""
+    opened: list[str] = []
+    original = DeltaTable.__init__
+
+    def counting(self: DeltaTable, table_uri: str, *args: object, **kwargs: object) -> None:
+        opened.append(str(table_uri))
+        original(self, table_uri, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(DeltaTable, "__init__", counting)
+    return opened
+
+
+def test_a_write_opens_the_table_once(spark: SparkSession, tmp_path: Path, handles: list[str]) -> None:
+    """Pins issue 17: one ``DeltaTable`` handle per write (was up to 6 per append)."""
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
+    created = len(handles)
+    handles.clear()
+    write_delta(_ratings(spark, 10, 10), path, {"userId": CODEC}, mode="append", run_id="r1")
+    assert handles == [path]
+    handles.clear()
+    assert write_delta(_ratings(spark, 10, 10), path, {"userId": CODEC}, mode="append", run_id="r1").skipped
+    assert handles == [path]
+    assert created <= 2  # the failed open of the missing table, and DeltaTable.create's own
