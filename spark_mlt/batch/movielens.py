@@ -31,11 +31,13 @@ from pyspark.sql import functions as F
 from spark_mlt.batch.options import MovieLensOptions, options_from_keywords
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.batch.tokenize import existing_table, fit_job_codecs, tokenize_dataframe, write_tokens
-from spark_mlt.errors import SourceError
+from spark_mlt.errors import MLTError, SourceError, TableNotFoundError
+from spark_mlt.storage import LABEL_RULE_PROPERTY, read_snapshot
 
 __all__ = ["MovieLensRelease", "detect_release", "generate_synthetic", "read_ratings", "tokenize_movielens"]
 
-#: The paper's label: a rating of 4 or more is positive (as the paper's code labels it).
+#: The paper's label: a rating of 4 or more is positive (as the paper's code labels it);
+#: ``MovieLensOptions.label_threshold`` defaults to it.
 POSITIVE_RATING = 4.0
 
 
@@ -105,8 +107,10 @@ def generate_synthetic(
 ) -> Path:
     """Write a seeded synthetic MovieLens release (the ml-latest files) into ``folder``.
 
-    Movie popularity is Zipf-like (a few movies get most ratings), ratings are half stars
-    from 0.5 to 5 with a per-user bias. Returns the folder.
+    Movie popularity is Zipf-like (a few movies get most ratings); ratings are half stars from
+    0.5 to 5: 3.5 plus a planted per-user bias (sd 0.7) and per-movie bias (sd 0.6) plus noise
+    (sd 0.7), so a model that learns who rates and what is rated beats the majority class, as on
+    real MovieLens. Returns the folder.
 
     Example::
 
@@ -118,9 +122,12 @@ def generate_synthetic(
     popularity = 1.0 / np.arange(1, movies + 1) ** 1.1
     user_ids = rng.integers(1, users + 1, size=ratings)
     movie_ids = rng.choice(np.arange(1, movies + 1), size=ratings, p=popularity / popularity.sum())
-    bias = rng.normal(0, 0.7, size=users + 1)
-    stars = np.clip(np.round((3.5 + bias[user_ids] + rng.normal(0, 1, size=ratings)) * 2) / 2, 0.5, 5.0)
+    user_bias = rng.normal(0, 0.7, size=users + 1)
+    noise = rng.normal(0, 0.7, size=ratings)
     timestamps = rng.integers(1_000_000_000, 1_700_000_000, size=ratings)
+    movie_bias = rng.normal(0, 0.6, size=movies + 1)
+    raw = 3.5 + user_bias[user_ids] + movie_bias[movie_ids] + noise
+    stars = np.clip(np.round(raw * 2) / 2, 0.5, 5.0)
     with open(out / "ratings.csv", "w", newline="") as handle:
         handle.write(f"userId,movieId,rating,timestamp{line_ending}")
         for start in range(0, ratings, 100_000):
@@ -139,15 +146,17 @@ def tokenize_movielens(
 ) -> JobReport:
     """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
 
-    The table holds userId, movieId, rating, timestamp, the paper's label (rating >= 4, as
-    0/1) and ``userId_mlt`` / ``movieId_mlt``; both codecs are stored in its properties, the
-    release in the commit info (``spark_mlt.release``). Options as :class:`MovieLensOptions`;
+    The table holds userId, movieId, rating, timestamp, the label (0/1: ``rating >=
+    label_threshold``, 4 by default as the paper's code labels it) and ``userId_mlt`` /
+    ``movieId_mlt``; both codecs and the label's rule (``mlt.label.rule``) are stored in its
+    properties, the release in the commit info (``spark_mlt.release``). Options as :class:`MovieLensOptions`;
     the 0.1 keywords (``mode=``, ``p=``, ``token_layout=``, ...) still work, with a
     DeprecationWarning.
 
     Raises:
         SourceError: ``input_folder`` holds no MovieLens ratings file.
         TableExistsError: ``mode="error"`` and ``output`` exists.
+        MLTError: appending to a table whose label rule differs from this run's.
 
     Example::
 
@@ -158,14 +167,34 @@ def tokenize_movielens(
     with phase(report, "read"):
         release = detect_release(input_folder)
         ratings = read_ratings(spark, input_folder)
-        ratings = ratings.withColumn("label", (F.col("rating") >= POSITIVE_RATING).cast("int"))
+        ratings = ratings.withColumn("label", (F.col("rating") >= opts.label_threshold).cast("int"))
+    _check_label_rule(output, opts)
     fit_job_codecs(report, ratings, ["userId", "movieId"], opts, existing_table(output, opts.mode))
     with phase(report, "tokenize and write"):
         tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=opts.engine, layouts=report.layouts)
         info = {"spark_mlt.job": "movielens", "spark_mlt.input": input_folder, "spark_mlt.release": release.name}
-        write_tokens(tokens, output, report, opts, commit_info=info)
+        info["spark_mlt.label_rule"] = opts.label_rule
+        write_tokens(tokens, output, report, opts, commit_info=info, properties={LABEL_RULE_PROPERTY: opts.label_rule})
     report.rows_in = report.rows_out
     return report
+
+
+def _check_label_rule(output: str, options: MovieLensOptions) -> None:
+    """Refuses to write labels of another rule into a table that records its rule (its
+    properties are set when it is created, so an overwrite would leave the old rule there;
+    tables written before the rule was recorded take any)."""
+    if options.mode == "error":
+        return
+    try:
+        recorded = read_snapshot(output).properties.get(LABEL_RULE_PROPERTY)
+    except TableNotFoundError:
+        return
+    if recorded is not None and recorded != options.label_rule:
+        raise MLTError(
+            f"label_threshold: the table at {output} labels {recorded!r}; this run writes "
+            f"{options.label_rule!r}; write a new table",
+            parameter="label_threshold",
+        )
 
 
 _DEPRECATED: dict[str, tuple[str, Callable[[], object]]] = {

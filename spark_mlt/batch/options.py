@@ -12,6 +12,7 @@ work through :func:`options_from_keywords`: one DeprecationWarning per call, nam
 
 from __future__ import annotations
 
+import math
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -28,6 +29,7 @@ __all__ = [
     "STORAGE_LAYOUTS",
     "WRITE_MODES",
     "DecodeOptions",
+    "JobOptions",
     "MovieLensOptions",
     "StorageLayout",
     "TokenizeOptions",
@@ -63,9 +65,8 @@ def _columns(name: str, value: str | Sequence[str]) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class MovieLensOptions:
-    """Options of :func:`spark_mlt.batch.tokenize_movielens`; the write options shared by the
-    tokenising jobs.
+class JobOptions:
+    """The options every tokenising job takes (the codec, the engine, how the table is written).
 
     Attributes:
         p, n: the codec's prime and token count (None: sized from the data, p^n > largest id);
@@ -107,8 +108,35 @@ class MovieLensOptions:
 
 
 @dataclass(frozen=True, kw_only=True)
-class TokenizeOptions(MovieLensOptions):
-    """Options of :func:`spark_mlt.batch.tokenize_table`: those of :class:`MovieLensOptions` and
+class MovieLensOptions(JobOptions):
+    """Options of :func:`spark_mlt.batch.tokenize_movielens`: those of :class:`JobOptions` and
+
+    Attributes:
+        label_threshold: a rating at or above it is labelled 1 (default 4, as the paper's code
+            labels MovieLens); recorded in the table property ``mlt.label.rule``.
+
+    Example::
+
+        MovieLensOptions(p=47, n=7, mode="overwrite", label_threshold=4.0)
+    """
+
+    label_threshold: float = 4.0  # POSITIVE_RATING of spark_mlt.batch.movielens
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        value = self.label_threshold
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise MLTTypeError(f"label_threshold must be a finite number; got {value!r}", parameter="label_threshold")
+
+    @property
+    def label_rule(self) -> str:
+        """The label's definition as the table records it, e.g. ``rating >= 4``."""
+        return f"rating >= {self.label_threshold:g}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TokenizeOptions(JobOptions):
+    """Options of :func:`spark_mlt.batch.tokenize_table`: those of :class:`JobOptions` and
 
     Attributes:
         handle_invalid: rows with an invalid id: ``error`` fails the job, ``null`` keeps the row

@@ -30,6 +30,7 @@ from spark_mlt.storage.maintenance import orphan_files, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
     FORMAT_PROPERTY,
+    LABEL_RULE_PROPERTY,
     LEGACY_VOCABULARY_PROPERTY_PREFIX,
     TABLE_FORMAT_VERSION,
     VOCABULARY_PROPERTY_PREFIX,
@@ -50,6 +51,7 @@ from spark_mlt.storage.writer import (
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
     "FORMAT_PROPERTY",
+    "LABEL_RULE_PROPERTY",
     "LEGACY_VOCABULARY_PROPERTY_PREFIX",
     "TABLE_FORMAT_VERSION",
     "VOCABULARY_PROPERTY_PREFIX",

@@ -10,6 +10,8 @@ Table properties (the table's metadata configuration):
 * ``mlt.vocabulary.<column>``: the path of the key vocabulary of string column ``<column>``.
   Tables written before 0.2 call it ``mlt.vocab.<column>``; :func:`vocabulary_paths` reads
   both, the new name winning.
+* ``mlt.label.rule``: how the MovieLens job derived the ``label`` column, e.g.
+  ``rating >= 4``. Tables written before 0.2 do not record it.
 
 Commit metadata (``commitInfo``) holds each write's ``spark_mlt.*`` entries (mode, run id, rows,
 write id). A run id is recorded as a Delta application transaction with app id
@@ -30,6 +32,7 @@ from spark_mlt.errors import CodecFormatError, CodecMismatchError, MLTError
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
     "FORMAT_PROPERTY",
+    "LABEL_RULE_PROPERTY",
     "LEGACY_VOCABULARY_PROPERTY_PREFIX",
     "RUN_ID_APP_PREFIX",
     "TABLE_FORMAT_VERSION",
@@ -50,6 +53,7 @@ VOCABULARY_PROPERTY_PREFIX = "mlt.vocabulary."
 #: The vocabulary property's name before 0.2; read, never written.
 LEGACY_VOCABULARY_PROPERTY_PREFIX = "mlt.vocab."
 RUN_ID_APP_PREFIX = "spark-mlt:"
+LABEL_RULE_PROPERTY = "mlt.label.rule"
 
 
 def codec_properties(codecs: Mapping[str, MLTCodec]) -> dict[str, str]:
