@@ -59,7 +59,13 @@ bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Par
 bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
 	$(BIN)/python benchmarks/benchmark_scale.py
 
-bench: bench-codec bench-functions bench-delta bench-scale ## Run every benchmark
+bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated
+	$(BIN)/python benchmarks/benchmark_paper.py $(BENCH_ARGS)
+
+paper: check-java $(STAMP) ## Reproduce the paper's Table 1 (ML_DIR=..., else synthetic) into output/paper
+	$(BIN)/python jobs/paper_demo.py
+
+bench: bench-codec bench-functions bench-delta bench-scale bench-paper ## Run every benchmark
 
 dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
 	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
@@ -70,4 +76,4 @@ dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help check-java demo venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale dist clean
+.PHONY: help check-java demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale bench-paper dist clean

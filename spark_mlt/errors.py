@@ -10,6 +10,7 @@ catch the whole family or one kind::
     ├── InvalidIdError                  an id outside the codec's domain (NumPy codec)
     ├── InvalidTokenError               a token vector that is no valid code (NumPy codec)
     ├── SourceError                     a job's input cannot be read as asked (missing file or column)
+    ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
     └── TableError                      a Delta table's state forbids the operation
         ├── TableNotFoundError          no Delta table at the path (also a FileNotFoundError)
         ├── TableExistsError            mode="error" and the table exists
@@ -37,6 +38,7 @@ __all__ = [
     "MLTError",
     "MLTTypeError",
     "MissingCodecError",
+    "MissingExtraError",
     "SchemaMismatchError",
     "SourceError",
     "TableError",
@@ -82,6 +84,10 @@ class InvalidTokenError(MLTError):
 
 class SourceError(MLTError):
     """A job's input cannot be read as asked: no ratings file, a missing column."""
+
+
+class MissingExtraError(MLTError, ImportError):
+    """An optional extra is not installed; the message names the pip command."""
 
 
 class TableError(MLTError):

@@ -9,6 +9,7 @@ One module per role:
 * ``movielens``: the MovieLens releases, the synthetic generator, :func:`tokenize_movielens`.
 * ``decode``: :func:`decode_table`, :func:`unpack_token_columns`.
 * ``inspect``: :func:`inspect_table`.
+* ``paper``: :func:`reproduce_paper`, the MLT paper's Table 1 from a table or a release.
 * ``cli``: the ``spark-mlt`` command; ``jobs/*.py`` are spark-submit entry points over it.
 * ``session``: local SparkSession helpers.
 
@@ -30,7 +31,8 @@ from spark_mlt.batch.movielens import (
     read_ratings,
     tokenize_movielens,
 )
-from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, TokenizeOptions
+from spark_mlt.batch.options import DecodeOptions, JobOptions, MovieLensOptions, TokenizeOptions
+from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session, local_session
 from spark_mlt.batch.tokenize import size_codecs, tokenize_dataframe, tokenize_table
@@ -41,6 +43,7 @@ from spark_mlt.options import TOKEN_SUFFIX
 __all__ = [
     "TOKEN_SUFFIX",
     "DecodeOptions",
+    "JobOptions",
     "JobReport",
     "MovieLensOptions",
     "MovieLensRelease",
@@ -52,6 +55,7 @@ __all__ = [
     "job_session",
     "local_session",
     "read_ratings",
+    "reproduce_paper",
     "size_codecs",  # deprecated: spark_mlt.column.fit_codecs
     "tokenize_dataframe",
     "tokenize_movielens",

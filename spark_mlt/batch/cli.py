@@ -1,4 +1,5 @@
-"""The ``spark-mlt`` command: ``movielens``, ``tokenize``, ``decode``, ``inspect`` and ``vacuum``.
+"""The ``spark-mlt`` command: ``movielens``, ``tokenize``, ``decode``, ``inspect``, ``vacuum``
+and ``paper``.
 
 The same flags work as ``spark-submit jobs/<job>.py ...``. Options can also come from a
 YAML or JSON file (``--config conf/movielens.yaml``: keys are the long flag names, with
@@ -16,6 +17,7 @@ Example::
     spark-mlt movielens --input data/ml-25m --output out/ratings_mlt --mode overwrite
     spark-mlt decode --input out/ratings_mlt --verify
     spark-mlt inspect out/ratings_mlt
+    spark-mlt paper --input out/ratings_mlt --output out/paper
 """
 
 from __future__ import annotations
@@ -45,11 +47,13 @@ from spark_mlt.batch.options import (
     MovieLensOptions,
     TokenizeOptions,
 )
+from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
 from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.errors import MLTError
 from spark_mlt.options import ENGINES, HANDLE_INVALID
+from spark_mlt.paper import METHODS, PaperOptions
 from spark_mlt.storage import orphan_files, vacuum
 
 __all__ = ["COMMANDS", "UsageError", "build_parser", "flag_message", "main", "run"]
@@ -108,8 +112,22 @@ def build_parser() -> argparse.ArgumentParser:
 
     movielens = sub.add_parser("movielens", help="tokenise a MovieLens release into Delta")
     movielens.add_argument("--input", help="MovieLens release folder (u.data, ratings.dat or ratings.csv)")
+    movielens.add_argument(
+        "--label-threshold", type=float, default=None, help="label = rating >= this (default 4, as the paper's code)"
+    )
     _writing(movielens)
     _common(movielens)
+
+    paper = sub.add_parser("paper", help="reproduce the MLT paper's Table 1 (needs spark-mlt[paper])")
+    paper.add_argument("--input", help="a table written by 'spark-mlt movielens', or a MovieLens release folder")
+    paper.add_argument("--output", help="folder for report.json, report.md and report.png")
+    paper.add_argument("--methods", nargs="+", default=None, help=f"some of {', '.join(METHODS)} (default: all)")
+    paper.add_argument("--epochs", nargs="+", default=None, help="epochs per method, e.g. mlt=20 one_hot=1")
+    paper.add_argument("--seed", type=int, default=None, help="the split's and the models' seed (default 42)")
+    paper.add_argument("--limit", type=int, default=None, help="read at most this many ratings (smoke runs)")
+    paper.add_argument("--label-threshold", type=float, default=None, help="label = rating >= this (default 4)")
+    paper.add_argument("--config", help="YAML or JSON file of options (flags override it)")
+    paper.add_argument("--master", default=None, help="Spark master, to tokenise a release folder (default: local[2])")
 
     tokenize = sub.add_parser("tokenize", help="tokenise id columns of any table into Delta")
     tokenize.add_argument("--input", help="input path (with --format) or catalog table name (--format table)")
@@ -258,6 +276,36 @@ def _run_decode(args: argparse.Namespace, options: Mapping[str, Any]) -> int:
     return _print_report(args.command, report)
 
 
+def _epochs(values: Sequence[str] | Mapping[str, int] | None) -> dict[str, int]:
+    """``method=N`` words (or a conf file's mapping) as a dict."""
+    if isinstance(values, Mapping):
+        return dict(values)
+    epochs = {}
+    for word in values or []:
+        method, _, count = word.partition("=")
+        if not count.isdigit():
+            raise UsageError(f"--epochs takes method=N words, got {word!r}")
+        epochs[method] = int(count)
+    return epochs
+
+
+def _run_paper(args: argparse.Namespace, options: Mapping[str, Any]) -> int:
+    _require(options, "input", "output")
+    chosen: dict[str, Any] = {
+        "methods": tuple(_names(options.get("methods")) or METHODS),
+        "epochs": _epochs(options.get("epochs")),
+    }
+    for name in ("seed", "limit", "label_threshold"):
+        if options.get(name) is not None:
+            chosen[name] = options[name]
+    report = reproduce_paper(
+        options["input"], options["output"], PaperOptions(**chosen), session=lambda: _session_for(args.command, options)
+    )
+    print((report.files["markdown"]).read_text())
+    print(f"spark-mlt paper: report in {', '.join(str(path) for path in report.files.values())}")
+    return 0
+
+
 def _run_inspect(args: argparse.Namespace, options: Mapping[str, Any]) -> int:
     path = options.get("path") or options.get("input")
     if not path:
@@ -283,6 +331,7 @@ COMMANDS: dict[str, Callable[[argparse.Namespace, Mapping[str, Any]], int]] = {
     "movielens": _run_movielens,
     "tokenize": _run_tokenize,
     "decode": _run_decode,
+    "paper": _run_paper,
     "inspect": _run_inspect,
     "vacuum": _run_vacuum,
 }

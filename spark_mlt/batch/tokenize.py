@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark_mlt.batch.options import MovieLensOptions, TokenizeOptions, options_from_keywords
+from spark_mlt.batch.options import JobOptions, TokenizeOptions, options_from_keywords
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.column import fit_codecs, layout_of, mlt_encode
@@ -184,7 +184,7 @@ def fit_job_codecs(
     report: JobReport,
     df: DataFrame,
     columns: Sequence[str],
-    options: MovieLensOptions,
+    options: JobOptions,
     existing: tuple[dict[str, MLTCodec], dict[str, Layout]],
     *,
     sources: Mapping[str, str] | None = None,
@@ -210,7 +210,7 @@ def write_tokens(
     tokens: DataFrame,
     output: str,
     report: JobReport,
-    options: MovieLensOptions,
+    options: JobOptions,
     *,
     commit_info: Mapping[str, str],
     properties: Mapping[str, str] | None = None,

@@ -1,0 +1,65 @@
+"""The ``paper`` job: the MLT paper's Table 1 from a tokenised MovieLens table or a release.
+
+Given a MovieLens release folder, the job first tokenises it with the MovieLens job (Spark,
+p = 47 and n = 7 by default: the paper's 14 dimensions and its autoencoder's prime) into
+``<output>/ratings_mlt``, so the reproduction always reads the codecs and tokens from a Delta
+table, as a warehouse user would. Training then runs on this machine (:mod:`spark_mlt.paper`).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+
+from pyspark.sql import SparkSession
+
+from spark_mlt.batch.movielens import detect_release, tokenize_movielens
+from spark_mlt.batch.options import MovieLensOptions
+from spark_mlt.errors import TableNotFoundError
+from spark_mlt.paper import PaperOptions, PaperReport, reproduce
+from spark_mlt.paper.models import keras_module
+from spark_mlt.storage import table_exists
+
+__all__ = ["PAPER_N", "PAPER_P", "reproduce_paper"]
+
+PAPER_P, PAPER_N = 47, 7  # the paper's autoencoder cell: p = 47; 14 dimensions = 7 tokens per id
+
+
+def reproduce_paper(
+    source: str,
+    output: str,
+    options: PaperOptions | None = None,
+    *,
+    session: Callable[[], SparkSession] | None = None,
+    tokenize: MovieLensOptions | None = None,
+) -> PaperReport:
+    """Reproduce Table 1 from ``source`` (a tokenised Delta table, or a MovieLens release
+    folder tokenised first into ``<output>/ratings_mlt`` with ``tokenize``, default p = 47,
+    n = 7) into the folder ``output``.
+
+    Args:
+        source: a table written by the MovieLens job, or a MovieLens release folder.
+        output: the report's folder.
+        options: what to train (:class:`spark_mlt.paper.PaperOptions`).
+        session: makes the Spark session, needed only to tokenise a release folder.
+        tokenize: the MovieLens job's options for a release folder.
+
+    Example::
+
+        reproduce_paper("data/ml-latest-small", "out/paper", session=lambda: local_session("paper"))
+    """
+    options = options or PaperOptions()
+    keras_module()  # without the paper extra, say what to install before any Spark work
+    table = source
+    if not table_exists(source):
+        detect_release(source)  # a clear SourceError when the folder holds no ratings either
+        if session is None:
+            raise TableNotFoundError(
+                f"{source} is no Delta table; tokenising a release needs a Spark session", parameter="source"
+            )
+        table = os.path.join(output, "ratings_mlt")
+        job = tokenize or MovieLensOptions(
+            p=PAPER_P, n=PAPER_N, mode="overwrite", label_threshold=options.label_threshold
+        )
+        tokenize_movielens(session(), source, table, job)
+    return reproduce(table, output, options)

@@ -1,0 +1,182 @@
+"""The paper's models in Keras 3 (JAX backend, CPU): the shared head, the representations of
+Table 1, and MLT tokens as categories.
+
+Every representation maps a batch of compact integer inputs (ids, hashed indices, tokens) to a
+vector the shared head reads; nothing as wide as the one-hot vector is ever materialised.
+One-hot and hashing are sparse vectors with two non-zeros (a user's and a movie's), so their
+product with the head's first Dense layer is the sum of two rows of its weight matrix:
+:func:`sparse_model` computes exactly that (``sum_k value_k * W[index_k] + b``), the same
+function and the same parameter count as ``Dense(64)`` on the 164,320-wide vector.
+
+Parameters are counted as the paper counts them: a representation's own weights (the
+embeddings; the whole autoencoder, BatchNorm statistics included), apart from the head's.
+Keras is imported on first use (:func:`keras_module`): it is the optional ``paper`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from spark_mlt.errors import MissingExtraError
+
+__all__ = [
+    "autoencoder",
+    "embedding_model",
+    "encoder_of",
+    "head_parameters",
+    "keras_module",
+    "mlt_categories_model",
+    "numeric_model",
+    "sparse_model",
+]
+
+HEAD_UNITS = (64, 32)
+EMBEDDING_WIDTH = 32  # the paper's supervised embeddings, per id column
+AE_TOKEN_WIDTH = 16  # the paper's autoencoder: Embedding(p, 16) per token
+AE_BOTTLENECK = 16
+CATEGORY_WIDTH = 8  # MLT tokens as categories: a learned 8-wide vector per (position, token)
+
+
+def keras_module() -> Any:
+    """Keras 3, on the JAX backend unless ``KERAS_BACKEND`` names another; or an error that
+    says what to install."""
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    try:
+        import keras
+    except ImportError as exc:
+        raise MissingExtraError(
+            f"the paper's models need Keras 3 and JAX: pip install 'spark-mlt[paper]' ({exc})"
+        ) from None
+    return keras
+
+
+def _head(keras: Any, features: Any, first: Any = None) -> Any:
+    """Dense(64, relu) -> Dense(32, relu) -> Dense(1, sigmoid) on ``features``; ``first``, if
+    given, is the first layer's output already."""
+    x = first if first is not None else keras.layers.Dense(HEAD_UNITS[0], activation="relu", name="head_1")(features)
+    x = keras.layers.Dense(HEAD_UNITS[1], activation="relu", name="head_2")(x)
+    return keras.layers.Dense(1, activation="sigmoid", name="head_out")(x)
+
+
+def _sparse_dense(keras: Any, width: int) -> Any:
+    """A Dense(64, relu) layer over a ``width``-wide sparse vector given as (index, value)
+    pairs: ``relu(sum_k value_k * W[index_k] + b)``, W of shape (width, 64)."""
+
+    class SparseDense(keras.layers.Layer):  # type: ignore[misc]
+        def build(self, input_shape: Any) -> None:
+            self.kernel = self.add_weight(shape=(width, HEAD_UNITS[0]), initializer="glorot_uniform", name="kernel")
+            self.bias = self.add_weight(shape=(HEAD_UNITS[0],), initializer="zeros", name="bias")
+
+        def call(self, indices: Any, values: Any) -> Any:
+            rows = keras.ops.take(self.kernel, indices, axis=0)
+            return keras.ops.relu(keras.ops.sum(rows * keras.ops.expand_dims(values, -1), axis=1) + self.bias)
+
+    return SparseDense(name="head_1")
+
+
+def _compiled(keras: Any, inputs: Any, output: Any, name: str) -> Any:
+    model = keras.Model(inputs, output, name=name)
+    model.compile(optimizer=keras.optimizers.Adam(), loss="binary_crossentropy", metrics=["accuracy"])
+    return model
+
+
+def head_parameters(model: Any) -> int:
+    """The weights of the shared head (its three Dense layers, or the sparse first layer)."""
+    return sum(layer.count_params() for layer in model.layers if layer.name.startswith("head_"))
+
+
+def sparse_model(width: int, nonzeros: int = 2) -> Any:
+    """The head over a ``width``-wide sparse vector given as ``nonzeros`` (index, value) pairs
+    per row: one-hot (values 1, or 0 for an unknown id) and the hashing trick (values +-1).
+
+    Inputs: ``indices`` (int32, rows x nonzeros) and ``values`` (float32, rows x nonzeros).
+    """
+    keras = keras_module()
+    indices = keras.Input((nonzeros,), dtype="int32", name="indices")
+    values = keras.Input((nonzeros,), dtype="float32", name="values")
+    first = _sparse_dense(keras, width)(indices, values)
+    return _compiled(keras, [indices, values], _head(keras, None, first), "sparse")
+
+
+def numeric_model(dims: int) -> Any:
+    """The head over ``dims`` standardised numbers (the paper's MLT: tokens as floats)."""
+    keras = keras_module()
+    features = keras.Input((dims,), dtype="float32", name="features")
+    return _compiled(keras, features, _head(keras, features), "numeric")
+
+
+def embedding_model(users: int, movies: int) -> Any:
+    """Supervised id embeddings: Embedding(users + 1, 32) and Embedding(movies + 1, 32) (the
+    extra row for ids unseen in training), concatenated, trained with the head."""
+    keras = keras_module()
+    user = keras.Input((1,), dtype="int32", name="user")
+    movie = keras.Input((1,), dtype="int32", name="movie")
+    u = keras.layers.Flatten()(keras.layers.Embedding(users + 1, EMBEDDING_WIDTH, name="user_embedding")(user))
+    m = keras.layers.Flatten()(keras.layers.Embedding(movies + 1, EMBEDDING_WIDTH, name="movie_embedding")(movie))
+    features = keras.layers.Concatenate()([u, m])
+    return _compiled(keras, [user, movie], _head(keras, features), "embeddings")
+
+
+def _category(keras: Any, tokens: Any, name: str, index: Any, entries: int) -> Any:
+    """An 8-wide learned embedding of one categorical value computed from the tokens."""
+    value = keras.layers.Lambda(index, name=f"{name}_value")(tokens)
+    return keras.layers.Flatten()(keras.layers.Embedding(entries, CATEGORY_WIDTH, name=f"{name}_embedding")(value))
+
+
+def mlt_categories_model(p: int, blocks: tuple[int, ...], *, pairs: bool = False) -> Any:
+    """MLT tokens as categories: each token position gets its own small embedding
+    (Embedding(p, 8): ``8 p`` parameters per position), concatenated into the head's input.
+    With ``pairs``, each two neighbouring tokens of one id (``blocks`` gives the ids' token
+    counts) also get an embedding of their combination (Embedding(p^2, 8)), so the head sees
+    which token values occur together, not only each alone.
+    """
+    keras = keras_module()
+    positions = sum(blocks)
+    tokens = keras.Input((positions,), dtype="int32", name="tokens")
+    parts = [_category(keras, tokens, f"token_{j}", lambda t, j=j: t[:, j : j + 1], p) for j in range(positions)]
+    if pairs:
+        starts = [sum(blocks[:b]) for b in range(len(blocks))]
+        for j in (j for start, n in zip(starts, blocks, strict=True) for j in range(start, start + n - 1)):
+            index = lambda t, j=j: t[:, j : j + 1] * p + t[:, j + 1 : j + 2]  # noqa: E731 - one line per pair
+            parts.append(_category(keras, tokens, f"pair_{j}", index, p * p))
+    name = "mlt_pairs" if pairs else "mlt_categories"
+    return _compiled(keras, tokens, _head(keras, keras.layers.Concatenate()(parts)), name)
+
+
+def _residual(keras: Any, x: Any, units: int, dropout: float, name: str) -> Any:
+    """Dense(units, relu, L2 1e-4) -> BatchNorm -> Dropout, plus a shortcut (a linear
+    projection where the width changes), added, then relu."""
+    y = keras.layers.Dense(
+        units, activation="relu", kernel_regularizer=keras.regularizers.L2(1e-4), name=f"{name}_dense"
+    )(x)
+    y = keras.layers.BatchNormalization(name=f"{name}_norm")(y)
+    y = keras.layers.Dropout(dropout, name=f"{name}_dropout")(y)
+    shortcut = x if x.shape[-1] == units else keras.layers.Dense(units, name=f"{name}_projection")(x)
+    return keras.layers.Activation("relu", name=f"{name}_out")(keras.layers.Add(name=f"{name}_add")([y, shortcut]))
+
+
+def autoencoder(p: int, positions: int) -> Any:
+    """The paper's MLT autoencoder over ``positions`` tokens in [0, p): Embedding(p, 16) per
+    token, residual blocks 128 and 32, a linear 16-wide bottleneck (layer ``bottleneck``),
+    the mirrored decoder and a linear reconstruction of the token values; MSE, Adam.
+    ``count_params()`` is ``16 p + 8450 n + 19,856`` for ``positions = 2 n``.
+    """
+    keras = keras_module()
+    tokens = keras.Input((positions,), dtype="int32", name="tokens")
+    x = keras.layers.Flatten()(keras.layers.Embedding(p, AE_TOKEN_WIDTH, name="token_embedding")(tokens))
+    x = _residual(keras, x, 128, 0.3, "encoder_1")
+    x = _residual(keras, x, 32, 0.2, "encoder_2")
+    code = keras.layers.Dense(AE_BOTTLENECK, name="bottleneck")(x)
+    y = _residual(keras, code, 32, 0.2, "decoder_1")
+    y = _residual(keras, y, 128, 0.3, "decoder_2")
+    reconstruction = keras.layers.Dense(positions, name="reconstruction")(y)
+    model = keras.Model(tokens, reconstruction, name="mlt_autoencoder")
+    model.compile(optimizer=keras.optimizers.Adam(), loss="mse")
+    return model
+
+
+def encoder_of(model: Any) -> Any:
+    """The autoencoder's encoder: tokens in, the 16-wide bottleneck out (weights shared)."""
+    keras = keras_module()
+    return keras.Model(model.inputs, model.get_layer("bottleneck").output, name="mlt_encoder")

@@ -1,0 +1,176 @@
+"""The paper's Table 1 reproduction: model sizes as the paper counts them, the hashing trick as
+scikit-learn computes it, the metrics, the label rule, and a small seeded run of every method
+from a tokenised Delta table through the ``spark-mlt paper`` command."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pyspark.sql import SparkSession
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.metrics import log_loss, roc_auc_score
+
+from spark_mlt import MLTCodec
+from spark_mlt.batch import MovieLensOptions, generate_synthetic, tokenize_movielens
+from spark_mlt.batch.cli import main
+from spark_mlt.column import mlt_encode
+from spark_mlt.errors import MLTError, MLTTypeError
+from spark_mlt.paper import METHODS, PaperOptions
+from spark_mlt.paper import models as paper_models
+from spark_mlt.paper.data import load_ratings, split
+from spark_mlt.paper.hashing import hashed_features
+from spark_mlt.paper.methods import scores
+from spark_mlt.storage import LABEL_RULE_PROPERTY, read_snapshot, write_delta
+
+
+def test_the_autoencoder_has_the_papers_79758_parameters_for_p47_n7() -> None:
+    assert paper_models.autoencoder(47, 14).count_params() == 79_758
+    for p, n in [(13, 6), (101, 3)]:
+        assert paper_models.autoencoder(p, 2 * n).count_params() == 16 * p + 8450 * n + 19_856
+
+
+def test_supervised_embeddings_have_the_papers_5287648_parameters_for_ml20m() -> None:
+    model = paper_models.embedding_model(138_493, 26_744)
+    embeddings = sum(layer.count_params() for layer in model.layers if layer.name.endswith("_embedding"))
+    assert embeddings == 5_287_648
+    assert paper_models.head_parameters(model) == 64 * 64 + 64 + 64 * 32 + 32 + 33
+
+
+def test_the_sparse_first_layer_is_dense_on_the_one_hot_vector() -> None:
+    """relu(sum_k v_k W[i_k] + b) equals relu(x @ W + b) for the sparse vector x."""
+    model = paper_models.sparse_model(10)
+    assert paper_models.head_parameters(model) == 10 * 64 + 64 + 64 * 32 + 32 + 33
+    layer = model.get_layer("head_1")
+    kernel, bias = (np.asarray(w) for w in layer.get_weights())
+    indices = np.array([[1, 7], [3, 3], [0, 9]], dtype=np.int32)
+    values = np.array([[1, 1], [1, -1], [0, 1]], dtype=np.float32)
+    dense = np.zeros((3, 10), dtype=np.float32)
+    for row in range(3):
+        for index, value in zip(indices[row], values[row], strict=True):
+            dense[row, index] += value
+    expected = np.maximum(dense @ kernel + bias, 0)
+    got = np.asarray(layer(indices, values))
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_hashing_matches_scikit_learns_feature_hasher() -> None:
+    ids = np.arange(0, 3000, 7, dtype=np.int64)
+    index, sign = hashed_features("user_", ids, 512)
+    matrix = FeatureHasher(n_features=512, input_type="string").transform([[f"user_{i}"] for i in ids]).toarray()
+    expected_index = np.abs(matrix).argmax(axis=1)
+    np.testing.assert_array_equal(index, expected_index)
+    np.testing.assert_array_equal(sign, matrix[np.arange(len(ids)), expected_index])
+
+
+def test_scores_match_scikit_learn_with_ties() -> None:
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 500).astype(np.uint8)
+    probabilities = np.round(rng.random(500), 1)  # many ties
+    accuracy, auc, loss = scores(labels, probabilities)
+    assert accuracy == pytest.approx(np.mean((probabilities >= 0.5) == labels))
+    assert auc == pytest.approx(roc_auc_score(labels, probabilities))
+    assert loss == pytest.approx(log_loss(labels, np.clip(probabilities, 1e-7, 1 - 1e-7)), rel=1e-6)
+
+
+def test_paper_options_name_the_field_at_fault() -> None:
+    with pytest.raises(MLTTypeError, match=r"methods must be one of .*got 'pca'"):
+        PaperOptions(methods=("pca",))
+    with pytest.raises(MLTError, match=r"epochs: mlt must train for a whole number of epochs >= 1, got 0"):
+        PaperOptions(epochs={"mlt": 0})
+    with pytest.raises(MLTError, match=r"test_fraction must be in \(0, 1\)"):
+        PaperOptions(test_fraction=1.0)
+
+
+@pytest.fixture(scope="module")
+def tokenised(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A synthetic release (planted user and movie effects) tokenised as the paper does: p=47, n=7."""
+    work = tmp_path_factory.mktemp("paper")
+    folder = generate_synthetic(work / "ml", ratings=6_000, users=300, movies=200)
+    table = str(work / "ratings_mlt")
+    tokenize_movielens(spark, str(folder), table, MovieLensOptions(p=47, n=7))
+    return table
+
+
+def test_the_movielens_job_records_its_label_rule(tokenised: str) -> None:
+    assert read_snapshot(tokenised).properties[LABEL_RULE_PROPERTY] == "rating >= 4"
+    ratings = load_ratings(tokenised, limit=1000)
+    assert (len(ratings), ratings.tokens.shape, ratings.table_label_rule) == (1000, (1000, 14), "rating >= 4")
+
+
+def test_appending_labels_of_another_rule_is_refused_naming_the_flag(
+    tokenised: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = generate_synthetic(tmp_path / "ml", ratings=50, users=5, movies=5)
+    argv = ["movielens", "--input", str(folder), "--output", tokenised, "--mode", "append", "--label-threshold", "3.5"]
+    assert main(argv) == 1
+    assert "--label-threshold: the table at" in capsys.readouterr().err
+
+
+def test_a_table_that_records_no_label_rule_is_reported_as_unknown(spark: SparkSession, tmp_path: Path) -> None:
+    codec = MLTCodec.from_seed(7, 7)
+    df = spark.createDataFrame([(1, 2, 4.5), (3, 4, 2.0)], "userId bigint, movieId bigint, rating double")
+    df = df.withColumn("userId_mlt", mlt_encode("userId", codec)).withColumn(
+        "movieId_mlt", mlt_encode("movieId", codec)
+    )
+    write_delta(df, str(tmp_path / "old"), {"userId": codec, "movieId": codec})
+    ratings = load_ratings(str(tmp_path / "old"))
+    assert ratings.table_label_rule.startswith("unknown")
+    assert ratings.labels.tolist() == [1, 0]
+    assert ratings.tokens[0].tolist() == [*codec.encode([1])[0], *codec.encode([2])[0]]
+
+
+def test_the_split_is_seeded_and_disjoint(tokenised: str) -> None:
+    ratings = load_ratings(tokenised)
+    train, test = split(ratings, seed=42)
+    again, _ = split(ratings, seed=42)
+    assert (len(train), len(test)) == (4800, 1200)
+    np.testing.assert_array_equal(train.users, again.users)
+
+
+@pytest.mark.slow
+def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> None:
+    """The command reads tokens and codecs from the table, trains each method for one epoch
+    and writes the report: every method, its sizes as the paper counts them, and scores."""
+    epochs = [f"{method}=1" for method in METHODS]
+    assert main(["paper", "--input", tokenised, "--output", str(tmp_path), "--epochs", *epochs]) == 0
+    report = json.loads((tmp_path / "report.json").read_text())
+    rows = {row["key"]: row for row in report["methods"]}
+    assert list(rows) == list(METHODS)
+    assert report["meta"]["label_rule"] == report["meta"]["table_label_rule"] == "rating >= 4"
+    assert 0.5 <= report["meta"]["majority_rate"] <= 1
+    assert rows["mlt"]["dims"] == 14
+    assert rows["mlt_autoencoder"]["encoder_params"] == 79_758
+    assert 0 <= rows["mlt_autoencoder"]["exact_recovery"] <= 1
+    assert rows["mlt_categories"]["encoder_params"] == 14 * 47 * 8
+    assert rows["mlt_pairs"]["encoder_params"] == 14 * 47 * 8 + 12 * 47**2 * 8  # 6 neighbour pairs per id
+    assert rows["hashing"]["dims"] == 512
+    for row in rows.values():
+        assert 0 <= row["accuracy"] <= 1
+        assert row["seconds_per_epoch"] > 0
+        assert row["us_per_sample"] > 0
+    assert "| MLT tokens as categories |" in (tmp_path / "report.md").read_text()
+    assert (tmp_path / "report.png").stat().st_size > 10_000
+
+
+def test_without_the_paper_extra_the_command_says_what_to_install(tmp_path: Path) -> None:
+    """Keras made unimportable in a fresh interpreter: one line naming the pip command."""
+    script = (
+        "import sys; sys.modules['keras'] = None; from spark_mlt.batch.cli import main; sys.exit(main(sys.argv[1:]))"
+    )
+    table = tmp_path / "missing"
+    completed = subprocess.run(
+        [sys.executable, "-c", script, "paper", "--input", str(table), "--output", str(tmp_path / "out")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+    )
+    assert completed.returncode == 1
+    assert "pip install 'spark-mlt[paper]'" in completed.stderr.strip().splitlines()[-1]
