@@ -110,7 +110,8 @@ def decode_table(
 
     Example::
 
-        assert decode_table(spark, "out/ratings_mlt", DecodeOptions(verify=True)).mismatches == 0
+        report = decode_table(spark, "out/ratings_mlt", DecodeOptions(verify=True))
+        report.mismatches  # 0: every decoded id equals the kept original
     """
     opts = options_from_keywords("decode_table", DecodeOptions, options, deprecated)
     if opts.output is None and not opts.verify:
