@@ -21,7 +21,7 @@ from typing import Any, Literal, TypeVar
 from spark_mlt.codec import DEFAULT_SEED
 from spark_mlt.errors import MLTError, MLTTypeError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, Engine, HandleInvalid, check_choice
-from spark_mlt.storage import WriteMode
+from spark_mlt.storage import WRITE_MODES, WriteMode
 
 __all__ = [
     "DECODE_FORMATS",
@@ -41,7 +41,6 @@ __all__ = [
 #: the tokens fit in 64 bits), ``packed`` (one bigint) or ``array`` (array<int>).
 StorageLayout = Literal["auto", "packed", "array"]
 STORAGE_LAYOUTS: tuple[StorageLayout, ...] = ("auto", "packed", "array")
-WRITE_MODES: tuple[WriteMode, ...] = ("error", "append", "overwrite")
 InputFormat = Literal["parquet", "csv", "json", "orc", "delta"]
 INPUT_FORMATS: tuple[InputFormat, ...] = ("parquet", "csv", "json", "orc", "delta")
 DecodeFormat = Literal["delta", "parquet"]

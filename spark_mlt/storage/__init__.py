@@ -25,7 +25,7 @@ from spark_mlt.errors import (
     TableNotFoundError,
     VocabularyError,
 )
-from spark_mlt.storage._plan import DeltaWriteResult, WriteMode
+from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode
 from spark_mlt.storage.maintenance import orphan_files, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
@@ -55,6 +55,7 @@ __all__ = [
     "LEGACY_VOCABULARY_PROPERTY_PREFIX",
     "TABLE_FORMAT_VERSION",
     "VOCABULARY_PROPERTY_PREFIX",
+    "WRITE_MODES",
     "CodecMismatchError",
     "DeltaWriteResult",
     "MissingCodecError",

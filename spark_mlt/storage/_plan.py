@@ -16,9 +16,10 @@ from spark_mlt.codec import MLTCodec
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.table import TableSnapshot
 
-__all__ = ["DeltaWriteResult", "WriteMode", "WritePlan", "skipped_write"]
+__all__ = ["WRITE_MODES", "DeltaWriteResult", "WriteMode", "WritePlan", "skipped_write"]
 
 WriteMode = Literal["error", "append", "overwrite"]
+WRITE_MODES: tuple[WriteMode, ...] = ("error", "append", "overwrite")
 
 
 @dataclass(frozen=True)

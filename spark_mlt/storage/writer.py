@@ -33,7 +33,7 @@ from pyspark.sql.types import ArrayType, StructType
 from spark_mlt.codec import MLTCodec
 from spark_mlt.errors import MLTError, MLTTypeError, TableExistsError, TableNotFoundError
 from spark_mlt.storage import _delta_rs, _delta_spark
-from spark_mlt.storage._plan import DeltaWriteResult, WriteMode, WritePlan, skipped_write
+from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, WritePlan, skipped_write
 from spark_mlt.storage.fs import locate
 from spark_mlt.storage.properties import codec_properties, merge_codecs, run_app_id
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
@@ -49,7 +49,6 @@ __all__ = [
 ]
 
 Backend = Literal["auto", "delta-rs", "delta-spark"]
-_MODES: tuple[WriteMode, ...] = ("error", "append", "overwrite")
 _BACKENDS: tuple[Backend, ...] = ("auto", "delta-rs", "delta-spark")
 
 
@@ -185,7 +184,7 @@ def write_delta(
 
 def _check_arguments(mode: str, run_id: str | None, options: WriteOptions) -> None:
     """Refuses unusable arguments before any work."""
-    if mode not in _MODES:
+    if mode not in WRITE_MODES:
         raise MLTError(f"mode must be 'error', 'append' or 'overwrite', got {mode!r}", parameter="mode")
     if options.backend not in _BACKENDS:
         raise MLTTypeError(f"options.backend must be one of {_BACKENDS}, got {options.backend!r}", parameter="options")
