@@ -25,7 +25,6 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from spark_mlt import _renamed
 from spark_mlt.codec import MLTCodec, load_light_mlt_params
 from spark_mlt.errors import (
     CodecFormatError,
@@ -34,19 +33,18 @@ from spark_mlt.errors import (
     InvalidIdError,
     InvalidTokenError,
     MissingCodecError,
+    MissingTableError,
     MLTError,
     MLTTypeError,
-    SchemaMismatchError,
+    OptionError,
     SourceError,
     TableError,
     TableExistsError,
-    TableNotFoundError,
+    TableSchemaError,
     VocabularyError,
 )
 
 __version__ = "0.1.0"
-
-_renamed.install()
 
 #: Spark-layer names, imported on first use so that the codec works without PySpark.
 _LAZY = {
@@ -82,11 +80,12 @@ __all__ = [
     "MLTError",
     "MLTTypeError",
     "MissingCodecError",
-    "SchemaMismatchError",
+    "MissingTableError",
+    "OptionError",
     "SourceError",
     "TableError",
     "TableExistsError",
-    "TableNotFoundError",
+    "TableSchemaError",
     "VocabularyError",
     "__version__",
     "load_light_mlt_params",

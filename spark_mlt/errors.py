@@ -4,7 +4,8 @@ Every error derives from :class:`MLTError`, itself a :class:`ValueError`, so cal
 catch the whole family or one kind::
 
     MLTError (ValueError)
-    ├── MLTTypeError (also TypeError)   an argument of the wrong type, or an unknown option value
+    ├── MLTTypeError (also TypeError)   an argument of the wrong Python type
+    ├── OptionError                     an option value that is not allowed (unknown choice, conflicting Params)
     ├── CodecParameterError             p, n, M, seed or cardinality not usable
     ├── CodecFormatError                a codec document, table property or light-mlt pickle is corrupt
     ├── InvalidIdError                  an id outside the codec's domain (NumPy codec)
@@ -12,11 +13,11 @@ catch the whole family or one kind::
     ├── SourceError                     a job's input cannot be read as asked (missing file or column)
     ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
     └── TableError                      a Delta table's state forbids the operation
-        ├── TableNotFoundError          no Delta table at the path (also a FileNotFoundError)
+        ├── MissingTableError          no Delta table at the path (also a FileNotFoundError)
         ├── TableExistsError            mode="error" and the table exists
         ├── CodecMismatchError          the table stores a different codec for the column
         ├── MissingCodecError           the table stores no codec for a token column
-        ├── SchemaMismatchError         the rows' schema differs from the table's
+        ├── TableSchemaError         the rows' schema differs from the table's
         └── VocabularyError             a key vocabulary is inconsistent
 
 Errors in the rows of a Spark query surface as Spark's own exceptions (the query fails with
@@ -39,11 +40,12 @@ __all__ = [
     "MLTTypeError",
     "MissingCodecError",
     "MissingExtraError",
-    "SchemaMismatchError",
+    "MissingTableError",
+    "OptionError",
     "SourceError",
     "TableError",
     "TableExistsError",
-    "TableNotFoundError",
+    "TableSchemaError",
     "VocabularyError",
 ]
 
@@ -63,7 +65,16 @@ class MLTError(ValueError):
 
 
 class MLTTypeError(MLTError, TypeError):
-    """An argument of the wrong type, or an option value that is not one of the allowed ones."""
+    """An argument of the wrong Python type (a codec that is no MLTCodec, a column that is no
+    name or Column)."""
+
+
+class OptionError(MLTError):
+    """An option value that is not allowed: not one of the choices, or Params that conflict.
+
+    Not a TypeError, on purpose: pyspark rewraps TypeErrors raised while setting a Param into
+    plain TypeErrors, which would lose the class and the parameter name.
+    """
 
 
 class CodecParameterError(MLTError):
@@ -94,7 +105,7 @@ class TableError(MLTError):
     """A Delta table's state forbids the operation."""
 
 
-class TableNotFoundError(TableError, FileNotFoundError):
+class MissingTableError(TableError, FileNotFoundError):
     """There is no Delta table at the path."""
 
 
@@ -110,7 +121,7 @@ class MissingCodecError(TableError):
     """The table stores no codec for a token column that was asked for."""
 
 
-class SchemaMismatchError(TableError):
+class TableSchemaError(TableError):
     """The rows to write do not have the table's schema."""
 
 

@@ -18,18 +18,20 @@ vectors: ``error`` fails the query naming the value; ``null`` keeps the row with
 with its reason to a side table (jobs only). A column function cannot drop rows, so it takes
 ``error`` and ``null``; the ML stages take ``error``, ``null`` and ``skip``; the jobs all four.
 spark-mlt does not use Spark's ``keep`` (invalid values into an extra bucket): MLT has no spare
-token vector for them. Old spellings still work and warn: ``keep`` meant ``null`` in the ML
-stages, and ``output``/``form``/``outputFormat``/``inputFormat``/``token_layout`` were the
-layout.
+token vector for them.
+
+Renaming an option after the first release: the old spelling keeps working for two minor
+releases, marked with ``typing_extensions.deprecated`` (PEP 702) where it is a function or a
+keyword, and listed in the changelog; it is removed on that schedule. Before the first release
+names change outright.
 """
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Sequence
 from typing import Literal, TypeVar
 
-from spark_mlt.errors import MLTTypeError
+from spark_mlt.errors import OptionError
 
 __all__ = [
     "ENGINES",
@@ -40,7 +42,6 @@ __all__ = [
     "HandleInvalid",
     "Layout",
     "check_choice",
-    "renamed_option",
 ]
 
 Layout = Literal["array", "struct", "vector", "packed"]
@@ -68,19 +69,4 @@ def check_choice(parameter: str, value: object, allowed: Sequence[T]) -> T:
     for choice in allowed:
         if value == choice:
             return choice
-    raise MLTTypeError(
-        f"{parameter} must be one of {', '.join(map(repr, allowed))}; got {value!r}", parameter=parameter
-    )
-
-
-def renamed_option(
-    function: str, old: str, new: str, old_value: T | None, new_value: T | None, *, stacklevel: int = 3
-) -> T | None:
-    """The value of an option given under its old name ``old`` (with a DeprecationWarning
-    pointing ``stacklevel`` frames up) or its new name ``new``; an error when both are given."""
-    if old_value is None:
-        return new_value
-    if new_value is not None:
-        raise MLTTypeError(f"{new}: pass {new}= only ({old}= is its old name)", parameter=new)
-    warnings.warn(f"{function}({old}=...) is deprecated; use {new}=...", DeprecationWarning, stacklevel=stacklevel)
-    return old_value
+    raise OptionError(f"{parameter} must be one of {', '.join(map(repr, allowed))}; got {value!r}", parameter=parameter)

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
 
 import numpy as np
@@ -13,9 +11,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-import spark_mlt.column
-import spark_mlt.storage
-from spark_mlt import CodecParameterError, MLTCodec, MLTTypeError
+from spark_mlt import CodecParameterError, MLTCodec, MLTTypeError, OptionError
 from spark_mlt.codec import MAX_ID
 from spark_mlt.column import mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
 from spark_mlt.column.expressions import ColumnBackend
@@ -241,7 +237,7 @@ def test_a_token_vector_decoding_beyond_2_to_63_is_invalid(spark: SparkSession, 
 def test_sql_functions_encode_and_decode(spark: SparkSession, engine: str) -> None:
     codec = MLTCodec.from_seed(7, 7)
     if engine == "native" and not HAS_SQL_FUNCTIONS:
-        with pytest.raises(MLTTypeError, match=r"engine='native' registers SQL functions.*use engine='auto'"):
+        with pytest.raises(OptionError, match=r"engine='native' registers SQL functions.*use engine='auto'"):
             register_mlt_functions(spark, codec, "user_native", engine=engine)
         engine = "auto"  # picks the udf engine here
     names = register_mlt_functions(spark, codec, f"user_{engine}", engine=engine)
@@ -287,19 +283,19 @@ def test_sql_functions_in_packed_form_match_the_codec(spark: SparkSession, engin
 
 def test_bad_options_are_refused_before_spark_sees_them() -> None:
     codec = MLTCodec.from_seed(13, 6)
-    with pytest.raises(MLTTypeError, match=r"layout must be one of 'array', 'struct', 'vector', 'packed'; got 'list'"):
+    with pytest.raises(OptionError, match=r"layout must be one of 'array', 'struct', 'vector', 'packed'; got 'list'"):
         mlt_encode("id", codec, layout="list")  # type: ignore[arg-type]
-    with pytest.raises(MLTTypeError, match=r"engine must be one of 'auto', 'native', 'udf'; got 'jvm'"):
+    with pytest.raises(OptionError, match=r"engine must be one of 'auto', 'native', 'udf'; got 'jvm'"):
         mlt_decode("t", codec, engine="jvm")  # type: ignore[arg-type]
-    with pytest.raises(MLTTypeError, match=r"layout must be one of 'array', 'struct', 'packed'; got 'vector'"):
+    with pytest.raises(OptionError, match=r"layout must be one of 'array', 'struct', 'packed'; got 'vector'"):
         mlt_decode("t", codec, layout="vector")
-    with pytest.raises(MLTTypeError, match=r"handle_invalid must be one of 'error', 'null'; got 'skip'"):
+    with pytest.raises(OptionError, match=r"handle_invalid must be one of 'error', 'null'; got 'skip'"):
         mlt_encode("id", codec, handle_invalid="skip")  # type: ignore[arg-type]
     with pytest.raises(MLTTypeError, match=r"codec must be an MLTCodec, got dict"):
         mlt_encode("id", {"p": 13})  # type: ignore[arg-type]
-    with pytest.raises(MLTTypeError, match=r"name must be a plain identifier"):
+    with pytest.raises(OptionError, match=r"name must be a plain identifier"):
         register_mlt_functions(None, codec, "user; DROP TABLE x")  # type: ignore[arg-type]
-    with pytest.raises(MLTTypeError, match=r"layout must be one of 'array', 'packed'; got 'struct'"):
+    with pytest.raises(OptionError, match=r"layout must be one of 'array', 'packed'; got 'struct'"):
         register_mlt_functions(None, codec, "user", layout="struct")  # type: ignore[arg-type]
     with pytest.raises(CodecParameterError, match=r"64 bits"):
         register_mlt_functions(None, MLTCodec.from_seed(65537, 4), "user", layout="packed")  # type: ignore[arg-type]
@@ -385,27 +381,3 @@ def test_packed_layout_is_refused_when_tokens_need_more_than_64_bits() -> None:
     ):
         with pytest.raises(CodecParameterError, match=r"p=2147483647, n=3 needs 93: store these tokens as arrays"):
             make()
-
-
-def test_old_option_names_still_work_and_warn(spark: SparkSession) -> None:
-    """0.1 called the layout output= (encode, unpack) and form= (decode, register)."""
-    codec = MLTCodec.from_seed(13, 6)
-    df = spark.createDataFrame([(7,)], "id bigint")
-    with pytest.warns(DeprecationWarning, match=r"mlt_encode\(output=...\) is deprecated; use layout="):
-        packed = df.select(mlt_encode("id", codec, output="packed").alias("k"))
-    with pytest.warns(DeprecationWarning, match=r"mlt_decode\(form=...\) is deprecated; use layout="):
-        back = packed.select(mlt_decode("k", codec, form="packed").alias("id"))
-    with pytest.warns(DeprecationWarning, match=r"mlt_unpack\(output=...\)"):
-        unpacked = packed.select(mlt_unpack("k", codec, output="array").alias("t"))
-    assert back.first() == (7,)
-    assert unpacked.first()[0] == codec.encode([7])[0].tolist()  # type: ignore[index]
-    with pytest.raises(MLTTypeError, match=r"layout: pass layout= only"):
-        mlt_encode("id", codec, layout="array", output="packed")
-
-
-def test_old_module_names_import_the_new_modules_with_a_warning() -> None:
-    for old, new in [("spark_mlt.functions", spark_mlt.column), ("spark_mlt.delta", spark_mlt.storage)]:
-        sys.modules.pop(old, None)
-        with pytest.warns(DeprecationWarning, match=rf"{old} is deprecated; import {new.__name__} instead"):
-            module = importlib.import_module(old)
-        assert module is new

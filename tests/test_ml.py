@@ -1,8 +1,7 @@
-"""Spark ML stages: fitting, transforming, Params, deprecated names, persistence and Pipelines."""
+"""Spark ML stages: fitting, transforming, Params, persistence and Pipelines."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from spark_mlt import MLTCodec, MLTTypeError
+from spark_mlt import MLTCodec, MLTTypeError, OptionError
 from spark_mlt.errors import CodecFormatError
 from spark_mlt.ml import MLTDecoder, MLTEncoder, MLTEncoderModel
 from tests.support.spark_lines import QUERY_ERRORS
@@ -111,7 +110,7 @@ def test_handle_invalid_skip_null_and_error(ids: DataFrame) -> None:
     assert [r.id for r in skipped] == [1, None]
     with pytest.raises(QUERY_ERRORS, match=r"id -3 is outside"):
         MLTEncoderModel(handleInvalid="error", **common).transform(ids).collect()
-    with pytest.raises(MLTTypeError, match=r"handleInvalid must be one of 'error', 'null', 'skip'; got 'drop'"):
+    with pytest.raises(OptionError, match=r"handleInvalid must be one of 'error', 'null', 'skip'; got 'drop'"):
         MLTEncoderModel(handleInvalid="drop", **common).transform(ids)
 
 
@@ -200,7 +199,7 @@ def test_defaults(ratings: DataFrame) -> None:
     assert (encoder.getP(), encoder.getN(), encoder.getSeed()) == (None, None, 42)
     assert MLTEncoderModel().getLayout() == "vector"
     assert MLTDecoder().getLayout() == "auto"
-    with pytest.raises(MLTTypeError, match=r"codecs must be set") as caught:
+    with pytest.raises(OptionError, match=r"codecs must be set") as caught:
         MLTDecoder(inputCol="userId").getCodecs()
     assert caught.value.parameter == "codecs"
 
@@ -224,34 +223,35 @@ def test_set_params_is_keyword_only_and_returns_the_stage() -> None:
         (lambda: MLTDecoder(layout="dense"), "layout"),
         (lambda: MLTEncoder(handleInvalid="quarantine"), "handleInvalid"),
         (lambda: MLTDecoder().setHandleInvalid("drop"), "handleInvalid"),
+        (lambda: MLTEncoderModel(handleInvalid="keep"), "handleInvalid"),  # Spark's keep: an extra bucket
         (lambda: MLTEncoderModel(engine="jvm"), "engine"),
         (lambda: MLTDecoder().setEngine("jvm"), "engine"),
     ],
 )
 def test_unknown_option_values_fail_when_set(make: Callable[[], Params], parameter: str) -> None:
-    with pytest.raises(MLTTypeError, match=rf"^{parameter} must be one of") as caught:
+    with pytest.raises(OptionError, match=rf"^{parameter} must be one of") as caught:
         make()
     assert caught.value.parameter == parameter
 
 
 def test_columns_must_be_configured() -> None:
-    with pytest.raises(MLTTypeError, match=r"inputCol or inputCols must be set") as caught:
+    with pytest.raises(OptionError, match=r"inputCol or inputCols must be set") as caught:
         MLTEncoderModel(codecs=[])._columns()
     assert caught.value.parameter == "inputCol"
-    with pytest.raises(MLTTypeError, match=r"inputCols has 2 columns but outputCols has 1") as caught:
+    with pytest.raises(OptionError, match=r"inputCols has 2 columns but outputCols has 1") as caught:
         MLTEncoder(inputCols=["a", "b"], outputCols=["x"])._columns()
     assert caught.value.parameter == "inputCols"
-    with pytest.raises(MLTTypeError, match=r"set either inputCol or inputCols, not both") as caught:
+    with pytest.raises(OptionError, match=r"set either inputCol or inputCols, not both") as caught:
         MLTDecoder(inputCol="a", inputCols=["b"])._columns()
     assert caught.value.parameter == "inputCols"
-    with pytest.raises(MLTTypeError, match=r"outputCols goes with inputCols") as caught:
+    with pytest.raises(OptionError, match=r"outputCols goes with inputCols") as caught:
         MLTEncoder(inputCol="a", outputCols=["b"])._columns()
     assert caught.value.parameter == "outputCols"
 
 
 def test_codecs_must_match_the_input_columns(ids: DataFrame) -> None:
     model = MLTEncoderModel(codecs=[CODEC, CODEC], inputCol="id")
-    with pytest.raises(MLTTypeError, match=r"codecs has 2 codecs for 1 input columns") as caught:
+    with pytest.raises(OptionError, match=r"codecs has 2 codecs for 1 input columns") as caught:
         model.transform(ids)
     assert caught.value.parameter == "codecs"
 
@@ -264,76 +264,6 @@ def test_codecs_are_set_from_objects_or_json_and_validated() -> None:
         model.setCodecs(["{broken"])
     with pytest.raises(TypeError, match=r"codecs must be MLTCodec objects or their JSON documents, got int"):
         model.setCodecs([3])  # type: ignore[list-item]
-
-
-# --- deprecated names and values ----------------------------------------------------------
-
-
-def test_output_format_is_the_deprecated_name_of_layout() -> None:
-    with pytest.warns(DeprecationWarning, match=r"outputFormat=\.\.\.\) is deprecated; use layout") as record:
-        encoder = MLTEncoder(inputCol="a", outputFormat="array")
-    assert record[0].filename == __file__  # points at the caller, not at pyspark or spark_mlt
-    assert encoder.getLayout() == "array"
-    with pytest.warns(DeprecationWarning, match=r"outputFormat"):
-        model = MLTEncoderModel(outputFormat="struct")
-    assert model.getLayout() == "struct"
-    with pytest.warns(DeprecationWarning, match=r"outputFormat"):
-        model.setParams(outputFormat="packed")
-    assert model.getLayout() == "packed"
-    with pytest.raises(MLTTypeError, match=r"pass layout= only") as caught:
-        MLTEncoder(outputFormat="array", layout="struct")
-    assert caught.value.parameter == "layout"
-
-
-def test_input_format_is_the_deprecated_name_of_the_decoder_layout() -> None:
-    with pytest.warns(DeprecationWarning, match=r"inputFormat=\.\.\.\) is deprecated; use layout") as record:
-        decoder = MLTDecoder.from_codecs([CODEC], inputCol="t", inputFormat="array")
-    assert record[0].filename == __file__
-    assert decoder.getLayout() == "array"
-    assert "outputFormat" not in decoder.explainParams()
-    assert "inputFormat" not in decoder.explainParams()
-
-
-def test_handle_invalid_keep_is_a_deprecated_alias_of_null(ids: DataFrame) -> None:
-    with pytest.warns(DeprecationWarning, match=r"handleInvalid='keep' is deprecated") as record:
-        model = MLTEncoderModel(codecs=[CODEC], inputCol="id", outputCol="t", layout="array", handleInvalid="keep")
-    assert record[0].filename == __file__
-    assert model.getHandleInvalid() == "null"
-    assert [(r.id, r.t is None) for r in model.transform(ids).collect()] == [(1, False), (-3, True), (None, True)]
-    with pytest.warns(DeprecationWarning, match=r"use 'null'"):
-        MLTDecoder().setHandleInvalid("keep")
-
-
-def rewrite_as_version_0_1(path: Path, old_name: str) -> None:
-    """Turn saved metadata into what 0.1 wrote: ``layout`` under its old name, ``keep``."""
-    metadata_file = next((path / "metadata").glob("part-*"))
-    metadata = json.loads(metadata_file.read_text())
-    for section in ("paramMap", "defaultParamMap"):
-        if "layout" in metadata[section]:
-            metadata[section][old_name] = metadata[section].pop("layout")
-    metadata["paramMap"]["handleInvalid"] = "keep"
-    metadata_file.write_text(json.dumps(metadata) + "\n")
-    for checksum in (path / "metadata").glob(".*.crc"):  # Hadoop would reject the edited file
-        checksum.unlink()
-
-
-def test_stages_saved_by_version_0_1_still_load(ratings: DataFrame, tmp_path: Path) -> None:
-    """0.1 saved ``outputFormat``/``inputFormat`` and ``handleInvalid="keep"``; they load
-    silently (the filterwarnings config would turn a warning into an error) as layout/null."""
-    model = MLTEncoder(inputCol="userId", outputCol="u", p=7, layout="array", handleInvalid="null").fit(ratings)
-    model.save(str(tmp_path / "model"))
-    rewrite_as_version_0_1(tmp_path / "model", "outputFormat")
-    assert "outputFormat" in next((tmp_path / "model" / "metadata").glob("part-*")).read_text()
-    loaded = MLTEncoderModel.load(str(tmp_path / "model"))
-    assert (loaded.getLayout(), loaded.getHandleInvalid()) == ("array", "null")
-    assertDataFrameEqual(loaded.transform(ratings), model.transform(ratings))
-
-    decoder = MLTDecoder(codecs=model.getCodecs(), inputCol="u", outputCol="back", layout="array")
-    decoder.save(str(tmp_path / "decoder"))
-    rewrite_as_version_0_1(tmp_path / "decoder", "inputFormat")
-    reloaded = MLTDecoder.load(str(tmp_path / "decoder"))
-    assert (reloaded.getLayout(), reloaded.getHandleInvalid()) == ("array", "null")
-    assert reloaded.transform(model.transform(ratings)).where("back <> userId").count() == 0
 
 
 # --- persistence and pipelines ------------------------------------------------------------

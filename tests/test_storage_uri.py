@@ -18,7 +18,7 @@ from spark_mlt import MLTCodec
 from spark_mlt.column import mlt_encode
 from spark_mlt.storage import (
     TABLE_FORMAT_VERSION,
-    TableNotFoundError,
+    MissingTableError,
     orphan_files,
     read_codecs,
     read_delta,
@@ -98,7 +98,7 @@ def test_the_snapshot_has_rows_history_and_the_format_version(spark: SparkSessio
 
 def test_a_missing_table_is_a_table_not_found_error_naming_path(tmp_path: Path) -> None:
     for function in (read_snapshot, orphan_files, vacuum):
-        with pytest.raises(TableNotFoundError, match=r"no Delta table at") as error:
+        with pytest.raises(MissingTableError, match=r"no Delta table at") as error:
             function(tmp_path / "nothing")
         assert error.value.parameter == "path"
 

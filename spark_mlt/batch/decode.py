@@ -105,7 +105,7 @@ def decode_table(
 
     Raises:
         MLTError: neither ``output`` nor ``verify`` is given.
-        TableNotFoundError: no Delta table at ``source``.
+        MissingTableError: no Delta table at ``source``.
         MissingCodecError: the table stores no codec, or no token column for one.
 
     Example::

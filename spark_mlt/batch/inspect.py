@@ -22,7 +22,7 @@ def inspect_table(path: str, *, history: int = 10) -> dict[str, Any]:
     version, row count and last ``history`` commits, as a JSON-ready dict.
 
     Raises:
-        TableNotFoundError: no Delta table at ``path`` (a FileNotFoundError).
+        MissingTableError: no Delta table at ``path`` (a FileNotFoundError).
 
     Example::
 

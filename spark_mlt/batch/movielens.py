@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from spark_mlt.batch.options import MovieLensOptions, options_from_keywords
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.batch.tokenize import existing_table, fit_job_codecs, tokenize_dataframe, write_tokens
-from spark_mlt.errors import MLTError, SourceError, TableNotFoundError
+from spark_mlt.errors import MissingTableError, MLTError, SourceError
 from spark_mlt.storage import LABEL_RULE_PROPERTY, read_snapshot
 
 __all__ = ["MovieLensRelease", "detect_release", "generate_synthetic", "read_ratings", "tokenize_movielens"]
@@ -187,7 +187,7 @@ def _check_label_rule(output: str, options: MovieLensOptions) -> None:
         return
     try:
         recorded = read_snapshot(output).properties.get(LABEL_RULE_PROPERTY)
-    except TableNotFoundError:
+    except MissingTableError:
         return
     if recorded is not None and recorded != options.label_rule:
         raise MLTError(

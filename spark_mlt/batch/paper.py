@@ -15,7 +15,7 @@ from pyspark.sql import SparkSession
 
 from spark_mlt.batch.movielens import detect_release, tokenize_movielens
 from spark_mlt.batch.options import MovieLensOptions
-from spark_mlt.errors import TableNotFoundError
+from spark_mlt.errors import MissingTableError
 from spark_mlt.paper import PaperOptions, PaperReport, reproduce
 from spark_mlt.paper.models import keras_module
 from spark_mlt.storage import table_exists
@@ -54,7 +54,7 @@ def reproduce_paper(
     if not table_exists(source):
         detect_release(source)  # a clear SourceError when the folder holds no ratings either
         if session is None:
-            raise TableNotFoundError(
+            raise MissingTableError(
                 f"{source} is no Delta table; tokenising a release needs a Spark session", parameter="source"
             )
         table = os.path.join(output, "ratings_mlt")

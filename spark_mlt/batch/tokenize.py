@@ -27,7 +27,7 @@ from spark_mlt.batch.options import JobOptions, TokenizeOptions, options_from_ke
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.column import fit_codecs, layout_of, mlt_encode
-from spark_mlt.errors import MLTError, SourceError, TableExistsError, TableNotFoundError
+from spark_mlt.errors import MissingTableError, MLTError, SourceError, TableExistsError
 from spark_mlt.options import HANDLE_INVALID, TOKEN_SUFFIX, Layout, check_choice
 from spark_mlt.storage import (
     WriteOptions,
@@ -121,7 +121,7 @@ def existing_table(output: str, mode: str) -> tuple[dict[str, MLTCodec], dict[st
     """
     try:
         snapshot = read_snapshot(output)
-    except TableNotFoundError:
+    except MissingTableError:
         return {}, {}
     if mode == "error":
         raise TableExistsError(

@@ -17,13 +17,14 @@ from spark_mlt.column import expressions
 from spark_mlt.column.engine import engine_for
 from spark_mlt.column.inputs import as_input, bound
 from spark_mlt.errors import MLTTypeError
-from spark_mlt.options import LAYOUTS, Engine, HandleInvalid, Layout, check_choice, renamed_option
+from spark_mlt.options import LAYOUTS, Engine, HandleInvalid, Layout, check_choice
 
-__all__ = ["check_codec", "choose_layout", "mlt_decode", "mlt_encode", "mlt_unpack"]
+__all__ = ["check_codec", "mlt_decode", "mlt_encode", "mlt_unpack"]
 
 #: what a column function does with an invalid id or token vector (it cannot drop rows)
 COLUMN_HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null")
 DECODE_LAYOUTS: tuple[Layout, ...] = ("array", "struct", "packed")  # vectors: MLTDecoder
+UNPACK_LAYOUTS: tuple[Layout, ...] = ("array", "struct")
 
 
 def check_codec(codec: object) -> MLTCodec:
@@ -33,22 +34,13 @@ def check_codec(codec: object) -> MLTCodec:
     return codec
 
 
-def choose_layout(
-    function: str, old: str, old_value: Layout | None, layout: Layout | None, allowed: tuple[Layout, ...]
-) -> Layout:
-    """The layout given as ``layout=`` or under its old name (deprecated), "array" by default."""
-    given = renamed_option(function, old, "layout", old_value, layout, stacklevel=4)
-    return check_choice("layout", given or "array", allowed)
-
-
 def mlt_encode(
     col: str | Column,
     codec: MLTCodec,
     *,
-    layout: Layout | None = None,
+    layout: Layout = "array",
     handle_invalid: HandleInvalid = "error",
     engine: Engine = "auto",
-    output: Layout | None = None,
 ) -> Column:
     """The MLT tokens of an integer id column.
 
@@ -64,13 +56,13 @@ def mlt_encode(
             range [0, capacity); ``"null"`` turns invalid ids into null.
         engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the
             NumPy codec) or ``"auto"`` (native).
-        output: the old name of ``layout`` (deprecated).
 
     Returns:
         A Column; null where the id is null.
 
     Raises:
-        MLTTypeError: an unknown option, or ``col``/``codec`` of the wrong type.
+        MLTTypeError: ``col`` or ``codec`` of the wrong type.
+        OptionError: an unknown option value.
         CodecParameterError: ``layout="packed"`` and the tokens do not fit in 64 bits.
 
     Example::
@@ -79,9 +71,7 @@ def mlt_encode(
         df.select(mlt_encode("user_id", codec).alias("user_tokens"))
     """
     codec = check_codec(codec)
-    chosen = check_choice(
-        "layout", renamed_option("mlt_encode", "output", "layout", output, layout) or "array", LAYOUTS
-    )
+    chosen = check_choice("layout", layout, LAYOUTS)
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     if chosen == "packed":
         codec.require_packed_bits()
@@ -92,10 +82,9 @@ def mlt_decode(
     col: str | Column,
     codec: MLTCodec,
     *,
-    layout: Layout | None = None,
+    layout: Layout = "array",
     handle_invalid: HandleInvalid = "error",
     engine: Engine = "auto",
-    form: Layout | None = None,
 ) -> Column:
     """The bigint ids of a token column written by :func:`mlt_encode`.
 
@@ -113,7 +102,6 @@ def mlt_decode(
             ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
             [0, p), or one that decodes to 2**63 or more) into null.
         engine: ``"native"``, ``"udf"`` or ``"auto"`` (native).
-        form: the old name of ``layout`` (deprecated).
 
     Returns:
         A bigint Column; null where the tokens are null.
@@ -123,7 +111,7 @@ def mlt_decode(
         df.select(mlt_decode("user_tokens", codec).alias("user_id"))
     """
     codec = check_codec(codec)
-    chosen = choose_layout("mlt_decode", "form", form, layout, DECODE_LAYOUTS)
+    chosen = check_choice("layout", layout, DECODE_LAYOUTS)
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     if chosen == "packed":
         codec.require_packed_bits()
@@ -134,9 +122,8 @@ def mlt_unpack(
     col: str | Column,
     codec: MLTCodec,
     *,
-    layout: Layout | None = None,
+    layout: Layout = "array",
     handle_invalid: HandleInvalid = "error",
-    output: Layout | None = None,
 ) -> Column:
     """The tokens of a packed token column (``mlt_encode(..., layout="packed")``), as an
     array<int> (or a struct t0..t{n-1}): plain Spark shifts and masks, no Python.
@@ -147,7 +134,6 @@ def mlt_unpack(
         layout: ``"array"`` (default) or ``"struct"``.
         handle_invalid: ``"error"`` fails the query naming the value; ``"null"`` turns
             values with a token >= p or bits set above the n tokens into null.
-        output: the old name of ``layout`` (deprecated).
 
     Raises:
         CodecParameterError: the codec's tokens do not fit in 64 bits (never packed).
@@ -158,7 +144,7 @@ def mlt_unpack(
         ratings.select(mlt_unpack("userId_mlt", codecs["userId"]).alias("user_tokens"))
     """
     codec = check_codec(codec)
-    chosen = choose_layout("mlt_unpack", "output", output, layout, ("array", "struct"))
+    chosen = check_choice("layout", layout, UNPACK_LAYOUTS)
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     codec.require_packed_bits()
     source = as_input(col)

@@ -12,14 +12,15 @@ from pyspark.sql import SparkSession
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import expressions
-from spark_mlt.column.functions import COLUMN_HANDLE_INVALID, check_codec, choose_layout
+from spark_mlt.column.functions import COLUMN_HANDLE_INVALID, check_codec
 from spark_mlt.column.udf import decode_udf, encode_udf
-from spark_mlt.errors import MLTTypeError
+from spark_mlt.errors import OptionError
 from spark_mlt.options import ENGINES, Engine, HandleInvalid, Layout, check_choice
 
 __all__ = ["register_mlt_functions"]
 
 _SQL_TYPES = {"array": "ARRAY<INT>", "packed": "BIGINT"}
+SQL_LAYOUTS: tuple[Layout, ...] = ("array", "packed")
 
 
 def register_mlt_functions(
@@ -27,10 +28,9 @@ def register_mlt_functions(
     codec: MLTCodec,
     name: str,
     *,
-    layout: Layout | None = None,
+    layout: Layout = "array",
     handle_invalid: HandleInvalid = "error",
     engine: Engine = "auto",
-    form: Layout | None = None,
 ) -> tuple[str, str]:
     """Register ``mlt_encode_<name>(id)`` and ``mlt_decode_<name>(tokens)`` for ``spark.sql``.
 
@@ -47,13 +47,12 @@ def register_mlt_functions(
         layout: ``"array"`` (default) or ``"packed"``.
         handle_invalid: ``"error"`` or ``"null"``, as for :func:`mlt_encode`.
         engine: ``"auto"``, ``"native"`` or ``"udf"``.
-        form: the old name of ``layout`` (deprecated).
 
     Returns:
         The two function names.
 
     Raises:
-        MLTTypeError: ``name`` is not a plain identifier, or ``engine="native"`` on Spark 3.5.
+        OptionError: ``name`` is not a plain identifier, or ``engine="native"`` on Spark 3.5.
 
     Example::
 
@@ -62,8 +61,8 @@ def register_mlt_functions(
     """
     codec = check_codec(codec)
     if not name.isidentifier() or not name.isascii():
-        raise MLTTypeError(f"name must be a plain identifier (letters, digits, _), got {name!r}", parameter="name")
-    chosen = choose_layout("register_mlt_functions", "form", form, layout, ("array", "packed"))
+        raise OptionError(f"name must be a plain identifier (letters, digits, _), got {name!r}", parameter="name")
+    chosen = check_choice("layout", layout, SQL_LAYOUTS)
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     if chosen == "packed":
         codec.require_packed_bits()
@@ -79,7 +78,7 @@ def register_mlt_functions(
 def _uses_sql_functions(spark: SparkSession, engine: str) -> bool:
     sql_functions = int(spark.version.split(".")[0]) >= 4  # CREATE FUNCTION ... RETURN: Spark >= 4.0
     if engine == "native" and not sql_functions:
-        raise MLTTypeError(
+        raise OptionError(
             f"engine='native' registers SQL functions, which Spark {spark.version} lacks (they need "
             "Spark 4.0); use engine='auto' or 'udf' (vectorised UDFs), or the column functions",
             parameter="engine",

@@ -19,6 +19,7 @@ from typing import Literal
 from pyspark import keyword_only
 from pyspark.ml import Transformer
 from pyspark.ml.functions import vector_to_array
+from pyspark.ml.param import Param, Params
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -26,7 +27,7 @@ from pyspark.sql import functions as F
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import layout_of, mlt_decode
 from spark_mlt.errors import MLTTypeError
-from spark_mlt.ml.params import DECODER_LAYOUTS, MLTCodecStageParams
+from spark_mlt.ml.params import DECODER_LAYOUTS, MLTCodecStageParams, to_choice
 from spark_mlt.options import Engine, HandleInvalid, Layout, check_choice
 
 __all__ = ["MLTDecoder", "column_layout"]
@@ -83,10 +84,8 @@ class MLTDecoder(
     * ``layout``: ``"auto"`` (default: read from each column's type), ``"vector"``,
       ``"array"``, ``"struct"`` or ``"packed"`` (then the column's type must match).
     * ``handleInvalid``: ``"error"`` (default), ``"null"`` or ``"skip"`` for token vectors that
-      are no valid code; ``"keep"`` is a deprecated alias of ``"null"``.
+      are no valid code.
     * ``engine``: ``"auto"`` (default), ``"native"`` or ``"udf"``.
-
-    ``inputFormat`` is the deprecated name of ``layout``.
 
     Example::
 
@@ -94,8 +93,13 @@ class MLTDecoder(
         ids = decoder.transform(tokens)
     """
 
-    _layouts = DECODER_LAYOUTS
     _output_suffix = "_id"
+    layout: Param[str] = Param(
+        Params._dummy(),
+        "layout",
+        "token layout: 'auto' (read from the column's type), 'vector', 'array', 'struct' or 'packed'",
+        typeConverter=to_choice("layout", DECODER_LAYOUTS),
+    )
 
     @keyword_only
     def __init__(
@@ -109,7 +113,6 @@ class MLTDecoder(
         layout: str = "auto",
         handleInvalid: str = "error",  # noqa: N803
         engine: str = "auto",
-        inputFormat: str | None = None,  # noqa: N803 - deprecated name of layout
     ) -> None:
         super().__init__()
         self._setDefault(layout="auto", handleInvalid="error", engine="auto")
@@ -127,9 +130,8 @@ class MLTDecoder(
         layout: str = "auto",
         handleInvalid: str = "error",  # noqa: N803
         engine: str = "auto",
-        inputFormat: str | None = None,  # noqa: N803
     ) -> MLTDecoder:
-        """Sets the Params given (``inputFormat`` is the deprecated name of ``layout``)."""
+        """Sets the Params given."""
         kwargs = self._input_kwargs  # type: ignore[attr-defined]  # set by @keyword_only
         return self._set(**{name: value for name, value in kwargs.items() if value is not None})
 

@@ -48,11 +48,8 @@ class MLTEncoder(
     * ``layout``: ``"vector"`` (default: dense vectors of tokens / (p - 1), ready for
       ``VectorAssembler``), ``"array"``, ``"struct"`` or ``"packed"``.
     * ``handleInvalid``: ``"error"`` (default: fail the query naming the id), ``"null"``
-      (null tokens, row kept) or ``"skip"`` (drop rows with an invalid id). ``"keep"`` is
-      a deprecated alias of ``"null"``.
+      (null tokens, row kept) or ``"skip"`` (drop rows with an invalid id).
     * ``engine``: ``"auto"`` (default), ``"native"`` or ``"udf"``.
-
-    ``outputFormat`` is the deprecated name of ``layout``.
 
     Example::
 
@@ -76,7 +73,6 @@ class MLTEncoder(
         layout: str = "vector",
         handleInvalid: str = "error",  # noqa: N803
         engine: str = "auto",
-        outputFormat: str | None = None,  # noqa: N803 - deprecated name of layout
     ) -> None:
         super().__init__()
         self._setDefault(seed=DEFAULT_SEED, layout="vector", handleInvalid="error", engine="auto")
@@ -96,9 +92,8 @@ class MLTEncoder(
         layout: str = "vector",
         handleInvalid: str = "error",  # noqa: N803
         engine: str = "auto",
-        outputFormat: str | None = None,  # noqa: N803
     ) -> MLTEncoder:
-        """Sets the Params given (``outputFormat`` is the deprecated name of ``layout``)."""
+        """Sets the Params given."""
         kwargs = self._input_kwargs  # type: ignore[attr-defined]  # set by @keyword_only
         return self._set(**{name: value for name, value in kwargs.items() if value is not None})
 
@@ -146,7 +141,6 @@ class MLTEncoderModel(
         layout: str = "vector",
         handleInvalid: str = "error",  # noqa: N803
         engine: str = "auto",
-        outputFormat: str | None = None,  # noqa: N803 - deprecated name of layout
     ) -> None:
         super().__init__()
         self._setDefault(layout="vector", handleInvalid="error", engine="auto")
@@ -164,9 +158,8 @@ class MLTEncoderModel(
         layout: str = "vector",
         handleInvalid: str = "error",  # noqa: N803
         engine: str = "auto",
-        outputFormat: str | None = None,  # noqa: N803
     ) -> MLTEncoderModel:
-        """Sets the Params given (``outputFormat`` is the deprecated name of ``layout``)."""
+        """Sets the Params given."""
         kwargs = self._input_kwargs  # type: ignore[attr-defined]  # set by @keyword_only
         return self._set(**{name: value for name, value in kwargs.items() if value is not None})
 

@@ -9,23 +9,16 @@ Design decisions:
 * The setters live in the mixins, typed to return the stage they are called on, so every
   stage has a ``set<Name>`` and ``get<Name>`` for each of its Params without a copy per class.
 * ``handleInvalid`` takes ``error``, ``null`` and ``skip``. Spark's ``keep`` puts invalid
-  values in an extra bucket, which MLT does not have; in 0.1 it meant ``null``, so it is still
-  accepted as that, with a DeprecationWarning.
-* The 0.1 names of ``layout`` (``outputFormat`` for the encoder, ``inputFormat`` for the
-  decoder) are translated when set (with a DeprecationWarning) and, silently, when a stage
-  saved by 0.1 is loaded (:meth:`MLTStageParams.getParam`, ``_setDefault``): no hidden
-  deprecated Params show up in ``explainParams()`` or in what new versions save.
-* Option values are checked when set, so a typo fails where it is written, with an
-  :class:`~spark_mlt.errors.MLTTypeError` naming the Param; and again when used, since
-  ``Params.set`` and loading bypass ``_set``.
+  values in an extra bucket, which MLT does not have, so it is refused.
+* Option values are checked by each Param's type converter, which pyspark runs whenever a
+  Param is set (constructor, setters, ``Params.set``, loading a saved stage), so a typo fails
+  where it is written, with an :class:`~spark_mlt.errors.OptionError` naming the Param.
 * ``codecs`` holds the codecs' JSON documents (a list of strings), so Spark ML's default
   persistence saves them as JSON; they are validated when set and again when loaded.
 """
 
 from __future__ import annotations
 
-import sys
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, Literal, TypeVar
 
@@ -35,7 +28,7 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
-from spark_mlt.errors import MLTTypeError
+from spark_mlt.errors import OptionError
 from spark_mlt.options import (
     ENGINES,
     LAYOUTS,
@@ -44,12 +37,10 @@ from spark_mlt.options import (
     HandleInvalid,
     Layout,
     check_choice,
-    renamed_option,
 )
 
 __all__ = [
     "DECODER_LAYOUTS",
-    "RENAMED_PARAMS",
     "STAGE_HANDLE_INVALID",
     "HasCodecSizing",
     "HasCodecs",
@@ -57,36 +48,24 @@ __all__ = [
     "HasLayout",
     "MLTCodecStageParams",
     "MLTStageParams",
+    "to_choice",
 ]
 
 P = TypeVar("P", bound=Params)
-S = TypeVar("S", bound="MLTStageParams")
 
 #: what a stage does with an invalid id or token vector (``quarantine`` is for the jobs only)
 STAGE_HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip")
 #: the decoder also reads the layout from the column's type
 DECODER_LAYOUTS: tuple[Layout | Literal["auto"], ...] = ("auto", *LAYOUTS)
-#: 0.1 Param names -> their names now
-RENAMED_PARAMS = {"outputFormat": "layout", "inputFormat": "layout"}
 
 
-def user_stacklevel() -> int:
-    """The ``stacklevel`` that makes a warning issued by the caller point at the first frame
-    outside this package and pyspark: the user's line, whichever chain of ``keyword_only``
-    wrappers, ``__init__`` and ``setParams`` led there (warnings attributed to pyspark frames
-    would be hidden by the default filters)."""
-    frame = sys._getframe(1)
-    level = 1
-    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(("spark_mlt.ml", "pyspark")):
-        frame = frame.f_back
-        level += 1
-    return level
+def to_choice(name: str, choices: Sequence[str]) -> Callable[[Any], str]:
+    """A Param type converter that accepts only ``choices`` (pyspark runs it on every set)."""
 
+    def convert(value: Any) -> str:
+        return check_choice(name, TypeConverters.toString(value), choices)
 
-def _to_handle_invalid(value: Any) -> str:
-    # Loading a 0.1 model sets "keep" through Params.set, which only runs this converter.
-    text = TypeConverters.toString(value)
-    return "null" if text == "keep" else text
+    return convert
 
 
 def _to_codec_documents(value: Any) -> list[str]:
@@ -109,8 +88,8 @@ class HasLayout(Params):
         Params._dummy(),
         "layout",
         "token layout: 'vector' (dense ML vector of token / (p - 1)), 'array' (array<int>), 'struct' "
-        "(fields t0..t{n-1}) or 'packed' (one bigint); the decoder also takes 'auto' (from the column's type)",
-        typeConverter=TypeConverters.toString,
+        "(fields t0..t{n-1}) or 'packed' (one bigint)",
+        typeConverter=to_choice("layout", LAYOUTS),
     )
 
     def getLayout(self) -> str:  # noqa: N802 - Spark ML naming
@@ -129,7 +108,7 @@ class HasEngine(Params):
         Params._dummy(),
         "engine",
         "'native' (Spark SQL expressions), 'udf' (vectorised UDF over the NumPy codec) or 'auto' (native)",
-        typeConverter=TypeConverters.toString,
+        typeConverter=to_choice("engine", ENGINES),
     )
 
     def getEngine(self) -> str:  # noqa: N802 - Spark ML naming
@@ -154,7 +133,7 @@ class HasCodecs(Params):
     def getCodecs(self) -> list[MLTCodec]:  # noqa: N802 - Spark ML naming
         """The codecs, one per input column, validated from their JSON documents."""
         if not self.isDefined(self.codecs):
-            raise MLTTypeError("codecs must be set (one codec per input column)", parameter="codecs")
+            raise OptionError("codecs must be set (one codec per input column)", parameter="codecs")
         return [MLTCodec.from_json(document) for document in self.getOrDefault(self.codecs)]
 
     def setCodecs(self: P, value: Sequence[MLTCodec | str]) -> P:  # noqa: N802
@@ -208,11 +187,9 @@ class MLTStageParams(HasInputCol, HasInputCols, HasOutputCol, HasOutputCols, Has
         "handleInvalid",
         "how to handle invalid ids or token vectors: 'error' (fail the query), 'null' (null output, "
         "row kept) or 'skip' (drop rows whose output is null while their input is not)",
-        typeConverter=_to_handle_invalid,
+        typeConverter=to_choice("handleInvalid", STAGE_HANDLE_INVALID),
     )
 
-    #: the layouts this stage accepts
-    _layouts: tuple[str, ...] = LAYOUTS
     #: an output column not set is named input + this
     _output_suffix: str = TOKEN_SUFFIX
 
@@ -236,55 +213,25 @@ class MLTStageParams(HasInputCol, HasInputCols, HasOutputCol, HasOutputCols, Has
         """Sets the value of :py:attr:`handleInvalid`."""
         return self._set(handleInvalid=value)
 
-    def getParam(self, paramName: str) -> Param[Any]:  # noqa: N802, N803 - Spark ML naming
-        """Gets a Param by its name, or by its 0.1 name (so that stages saved by 0.1 load)."""
-        return super().getParam(RENAMED_PARAMS.get(paramName, paramName))
-
-    def _setDefault(self: S, **kwargs: Any) -> S:  # noqa: N802 - Spark ML naming
-        # Loading a 0.1 stage sets its defaults under their 0.1 names.
-        return super()._setDefault(**{RENAMED_PARAMS.get(name, name): value for name, value in kwargs.items()})
-
-    def _set(self: S, **kwargs: Any) -> S:
-        """Sets Params, translating deprecated names and values and checking the options."""
-        values = dict(kwargs)
-        for old, new in RENAMED_PARAMS.items():
-            if old in values:
-                stacklevel = user_stacklevel() + 1  # renamed_option warns one frame further down
-                value = renamed_option(
-                    type(self).__name__, old, new, values.pop(old), values.get(new), stacklevel=stacklevel
-                )
-                values[new] = value
-        if values.get("handleInvalid") == "keep":
-            message = "handleInvalid='keep' is deprecated (Spark's keep means an extra bucket); use 'null'"
-            warnings.warn(message, DeprecationWarning, stacklevel=user_stacklevel())
-            values["handleInvalid"] = "null"
-        allowed = {"layout": self._layouts, "handleInvalid": STAGE_HANDLE_INVALID, "engine": ENGINES}
-        for name, choices in allowed.items():
-            if values.get(name) is not None:
-                check_choice(name, values[name], choices)
-        return super()._set(**values)
-
     def _columns(self) -> list[tuple[str, str]]:
         """(input, output) column pairs from inputCol/outputCol or inputCols/outputCols;
         an output not set is named ``<input>_mlt`` (encoder) or ``<input>_id`` (decoder)."""
         if self.isSet(self.inputCol) and self.isSet(self.inputCols):
-            raise MLTTypeError("inputCols: set either inputCol or inputCols, not both", parameter="inputCols")
+            raise OptionError("inputCols: set either inputCol or inputCols, not both", parameter="inputCols")
         if self.isSet(self.inputCols):
             if self.isSet(self.outputCol):
-                raise MLTTypeError("outputCol goes with inputCol; with inputCols set outputCols", parameter="outputCol")
+                raise OptionError("outputCol goes with inputCol; with inputCols set outputCols", parameter="outputCol")
             inputs = self.getInputCols()
             outputs = self.getOutputCols() if self.isSet(self.outputCols) else [c + self._output_suffix for c in inputs]
         elif self.isSet(self.inputCol):
             if self.isSet(self.outputCols):
-                raise MLTTypeError(
-                    "outputCols goes with inputCols; with inputCol set outputCol", parameter="outputCols"
-                )
+                raise OptionError("outputCols goes with inputCols; with inputCol set outputCol", parameter="outputCols")
             inputs = [self.getInputCol()]
             outputs = [self.getOutputCol() if self.isSet(self.outputCol) else inputs[0] + self._output_suffix]
         else:
-            raise MLTTypeError("inputCol: inputCol or inputCols must be set", parameter="inputCol")
+            raise OptionError("inputCol: inputCol or inputCols must be set", parameter="inputCol")
         if len(inputs) != len(outputs):
-            raise MLTTypeError(
+            raise OptionError(
                 f"inputCols has {len(inputs)} columns but outputCols has {len(outputs)}", parameter="inputCols"
             )
         return list(zip(inputs, outputs, strict=True))
@@ -310,7 +257,7 @@ class MLTCodecStageParams(MLTStageParams, HasCodecs):
         pairs = self._columns()
         codecs = self.getCodecs()
         if len(codecs) != len(pairs):
-            raise MLTTypeError(f"codecs has {len(codecs)} codecs for {len(pairs)} input columns", parameter="codecs")
+            raise OptionError(f"codecs has {len(codecs)} codecs for {len(pairs)} input columns", parameter="codecs")
         handle = self._handle_invalid()
         column_handle: HandleInvalid = "error" if handle == "error" else "null"
         out = dataset.withColumns(

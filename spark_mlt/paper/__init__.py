@@ -102,7 +102,7 @@ def reproduce(
 
     Raises:
         MissingExtraError: Keras 3 / JAX are not installed (``pip install 'spark-mlt[paper]'``).
-        TableNotFoundError, MissingCodecError, SourceError: ``table`` is not a tokenised
+        MissingTableError, MissingCodecError, SourceError: ``table`` is not a tokenised
             MovieLens table.
     """
     options = options or PaperOptions()

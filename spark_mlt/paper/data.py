@@ -68,7 +68,7 @@ def load_ratings(path: str, *, label_threshold: float = 4.0, limit: int | None =
     """The ratings of the tokenised table at ``path`` (at most ``limit`` rows).
 
     Raises:
-        TableNotFoundError: no Delta table at ``path``.
+        MissingTableError: no Delta table at ``path``.
         MissingCodecError: the table lacks the codec of userId or movieId.
         SourceError: the table lacks a column the reproduction needs.
     """

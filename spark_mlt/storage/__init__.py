@@ -19,10 +19,10 @@ from __future__ import annotations
 from spark_mlt.errors import (
     CodecMismatchError,
     MissingCodecError,
-    SchemaMismatchError,
+    MissingTableError,
     TableError,
     TableExistsError,
-    TableNotFoundError,
+    TableSchemaError,
     VocabularyError,
 )
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode
@@ -59,10 +59,10 @@ __all__ = [
     "CodecMismatchError",
     "DeltaWriteResult",
     "MissingCodecError",
-    "SchemaMismatchError",
+    "MissingTableError",
     "TableError",
     "TableExistsError",
-    "TableNotFoundError",
+    "TableSchemaError",
     "TableSnapshot",
     "VocabularyError",
     "WriteMode",

@@ -44,7 +44,7 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_mlt.errors import MLTError, SchemaMismatchError, TableExistsError
+from spark_mlt.errors import MLTError, TableExistsError, TableSchemaError
 from spark_mlt.storage._plan import DeltaWriteResult, WritePlan, skipped_write
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import merge_codecs, run_app_id
@@ -110,7 +110,7 @@ def spark_arrow_schema(df: DataFrame) -> pa.Schema:
 def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
     """Refuses a DataFrame whose schema differs from the table's; returns its partition columns."""
     if [(f.name, f.type) for f in snapshot.schema] != [(f.name, f.type) for f in arrow_schema]:
-        raise SchemaMismatchError(
+        raise TableSchemaError(
             f"df: the DataFrame's schema does not match the table at {snapshot.path}:\n"
             f"  table:     {snapshot.schema.to_string(show_schema_metadata=False)}\n"
             f"  DataFrame: {arrow_schema.to_string(show_schema_metadata=False)}",

@@ -30,7 +30,7 @@ def orphan_files(path: str | os.PathLike[str]) -> list[str]:
     write in progress has such files too, until it commits). Paths are relative to the table.
 
     Raises:
-        TableNotFoundError: there is no Delta table at ``path``.
+        MissingTableError: there is no Delta table at ``path``.
 
     Example::
 
@@ -54,7 +54,7 @@ def vacuum(path: str | os.PathLike[str], *, retention_hours: int = 168, dry_run:
     are removed too.
 
     Raises:
-        TableNotFoundError: there is no Delta table at ``path``.
+        MissingTableError: there is no Delta table at ``path``.
 
     Example::
 

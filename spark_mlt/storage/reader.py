@@ -35,7 +35,7 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
         version: the version to read (time travel); the latest when None.
 
     Raises:
-        TableNotFoundError: there is no Delta table at ``path`` (without Delta's jars).
+        MissingTableError: there is no Delta table at ``path`` (without Delta's jars).
 
     Example::
 

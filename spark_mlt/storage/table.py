@@ -21,7 +21,7 @@ from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import TableNotFoundError
+from spark_mlt.errors import MissingTableError
 from spark_mlt.storage.properties import codecs_from_properties, run_app_id
 
 __all__ = [
@@ -78,13 +78,13 @@ def open_table(path: str | os.PathLike[str], *, version: int | None = None) -> D
     """A delta-rs handle on the table at ``path`` (a plain path or a URI).
 
     Raises:
-        TableNotFoundError: there is no Delta table at ``path``.
+        MissingTableError: there is no Delta table at ``path``.
     """
     location = os.fspath(path)
     try:
         return DeltaTable(location, version=version)
     except DeltaTableNotFoundError:
-        raise TableNotFoundError(f"no Delta table at {location}", parameter="path") from None
+        raise MissingTableError(f"no Delta table at {location}", parameter="path") from None
 
 
 def snapshot_of(table: DeltaTable, location: str) -> TableSnapshot:
@@ -112,7 +112,7 @@ def read_snapshot(path: str | os.PathLike[str], *, version: int | None = None) -
     """A table's version, properties, codecs, schema, partitioning and rows, read once.
 
     Raises:
-        TableNotFoundError: there is no Delta table at ``path``.
+        MissingTableError: there is no Delta table at ``path``.
         CodecFormatError: a stored codec is corrupt or tampered with.
 
     Example::
@@ -129,7 +129,7 @@ def read_properties(path: str | os.PathLike[str], *, version: int | None = None)
     to look at a table whose stored codec :func:`read_snapshot` refuses.
 
     Raises:
-        TableNotFoundError: there is no Delta table at ``path``.
+        MissingTableError: there is no Delta table at ``path``.
     """
     return _properties_of(open_table(path, version=version))
 
@@ -139,7 +139,7 @@ def read_codecs(path: str | os.PathLike[str], *, version: int | None = None) -> 
 
     Raises:
         CodecFormatError: a stored codec is corrupt or tampered with (its fingerprint).
-        TableNotFoundError: there is no Delta table at ``path`` (a FileNotFoundError).
+        MissingTableError: there is no Delta table at ``path`` (a FileNotFoundError).
 
     Example::
 

@@ -31,7 +31,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, StructType
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import MLTError, MLTTypeError, TableExistsError, TableNotFoundError
+from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError, TableExistsError
 from spark_mlt.storage import _delta_rs, _delta_spark
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, WritePlan, skipped_write
 from spark_mlt.storage.fs import locate
@@ -145,7 +145,7 @@ def write_delta(
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
         CodecMismatchError: the table stores a different codec for one of the columns.
-        SchemaMismatchError: the DataFrame's schema does not match the existing table's.
+        TableSchemaError: the DataFrame's schema does not match the existing table's.
 
     Example::
 
@@ -196,7 +196,7 @@ def _existing_table(location: str) -> TableSnapshot | None:
     """The table's current snapshot, or None when there is no table yet."""
     try:
         return read_snapshot(location)
-    except TableNotFoundError:
+    except MissingTableError:
         return None
 
 
