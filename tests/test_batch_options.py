@@ -1,20 +1,21 @@
-"""The batch jobs' options: checked when built, naming the field; the 0.1 keywords and names
-still work, with one DeprecationWarning; the CLI names its flags for library errors."""
+"""The batch jobs' options: checked when built, naming the field, each write setting by the one
+checker storage uses too; the CLI's flags and conf keys derived from the fields, and library
+errors named by their flag in the CLI only."""
 
 from __future__ import annotations
 
-import warnings
+import argparse
+import dataclasses
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_type_hints
 
 import pytest
 
-import spark_mlt.batch
-import spark_mlt.batch.movielens
 from spark_mlt import MLTError
-from spark_mlt.batch import DecodeOptions, MovieLensOptions, MovieLensRelease, TokenizeOptions, detect_release
-from spark_mlt.batch.cli import UsageError, build_parser, flag_message, main
-from spark_mlt.batch.options import options_from_keywords
+from spark_mlt.batch import DecodeOptions, MovieLensOptions, TokenizeOptions
+from spark_mlt.batch.cli import JOBS, UsageError, _reason, build_parser, flag_of, main
+from spark_mlt.errors import OptionError, TableExistsError
+from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 
 
 @pytest.mark.parametrize(
@@ -26,6 +27,7 @@ from spark_mlt.batch.options import options_from_keywords
         (TokenizeOptions, "mode", "upsert"),
         (TokenizeOptions, "engine", "jvm"),
         (TokenizeOptions, "input_format", "xml"),
+        (TokenizeOptions, "input_format", None),  # a catalog table is input_format="table"
         (TokenizeOptions, "data_page_version", 3),
         (TokenizeOptions, "p", 0),
         (TokenizeOptions, "n", -1),
@@ -37,6 +39,7 @@ from spark_mlt.batch.options import options_from_keywords
         (DecodeOptions, "output_format", "csv"),
         (DecodeOptions, "mode", "upsert"),
         (DecodeOptions, "verify", "yes"),
+        (WriteOptions, "backend", "spark"),
     ],
 )
 def test_a_bad_option_is_refused_naming_its_field(kind: Any, field: str, value: object) -> None:
@@ -54,58 +57,67 @@ def test_options_are_frozen_and_normalised() -> None:
     assert MovieLensOptions(partition_by=["a", "b"]).partition_by == ("a", "b")  # type: ignore[arg-type]
 
 
-def test_old_keywords_map_into_the_options_with_one_warning() -> None:
-    with pytest.warns(DeprecationWarning, match=r"job\(mode=, token_layout=\.\.\.\) is deprecated") as record:
-        options = options_from_keywords(
-            "job", TokenizeOptions, TokenizeOptions(p=13), {"mode": "append", "token_layout": "array"}
-        )
-    assert len([w for w in record if issubclass(w.category, DeprecationWarning)]) == 1
-    assert options == TokenizeOptions(p=13, mode="append", layout="array")
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert options_from_keywords("job", DecodeOptions, None, {}) == DecodeOptions()
+@pytest.mark.parametrize(("field", "value"), [("mode", "upsert"), ("run_id", " "), ("data_page_version", 3)])
+def test_a_write_setting_gives_the_same_error_in_a_job_and_in_storage(field: str, value: object) -> None:
+    """Pins the one checker per write setting: the jobs' options and storage used to word
+    them differently. Both refuse the value before touching the DataFrame (None here)."""
+    with pytest.raises(MLTError) as in_options:
+        TokenizeOptions(**{field: value})
+
+    def write() -> object:
+        if field == "data_page_version":
+            return token_write_options(None, [], data_page_version=value)  # type: ignore[arg-type]
+        return write_delta(None, "nowhere", **{field: value})  # type: ignore[arg-type]
+
+    with pytest.raises(MLTError) as in_storage:
+        write()
+    assert type(in_options.value) is type(in_storage.value)
+    assert str(in_options.value) == str(in_storage.value)
+    assert in_options.value.parameter == in_storage.value.parameter == field
 
 
-def test_old_keywords_that_clash_or_do_not_exist_are_refused() -> None:
-    with pytest.raises(MLTError, match=r"layout: pass layout= only"):
-        options_from_keywords("job", MovieLensOptions, None, {"layout": "array", "token_layout": "packed"})
-    with pytest.raises(TypeError, match=r"job\(\) got unexpected keyword argument\(s\) \['handle_invalid'\]"):
-        options_from_keywords("job", MovieLensOptions, None, {"handle_invalid": "null"})
-    with pytest.raises(TypeError, match=r"options must be a DecodeOptions; got TokenizeOptions"):
-        options_from_keywords("job", DecodeOptions, TokenizeOptions(), {})  # type: ignore[type-var]
-    with pytest.warns(DeprecationWarning, match="deprecated"), pytest.raises(MLTError, match=r"^mode must be one of"):
-        options_from_keywords("job", DecodeOptions, None, {"mode": "upsert"})
+def _parser_of(command: str) -> argparse.ArgumentParser:
+    subparsers = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    parser: argparse.ArgumentParser = subparsers.choices[command]
+    return parser
 
 
-def test_the_movielens_release_names_of_0_1_still_work_with_a_warning() -> None:
-    for module in (spark_mlt.batch, spark_mlt.batch.movielens):
-        with pytest.warns(DeprecationWarning, match=r"detect_layout is deprecated; use detect_release"):
-            assert module.detect_layout is detect_release
-        with pytest.warns(DeprecationWarning, match=r"MovieLensLayout is deprecated; use MovieLensRelease"):
-            assert module.MovieLensLayout is MovieLensRelease
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        spark_mlt.batch.nothing  # noqa: B018
+@pytest.mark.parametrize("command", sorted(JOBS))
+def test_every_options_field_is_a_flag_of_its_name_with_the_fields_choices(command: str) -> None:
+    job = JOBS[command]
+    actions = {action.dest: action for action in _parser_of(command)._actions}
+    hints = get_type_hints(job.options)
+    for field in dataclasses.fields(job.options):
+        action = actions[field.name]
+        assert action.option_strings[0] == flag_of(field.name) == "--" + field.name.replace("_", "-")
+        if getattr(hints[field.name], "__origin__", None) is Literal:
+            assert tuple(action.choices or ()) == get_args(hints[field.name])
+    assert {"input"} <= set(actions)  # every job reads its input from input
 
 
-def test_the_layout_flag_keeps_its_old_name_as_an_alias() -> None:
-    for flag in ("--layout", "--token-layout"):
-        assert build_parser().parse_args(["movielens", flag, "array"]).layout == "array"
+def test_flags_parse_to_the_fields_types() -> None:
+    parse = build_parser().parse_args
+    args = parse(["tokenize", "--data-page-version", "1", "--partition-by", "a,b", "c", "--read-options", "sep=;"])
+    assert (args.data_page_version, args.partition_by, args.read_options) == (1, ["a,b", "c"], ["sep=;"])
+    assert parse(["decode", "--verify"]).verify is True
+    assert parse(["paper", "--epochs", "mlt=3", "--limit", "9"]).limit == 9
     with pytest.raises(SystemExit):
-        build_parser().parse_args(["movielens", "--layout", "struct"])
+        parse(["movielens", "--layout", "struct"])
+    with pytest.raises(SystemExit):  # one word per concept: the old flag names are gone
+        parse(["movielens", "--token-layout", "array"])
 
 
-def test_library_messages_name_flags_in_the_cli() -> None:
-    message = "layout='packed': column u_mlt stores 'array' (pass layout='auto' or layout='array')"
+def test_a_library_error_names_the_flag_of_its_parameter_in_the_cli() -> None:
+    layout = MLTError("layout='packed': column u_mlt stores 'array' (pass layout='auto')", parameter="layout")
     assert (
-        flag_message(message, "layout")
-        == "--layout packed: column u_mlt stores 'array' (pass --layout auto or --layout array)"
+        _reason(layout, "movielens") == "MLTError: --layout 'packed': column u_mlt stores 'array' (pass layout='auto')"
     )
-    assert (
-        flag_message("output is needed unless verify=True", "output", ["verify"])
-        == "--output is needed unless --verify"
-    )
-    assert flag_message("input_format must be one of 'csv'", "input_format") == "--format must be one of 'csv'"
-    assert flag_message("the codec (p=13, n=3) is fine; outputs", "output") == "the codec (p=13, n=3) is fine; outputs"
+    choice = OptionError("input_format must be one of 'csv'; got 'xml'", parameter="input_format")
+    assert _reason(choice, "tokenize") == "OptionError: --input-format must be one of 'csv'; got 'xml'"
+    exists = TableExistsError("mode is 'error' but a table exists", parameter="mode")
+    assert _reason(exists, "decode") == "TableExistsError: --mode is 'error' but a table exists"
+    other = MLTError("table t already stores a codec for 'u'", parameter="codecs")  # no flag of the command
+    assert _reason(other, "movielens") == "MLTError: table t already stores a codec for 'u'"
 
 
 @pytest.mark.parametrize(
@@ -121,8 +133,8 @@ def test_library_messages_name_flags_in_the_cli() -> None:
             "output: out\nhandle_invalid: keep\ncolumns: [a]",
             "--handle-invalid must be one of 'error', 'null'",
         ),
-        ("tokenize", "output: out\ncolumns: [a]\nvocabulary_dir: v\nseed: x", "--seed must be a whole number"),
-        ("tokenize", "output: out\ncolumns: a\nformat: xml", "--format must be one of 'parquet', 'csv'"),
+        ("tokenize", "output: out\ncolumns: [a]\nvocabulary-dir: v\nseed: x", "--seed must be a whole number"),
+        ("tokenize", "output: out\ncolumns: a\ninput_format: xml", "--input-format must be one of 'parquet', 'csv'"),
         ("decode", "output: out\noutput_format: csv", "--output-format must be one of 'delta', 'parquet'; got 'csv'"),
     ],
 )
@@ -140,10 +152,11 @@ def test_the_cli_names_the_flag_of_a_value_only_the_library_checks(
 
 def test_cli_usage_problems_are_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     assert issubclass(UsageError, ValueError)
-    assert main(["inspect"]) == 1
-    assert capsys.readouterr().err.strip() == "spark-mlt: error: missing the table path (inspect PATH, or --input PATH)"
+    assert main(["decode"]) == 1
+    assert capsys.readouterr().err.strip() == "spark-mlt: error: missing required option(s) --input"
     config = tmp_path / "job.yaml"
-    config.write_text("layout: array\ntoken_layout: packed\n")
-    with pytest.warns(FutureWarning, match="token_layout is deprecated; write layout"):
-        assert main(["movielens", "--config", str(config)]) == 1
-    assert "gives both token_layout and layout" in capsys.readouterr().err
+    config.write_text("input: in\noutput: out\ntoken_layout: packed\nformat: csv\n")
+    assert main(["movielens", "--config", str(config)]) == 1
+    assert "unknown option(s) ['format', 'token_layout']" in capsys.readouterr().err
+    with pytest.raises(SystemExit):  # argparse: inspect takes the table's path
+        main(["inspect"])

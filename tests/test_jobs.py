@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import warnings
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -14,7 +11,6 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-import spark_mlt.batch
 from spark_mlt import CodecParameterError, MLTCodec, MLTError
 from spark_mlt.batch import (
     DecodeOptions,
@@ -24,28 +20,18 @@ from spark_mlt.batch import (
     detect_release,
     generate_synthetic,
     read_ratings,
-    size_codecs,
     tokenize_movielens,
     tokenize_table,
     unpack_token_columns,
 )
 from spark_mlt.batch.cli import _names, main
-from spark_mlt.column import fit_codecs
 from spark_mlt.storage import MissingCodecError, read_codecs, read_delta, write_delta
+from tests.support.delta_opens import count_delta_opens
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
 VERIFY = DecodeOptions(verify=True)
 APPEND = MovieLensOptions(mode="append")
-
-
-@contextmanager
-def warns(category: type[Warning], match: str) -> Iterator[pytest.WarningsRecorder]:
-    """``pytest.warns`` around Spark work: PySpark 3.5's py4j leaves sockets to the garbage
-    collector, and their ResourceWarnings must not count (nor fail the test)."""
-    with pytest.warns(category, match=match) as record, warnings.catch_warnings():  # noqa: PT031 - a helper
-        warnings.filterwarnings("ignore", category=ResourceWarning)
-        yield record
 
 
 RATINGS = [(1, 31, 2.5, 1260759144), (1, 1029, 3.0, 1260759179), (7, 1061, 4.5, 1260759182), (138493, 10, 5.0, 1)]
@@ -243,15 +229,15 @@ def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     capsys.readouterr()
     assert main(["movielens", "--input", str(folder), "--output", output]) == 1
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1].startswith("spark-mlt: error: TableExistsError: a Delta table already exists at")
-    assert err[-1].endswith("pass --mode append or --mode overwrite")  # the library's mode= in the CLI's words
+    assert err[-1].startswith("spark-mlt: error: TableExistsError: --mode 'error' and a Delta table already exists at")
+    assert err[-1].endswith("pass mode='append' or mode='overwrite'")  # the parameter named by its flag
     assert (
         main(
             [
                 "tokenize",
                 "--input",
                 str(folder / "ratings.csv"),
-                "--format",
+                "--input-format",
                 "csv",
                 "--columns",
                 "nope",
@@ -318,23 +304,6 @@ def test_movielens_label_is_the_papers_rating_of_4_or_more(spark: SparkSession, 
     assert table["label"].tolist() == [0, 1, 1]  # 4.0 is positive (PAPER-FACTS: rating >= 4)
 
 
-def test_the_0_1_keywords_still_work_with_one_deprecation_warning(spark: SparkSession, tmp_path: Path) -> None:
-    folder = generate_synthetic(tmp_path / "ml", ratings=60, users=6, movies=8)
-    output = str(tmp_path / "out")
-    with warns(DeprecationWarning, r"tokenize_movielens\(p=, token_layout=\.\.\.\)") as record:
-        report = tokenize_movielens(spark, str(folder), output, p=7, token_layout="array")
-    assert [w.category for w in record] == [DeprecationWarning]
-    assert (report.codecs["userId"].p, report.layouts["userId"]) == (7, "array")
-    with warns(DeprecationWarning, r"decode_table\(verify=\.\.\.\) is deprecated") as record:
-        assert decode_table(spark, output, verify=True).mismatches == 0
-    assert len(record) == 1
-    source = str(tmp_path / "ids.parquet")
-    spark.range(5).withColumnRenamed("id", "sku").write.parquet(source)
-    with warns(DeprecationWarning, r"pass options=TokenizeOptions\(\.\.\.\)") as record:
-        report = tokenize_table(spark, source, str(tmp_path / "t"), ["sku"], p=13, n=3, handle_invalid="null")
-    assert (len(record), report.codecs["sku"]) == (1, MLTCodec.from_seed(13, 3, 42))
-
-
 def test_skip_drops_invalid_rows_and_counts_them(spark: SparkSession, tmp_path: Path) -> None:
     source = str(tmp_path / "orders.parquet")
     spark.createDataFrame(
@@ -348,35 +317,38 @@ def test_skip_drops_invalid_rows_and_counts_them(spark: SparkSession, tmp_path: 
     assert DeltaTable(output).history(1)[0]["spark_mlt.handle_invalid"] == "skip"
 
 
-def test_cli_takes_the_old_token_layout_flag_and_conf_key(
-    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    folder = generate_synthetic(tmp_path / "ml", ratings=40, users=5, movies=5)
-    assert main(["movielens", "--input", str(folder), "--output", str(tmp_path / "a"), "--token-layout", "array"]) == 0
-    assert "layout=array" in capsys.readouterr().out
-    config = tmp_path / "job.yaml"
-    config.write_text(f"input: {folder}\noutput: {tmp_path / 'b'}\ntoken_layout: array\n")
-    with warns(FutureWarning, r"token_layout is deprecated; write layout"):
-        assert main(["movielens", "--config", str(config)]) == 0
-    assert read_delta(spark, str(tmp_path / "b")).schema["userId_mlt"].dataType.simpleString() == "array<int>"
-
-
-def test_the_release_is_recorded_and_the_old_names_still_work(spark: SparkSession, tmp_path: Path) -> None:
+def test_the_release_is_recorded_in_the_commit(spark: SparkSession, tmp_path: Path) -> None:
     folder = _write_release(tmp_path / "ml", "ml-1m", "\n")
     output = str(tmp_path / "out")
     tokenize_movielens(spark, str(folder), output)
     assert DeltaTable(output).history(1)[0]["spark_mlt.release"] == "ml-1m/10m"
     assert detect_release(folder).file == "ratings.dat"
-    with pytest.warns(DeprecationWarning, match="detect_layout is deprecated"):
-        detect_layout = spark_mlt.batch.detect_layout
-    assert detect_layout(folder) == detect_release(folder)
 
 
-def test_size_codecs_is_a_deprecated_alias_of_fit_codecs(spark: SparkSession) -> None:
-    ids = spark.createDataFrame([(5, 900)], "a bigint, b bigint")
-    with warns(DeprecationWarning, "use spark_mlt.column.fit_codecs"):
-        sized = size_codecs(ids, ["a", "b"], p=7)
-    assert sized == fit_codecs(ids, ["a", "b"], p=7)
+def test_a_movielens_append_opens_the_output_table_once(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pins one snapshot per job: the label-rule check, the existing codecs and layouts, and
+    the write's own checks used to open the output table three times."""
+    folder = generate_synthetic(tmp_path / "ml", ratings=60, users=6, movies=8)
+    output = str(tmp_path / "out")
+    tokenize_movielens(spark, str(folder), output, MovieLensOptions(p=7))
+    opened = count_delta_opens(monkeypatch)
+    report = tokenize_movielens(spark, str(folder), output, APPEND)
+    assert opened == [output]
+    assert (report.rows_out, report.write.version if report.write else None) == (60, 2)
+
+
+def test_decode_opens_its_input_table_once(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Pins the rows read through the snapshot's own handle (was a second open for the rows)."""
+    folder = generate_synthetic(tmp_path / "ml", ratings=40, users=5, movies=6)
+    output = str(tmp_path / "out")
+    tokenize_movielens(spark, str(folder), output)
+    opened = count_delta_opens(monkeypatch)
+    assert decode_table(spark, output, VERIFY).mismatches == 0
+    assert opened == [output]
 
 
 def test_decode_needs_an_output_or_verify_and_says_so_in_python(spark: SparkSession, tmp_path: Path) -> None:

@@ -189,7 +189,7 @@ def test_token_columns_are_written_without_dictionary_in_v2_pages(spark: SparkSe
 @pytest.mark.parametrize("version", [0, 3, True, "2", None])
 def test_a_data_page_version_other_than_1_or_2_is_refused(spark: SparkSession, version: object) -> None:
     df = spark.range(1).select(F.col("id").alias("userId_mlt"))
-    with pytest.raises(MLTError, match=rf"data page version must be 1 or 2, got {version!r}"):
+    with pytest.raises(MLTError, match=rf"^data_page_version must be 1 or 2; got {version!r}"):
         token_write_options(df, ["userId_mlt"], data_page_version=version)  # type: ignore[arg-type]
 
 

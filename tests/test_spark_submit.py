@@ -1,7 +1,7 @@
 """spark-submit on a real standalone cluster whose Python does not have spark-mlt installed.
 
-A master and one worker run on localhost (``spark-class``: PySpark's pip package ships no
-``sbin/start-master.sh``). Driver and executors run ``no-spark-mlt-python``: the venv's
+The session's one standalone cluster (``tests/support/cluster.py``) runs the apps. Driver and
+executors run ``no-spark-mlt-python``: the venv's
 interpreter with ``-S`` (no ``site``, so no ``.pth`` files and no editable-install finder) and
 ``PYTHONPATH`` ending in a copy of the venv's site-packages, as symlinks, minus spark-mlt's
 editable hooks and metadata. spark-mlt then comes only from the ``--py-files`` zip that
@@ -13,21 +13,18 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import sysconfig
 import textwrap
 import time
-import urllib.request
 import zipfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import pyspark
 import pytest
 import tomllib
 from deltalake import DeltaTable
@@ -36,16 +33,14 @@ import spark_mlt
 from spark_mlt import MLTCodec
 from spark_mlt.batch import generate_synthetic
 from spark_mlt.storage import read_codecs
-from tests.support.processes import stop, tail
+from tests.support.cluster import FAST_JVM, SPARK_HOME, Cluster, clean_env
+from tests.support.processes import stop
 
 pytestmark = pytest.mark.slow
+pytest_plugins = ("tests.support.cluster_plugin",)  # the session's one standalone cluster
 
 ROOT = Path(__file__).resolve().parent.parent
-SPARK_HOME = Path(pyspark.__file__).parent
-READY_TIMEOUT = 60.0
 SUBMIT_TIMEOUT = 240.0
-# Short-lived JVMs start faster with the client compiler only and a serial GC.
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 PROBE_IDS = 5000
 RATINGS = 2000
 
@@ -103,45 +98,6 @@ PROBE = textwrap.dedent(
 
 
 # ---------------------------------------------------------------------- helpers
-def _free_ports(count: int) -> list[int]:
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for sock in sockets:
-            sock.bind(("127.0.0.1", 0))
-        return [sock.getsockname()[1] for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _clean_env(home: Path) -> dict[str, str]:
-    """The caller's environment without Spark or Python settings that could leak spark-mlt in."""
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("SPARK_", "PYSPARK_", "PYTHON", "VIRTUAL_ENV"))
-    }
-    conf_dir = home / "conf"
-    conf_dir.mkdir(exist_ok=True)
-    env.update(SPARK_HOME=str(SPARK_HOME), SPARK_CONF_DIR=str(conf_dir), SPARK_LOCAL_IP="127.0.0.1")
-    return env
-
-
-@dataclass
-class Cluster:
-    url: str
-    home: Path
-    work_dir: Path
-    env: dict[str, str]
-
-    def diagnostics(self, *extra: Path) -> str:
-        parts = [f"--- {path.name} ---\n{tail(path)}" for path in extra]
-        parts += [f"--- {name} ---\n{tail(self.home / name)}" for name in ("master.log", "worker.log")]
-        for path in sorted(self.work_dir.glob("app-*/*/stderr")):
-            parts.append(f"--- executor {path.relative_to(self.work_dir)} ---\n{tail(path, 3000)}")
-        return "\n".join(parts)
-
-
 @dataclass
 class Submitted:
     returncode: int
@@ -149,8 +105,11 @@ class Submitted:
     log: Path
 
 
-def _submit_all(cluster: Cluster, python: Path, py_files: Path, apps: Mapping[str, list[str]]) -> dict[str, Submitted]:
-    """spark-submit (client mode) each ``script args...`` at once, driver and executors on ``python``."""
+def _submit_all(
+    cluster: Cluster, home: Path, python: Path, py_files: Path, apps: Mapping[str, list[str]]
+) -> dict[str, Submitted]:
+    """spark-submit (client mode) each ``script args...`` at once, driver and executors on
+    ``python``, their logs in ``home``."""
     env = {**cluster.env, "PYSPARK_PYTHON": str(python), "PYSPARK_DRIVER_PYTHON": str(python)}
     conf = {
         "spark.pyspark.python": str(python),
@@ -173,11 +132,11 @@ def _submit_all(cluster: Cluster, python: Path, py_files: Path, apps: Mapping[st
     procs: dict[str, tuple[subprocess.Popen[bytes], Path]] = {}
     try:
         for name, args in apps.items():
-            log = cluster.home / f"{name}-driver.log"
+            log = home / f"{name}-driver.log"
             with open(log, "wb") as out:
                 command = [*base, "--py-files", str(py_files), *args]
                 proc = subprocess.Popen(
-                    command, cwd=cluster.home, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+                    command, cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
                 )
             procs[name] = (proc, log)
         deadline = time.monotonic() + SUBMIT_TIMEOUT
@@ -239,56 +198,6 @@ def python(home: Path) -> Path:
     return wrapper
 
 
-@pytest.fixture(scope="module")
-def cluster(home: Path) -> Iterator[Cluster]:
-    """A standalone master and one worker (2 cores, 2 GiB: two 1-core apps) on localhost; always stopped."""
-    master_port, master_ui, worker_port, worker_ui = _free_ports(4)
-    env = _clean_env(home)
-    daemon_env = {**env, "SPARK_DAEMON_JAVA_OPTS": FAST_JVM, "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
-    work_dir = home / "work"
-    work_dir.mkdir()
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    url = f"spark://127.0.0.1:{master_port}"
-    commands = {
-        "master": [
-            *(spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1"),
-            *("--port", str(master_port), "--webui-port", str(master_ui)),
-        ],
-        "worker": [
-            *(spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1"),
-            *("--port", str(worker_port), "--webui-port", str(worker_ui)),
-            *("--cores", "2", "--memory", "2g", "--work-dir", str(work_dir)),
-        ],
-    }
-    procs: list[subprocess.Popen[bytes]] = []
-    running = Cluster(url, home, work_dir, env)
-    try:
-        for name, command in commands.items():
-            with open(home / f"{name}.log", "wb") as log:
-                procs.append(
-                    subprocess.Popen(
-                        command, cwd=home, env=daemon_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-                    )
-                )
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            dead = [name for name, proc in zip(commands, procs, strict=True) if proc.poll() is not None]
-            assert not dead, f"{dead} exited early\n{running.diagnostics()}"
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{master_ui}/json/", timeout=2) as response:
-                    state = json.load(response)
-                if any(worker.get("state") == "ALIVE" for worker in state.get("workers", [])):
-                    break
-            except (OSError, ValueError):
-                pass
-            assert time.monotonic() < deadline, f"no live worker after {READY_TIMEOUT} s\n{running.diagnostics()}"
-            time.sleep(0.5)
-        yield running
-    finally:
-        for proc in reversed(procs):
-            stop(proc)
-
-
 # ---------------------------------------------------------------------- tests
 def test_py_files_zip_holds_the_package_at_its_root(py_files: Path) -> None:
     with zipfile.ZipFile(py_files) as archive:
@@ -312,7 +221,7 @@ def _run_python(python: Path, code: str, cwd: Path, env: Mapping[str, str]) -> s
 
 
 def test_executor_python_lacks_spark_mlt_but_the_zip_provides_it(python: Path, py_files: Path, home: Path) -> None:
-    env = _clean_env(home)
+    env = clean_env(home)
     neutral = home / "neutral-cwd"
     neutral.mkdir(exist_ok=True)
     missing = _run_python(python, "import spark_mlt", neutral, env)
@@ -333,25 +242,27 @@ def test_executor_python_lacks_spark_mlt_but_the_zip_provides_it(python: Path, p
 
 
 @pytest.fixture(scope="module")
-def runs(cluster: Cluster, python: Path, py_files: Path) -> dict[str, Submitted]:
-    """Both apps, submitted at once: the UDF probe and the MovieLens job (udf engine)."""
-    probe = cluster.home / "probe.py"
+def runs(standalone_cluster: Cluster, home: Path, python: Path, py_files: Path) -> dict[str, Submitted]:
+    """Both apps, submitted at once (one executor each): the UDF probe and the MovieLens job
+    (udf engine)."""
+    probe = home / "probe.py"
     probe.write_text(PROBE)
-    release = generate_synthetic(cluster.home / "ml", ratings=RATINGS, users=300, movies=400)
-    job = ["--input", str(release), "--output", str(cluster.home / "ratings_mlt"), "--engine", "udf"]
+    release = generate_synthetic(home / "ml", ratings=RATINGS, users=300, movies=400)
+    job = ["--input", str(release), "--output", str(home / "ratings_mlt"), "--engine", "udf"]
     apps = {
-        "probe": [str(probe), str(cluster.home / "probe.json"), str(PROBE_IDS)],
+        "probe": [str(probe), str(home / "probe.json"), str(PROBE_IDS)],
         "movielens": [str(ROOT / "jobs" / "tokenize_movielens.py"), *job, "--p", "7", "--n", "5"],
     }
-    return _submit_all(cluster, python, py_files, apps)
+    return _submit_all(standalone_cluster, home, python, py_files, apps)
 
 
 def test_udf_engine_runs_on_executors_from_the_py_files_zip(
-    cluster: Cluster, runs: dict[str, Submitted], py_files: Path
+    standalone_cluster: Cluster, home: Path, runs: dict[str, Submitted], py_files: Path
 ) -> None:
+    cluster = standalone_cluster
     run = runs["probe"]
     assert run.returncode == 0, cluster.diagnostics(run.log)
-    result = json.loads((cluster.home / "probe.json").read_text())
+    result = json.loads((home / "probe.json").read_text())
     assert "ArrowEvalPython" in result["plan"], result["plan"]  # the udf engine, not native SQL
 
     assert result["driver"]["file"] == str(py_files / "spark_mlt" / "__init__.py"), result["driver"]
@@ -373,12 +284,15 @@ def test_udf_engine_runs_on_executors_from_the_py_files_zip(
     np.testing.assert_array_equal(np.array([row[2] for row in rows]), ids)
 
 
-def test_tokenize_movielens_job_with_the_udf_engine(cluster: Cluster, runs: dict[str, Submitted]) -> None:
+def test_tokenize_movielens_job_with_the_udf_engine(
+    standalone_cluster: Cluster, home: Path, runs: dict[str, Submitted]
+) -> None:
+    cluster = standalone_cluster
     run = runs["movielens"]
     assert run.returncode == 0, cluster.diagnostics(run.log)
     assert f"spark-mlt movielens: rows in {RATINGS}, out {RATINGS}" in run.stdout, cluster.diagnostics(run.log)
 
-    output = cluster.home / "ratings_mlt"
+    output = home / "ratings_mlt"
     table = DeltaTable(str(output)).to_pyarrow_table().to_pandas()
     assert len(table) == RATINGS
     codecs = read_codecs(output)
@@ -386,6 +300,6 @@ def test_tokenize_movielens_job_with_the_udf_engine(cluster: Cluster, runs: dict
     for column, codec in codecs.items():
         tokens = codec.unpack(table[f"{column}_mlt"].to_numpy())  # the default, packed layout
         np.testing.assert_array_equal(codec.decode(tokens), table[column].to_numpy())
-    source = pd.read_csv(cluster.home / "ml" / "ratings.csv")
+    source = pd.read_csv(home / "ml" / "ratings.csv")
     for column in ("userId", "movieId"):
         np.testing.assert_array_equal(np.sort(table[column].to_numpy()), np.sort(source[column].to_numpy()))

@@ -2,10 +2,10 @@
 
 Spark never launches a speculative copy of a task on a host that already runs an attempt of
 it (``TaskSetManager`` checks ``hasAttemptOnHost``), and ``local[...]`` or
-``local-cluster[...]`` put every executor on one host, so they never speculate. Here a
-standalone master and two one-core workers run on this machine under two loopback addresses,
-``127.0.0.1`` and ``127.0.0.2`` (Linux routes all of 127.0.0.0/8 to the loopback device), so
-their executors report different hosts and Spark will speculate across them.
+``local-cluster[...]`` put every executor on one host, so they never speculate. Here the
+session's standalone cluster (``tests/support/cluster.py``) runs its two one-core workers
+under two loopback addresses, ``127.0.0.1`` and ``127.0.0.2``, so their executors report
+different hosts and Spark will speculate across them.
 
 ``tests/support/speculation_job.py`` runs the driver in a subprocess: its first attempt of partition
 0 stalls for a minute, the speculative copy on the other host finishes it, and the stalled
@@ -18,137 +18,38 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import socket
 import subprocess
 import sys
 import time
-import urllib.request
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pyspark
 import pytest
 from deltalake import DeltaTable
 
 from spark_mlt import MLTCodec
 from spark_mlt.storage import orphan_files, read_codecs
-from tests.support.processes import stop, tail
+from tests.support.cluster import HOSTS, Cluster
+from tests.support.processes import stop
 
 pytestmark = pytest.mark.slow
+pytest_plugins = ("tests.support.cluster_plugin",)  # the session's one standalone cluster
 
 ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "support" / "speculation_job.py"
-SPARK_HOME = Path(pyspark.__file__).parent
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
-HOSTS = ("127.0.0.1", "127.0.0.2")
-READY_TIMEOUT = 60.0
 JOB_TIMEOUT = 100.0
 ROWS = 40_000
 SLEEP = 60.0  # the stalled first attempt of partition 0
 
 
-# ---------------------------------------------------------------------- helpers
-def _free_port(host: str) -> int:
-    with socket.socket() as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
-
-
-def _loopback_alias_works(host: str) -> bool:
-    try:
-        with socket.socket() as server:
-            server.bind((host, 0))
-            server.listen(1)
-            with socket.create_connection(server.getsockname(), timeout=2):
-                return True
-    except OSError:
-        return False
-
-
-@dataclass
-class Cluster:
-    url: str
-    home: Path
-    work_dir: Path
-    env: dict[str, str]
-    logs: list[Path]
-
-    def diagnostics(self, *extra: Path) -> str:
-        parts = [f"--- {path.name} ---\n{tail(path)}" for path in (*extra, *self.logs)]
-        for path in sorted(self.work_dir.glob("*/app-*/*/stderr")):
-            parts.append(f"--- executor {path.relative_to(self.work_dir)} ---\n{tail(path, 3000)}")
-        return "\n".join(parts)
-
-
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    """A standalone master and two 1-core workers, on 127.0.0.1 and 127.0.0.2; always stopped."""
-    if not all(_loopback_alias_works(host) for host in HOSTS):
+def cluster(standalone_cluster: Cluster) -> Cluster:
+    """The session's cluster, when its workers run on two hosts (else Spark cannot speculate)."""
+    if set(standalone_cluster.hosts) != set(HOSTS):
         pytest.skip(f"cannot listen on all of {HOSTS} (need 127.0.0.0/8 routed to loopback)")
-    home = tmp_path_factory.mktemp("speculation")
-    conf_dir = home / "conf"
-    conf_dir.mkdir()
-    work_dir = home / "work"
-    env = {key: value for key, value in os.environ.items() if not key.startswith(("SPARK_", "PYSPARK_"))}
-    env.update(SPARK_HOME=str(SPARK_HOME), SPARK_CONF_DIR=str(conf_dir), SPARK_LOCAL_IP=HOSTS[0])
-    master_port, master_ui = _free_port(HOSTS[0]), _free_port(HOSTS[0])
-    url = f"spark://{HOSTS[0]}:{master_port}"
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    daemon_opts = {"SPARK_DAEMON_JAVA_OPTS": FAST_JVM, "SPARK_MASTER_OPTS": "-Dspark.master.rest.enabled=false"}
-    commands: dict[str, tuple[list[str], dict[str, str]]] = {
-        "master": (
-            [
-                *(spark_class, "org.apache.spark.deploy.master.Master", "--host", HOSTS[0]),
-                *("--port", str(master_port), "--webui-port", str(master_ui)),
-            ],
-            {**env, **daemon_opts},
-        )
-    }
-    for number, host in enumerate(HOSTS, start=1):
-        worker_dir = work_dir / f"worker{number}"
-        worker_dir.mkdir(parents=True)
-        commands[f"worker{number}"] = (
-            [
-                *(spark_class, "org.apache.spark.deploy.worker.Worker", url, "--host", host),
-                *("--port", str(_free_port(host)), "--webui-port", str(_free_port(host))),
-                *("--cores", "1", "--memory", "1g", "--work-dir", str(worker_dir)),
-            ],
-            # Executors inherit the worker's environment: they bind to the worker's address.
-            {**env, **daemon_opts, "SPARK_LOCAL_IP": host},
-        )
-    procs: list[subprocess.Popen[bytes]] = []
-    running = Cluster(url, home, work_dir, env, [home / f"{name}.log" for name in commands])
-    try:
-        for name, (command, daemon_env) in commands.items():
-            with open(home / f"{name}.log", "wb") as log:
-                procs.append(
-                    subprocess.Popen(
-                        command, cwd=home, env=daemon_env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-                    )
-                )
-        deadline = time.monotonic() + READY_TIMEOUT
-        while True:
-            dead = [name for name, proc in zip(commands, procs, strict=True) if proc.poll() is not None]
-            assert not dead, f"{dead} exited early\n{running.diagnostics()}"
-            try:
-                with urllib.request.urlopen(f"http://{HOSTS[0]}:{master_ui}/json/", timeout=2) as response:
-                    state = json.load(response)
-                alive = {worker.get("host") for worker in state.get("workers", []) if worker.get("state") == "ALIVE"}
-                if alive >= set(HOSTS):
-                    break
-            except (OSError, ValueError):
-                pass
-            assert time.monotonic() < deadline, (
-                f"no live workers on {HOSTS} after {READY_TIMEOUT} s\n{running.diagnostics()}"
-            )
-            time.sleep(0.5)
-        yield running
-    finally:
-        for proc in reversed(procs):
-            stop(proc)
+    return standalone_cluster
 
 
 @dataclass
@@ -163,18 +64,19 @@ class Run:
 
 
 @pytest.fixture(scope="module")
-def run(cluster: Cluster) -> Run:
+def run(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Run:
     """The job, run once as a driver process in client mode; stopped with its children."""
-    output = cluster.home / "ratings_mlt"
-    markers = cluster.home / "attempts"
-    event_log = cluster.home / "events"
+    home = tmp_path_factory.mktemp("speculation")
+    output = home / "ratings_mlt"
+    markers = home / "attempts"
+    event_log = home / "events"
     event_log.mkdir()
-    log = cluster.home / "driver.log"
+    log = home / "driver.log"
     command = [sys.executable, str(JOB), cluster.url, str(output), str(markers), str(event_log), str(ROWS), str(SLEEP)]
     started = time.monotonic()
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            command, cwd=cluster.home, env=cluster.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+            command, cwd=home, env=cluster.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
     try:
         try:

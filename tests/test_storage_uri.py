@@ -28,6 +28,7 @@ from spark_mlt.storage import (
     vocabulary_properties,
     write_delta,
 )
+from tests.support.delta_opens import count_delta_opens
 from tests.support.spark_lines import QUERY_ERRORS
 
 pytestmark = pytest.mark.compat
@@ -103,30 +104,17 @@ def test_a_missing_table_is_a_table_not_found_error_naming_path(tmp_path: Path) 
         assert error.value.parameter == "path"
 
 
-def test_vocabulary_paths_read_the_new_and_the_old_property_names() -> None:
+def test_vocabulary_paths_read_the_vocabulary_properties_only() -> None:
     assert vocabulary_properties({"sku": "/v/sku"}) == {"mlt.vocabulary.sku": "/v/sku"}
-    properties = {
-        "mlt.vocab.store": "/old/store",
-        "mlt.vocab.sku": "/old/sku",
-        "mlt.vocabulary.sku": "/new/sku",
-        "mlt.codec.sku": "{}",
-    }
-    assert vocabulary_paths(properties) == {"sku": "/new/sku", "store": "/old/store"}
+    properties = {"mlt.vocab.store": "/x/store", "mlt.vocabulary.sku": "/v/sku", "mlt.codec.sku": "{}"}
+    assert vocabulary_paths(properties) == {"sku": "/v/sku"}  # mlt.vocab. is no name of ours
     assert vocabulary_paths({}) == {}
 
 
 @pytest.fixture
 def handles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The table URIs of every ``DeltaTable`` opened while the test runs."""
-    opened: list[str] = []
-    original = DeltaTable.__init__
-
-    def counting(self: DeltaTable, table_uri: str, *args: object, **kwargs: object) -> None:
-        opened.append(str(table_uri))
-        original(self, table_uri, *args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(DeltaTable, "__init__", counting)
-    return opened
+    return count_delta_opens(monkeypatch)
 
 
 def test_a_write_opens_the_table_once(spark: SparkSession, tmp_path: Path, handles: list[str]) -> None:

@@ -3,14 +3,18 @@
 One module per role:
 
 * ``options``: the jobs' typed options (:class:`TokenizeOptions`, :class:`MovieLensOptions`,
-  :class:`DecodeOptions`), checked when built, and the mapping of the 0.1 keywords.
+  :class:`DecodeOptions`), checked when built; each field's help is in its metadata.
 * ``report``: :class:`JobReport`, what a run did, and its phase timings.
 * ``tokenize``: :func:`tokenize_dataframe`, :func:`tokenize_table` and the token layouts.
 * ``movielens``: the MovieLens releases, the synthetic generator, :func:`tokenize_movielens`.
 * ``decode``: :func:`decode_table`, :func:`unpack_token_columns`.
 * ``inspect``: :func:`inspect_table`.
 * ``paper``: :func:`reproduce_paper`, the MLT paper's Table 1 from a table or a release.
-* ``cli``: the ``spark-mlt`` command; ``jobs/*.py`` are spark-submit entry points over it.
+* ``cli``: the ``spark-mlt`` command, its flags and conf keys derived from the options'
+  fields; ``jobs/*.py`` are spark-submit entry points over it.
+
+Every job reads its input from ``input`` and writes to ``output`` (the same words as the
+CLI's ``--input``/``--output`` and a conf file's keys).
 * ``session``: local SparkSession helpers.
 
 Example::
@@ -21,7 +25,6 @@ Example::
 
 from __future__ import annotations
 
-from spark_mlt.batch import movielens as _movielens
 from spark_mlt.batch.decode import decode_table, unpack_token_columns
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.movielens import (
@@ -35,11 +38,9 @@ from spark_mlt.batch.options import DecodeOptions, JobOptions, MovieLensOptions,
 from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session, local_session
-from spark_mlt.batch.tokenize import size_codecs, tokenize_dataframe, tokenize_table
+from spark_mlt.batch.tokenize import tokenize_dataframe, tokenize_table
 from spark_mlt.options import TOKEN_SUFFIX
 
-# Also importable, with a DeprecationWarning: MovieLensLayout (MovieLensRelease), detect_layout
-# (detect_release); size_codecs warns when called (spark_mlt.column.fit_codecs).
 __all__ = [
     "TOKEN_SUFFIX",
     "DecodeOptions",
@@ -56,14 +57,8 @@ __all__ = [
     "local_session",
     "read_ratings",
     "reproduce_paper",
-    "size_codecs",  # deprecated: spark_mlt.column.fit_codecs
     "tokenize_dataframe",
     "tokenize_movielens",
     "tokenize_table",
     "unpack_token_columns",
 ]
-
-
-def __getattr__(name: str) -> object:
-    """The 0.1 names ``MovieLensLayout`` and ``detect_layout``, with a DeprecationWarning."""
-    return _movielens.deprecated_name(__name__, name)

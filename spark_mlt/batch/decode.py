@@ -1,26 +1,32 @@
 """Decode a tokenised Delta table back to ids (or string keys), or verify that it decodes.
 
 The codecs, token layouts and vocabularies come from the table itself (one
-:func:`spark_mlt.storage.read_snapshot`, whose version the rows are then read at), so decoding
-needs no option but where to write.
+:func:`spark_mlt.storage.read_snapshot`, whose handle the rows are then read through:
+the input table is opened once), so decoding needs no option but where to write.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_mlt.batch.options import DecodeOptions, options_from_keywords
+from spark_mlt.batch.options import DecodeOptions
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.batch.tokenize import stored_layouts
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import mlt_decode, mlt_unpack
 from spark_mlt.errors import MissingCodecError, MLTError
 from spark_mlt.options import TOKEN_SUFFIX
-from spark_mlt.storage import WriteOptions, keys_for_ids, read_delta, read_snapshot, vocabulary_paths, write_delta
+from spark_mlt.storage import (
+    WriteOptions,
+    keys_for_ids,
+    read_snapshot,
+    read_snapshot_rows,
+    vocabulary_paths,
+    write_delta,
+)
 
 __all__ = ["decode_table", "unpack_token_columns"]
 
@@ -39,12 +45,12 @@ def unpack_token_columns(df: DataFrame, codecs: Mapping[str, MLTCodec]) -> DataF
     return df
 
 
-def _check_token_columns(source: str, codecs: Mapping[str, MLTCodec], table: DataFrame) -> None:
+def _check_token_columns(input: str, codecs: Mapping[str, MLTCodec], table: DataFrame) -> None:
     if not codecs:
-        raise MissingCodecError(f"table {source} stores no codec (no mlt.codec.* property): nothing to decode")
+        raise MissingCodecError(f"table {input} stores no codec (no mlt.codec.* property): nothing to decode")
     for column in codecs:
         if f"{column}{TOKEN_SUFFIX}" not in table.columns:
-            raise MissingCodecError(f"table {source} has a codec for {column!r} but no {column}{TOKEN_SUFFIX} column")
+            raise MissingCodecError(f"table {input} has a codec for {column!r} but no {column}{TOKEN_SUFFIX} column")
 
 
 def _decoded(
@@ -93,19 +99,16 @@ def _write_decoded(spark: SparkSession, result: DataFrame, report: JobReport, op
     report.rows_in = report.rows_out
 
 
-def decode_table(
-    spark: SparkSession, source: str, options: DecodeOptions | None = None, **deprecated: Any
-) -> JobReport:
+def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None = None) -> JobReport:
     """Decode every ``c_mlt`` column of a tokenised Delta table back to ``c``.
 
     With ``options.verify`` the decoded ids are compared with the kept original columns and
     the mismatches counted (0 expected); otherwise the decoded table is written to
-    ``options.output`` (Delta, or Parquet with ``output_format="parquet"``). The 0.1 keywords
-    (``output=``, ``verify=``, ...) still work, with a DeprecationWarning.
+    ``options.output`` (Delta, or Parquet with ``output_format="parquet"``).
 
     Raises:
         MLTError: neither ``output`` nor ``verify`` is given.
-        MissingTableError: no Delta table at ``source``.
+        MissingTableError: no Delta table at ``input``.
         MissingCodecError: the table stores no codec, or no token column for one.
 
     Example::
@@ -113,14 +116,14 @@ def decode_table(
         report = decode_table(spark, "out/ratings_mlt", DecodeOptions(verify=True))
         report.mismatches  # 0: every decoded id equals the kept original
     """
-    opts = options_from_keywords("decode_table", DecodeOptions, options, deprecated)
+    opts = options or DecodeOptions()
     if opts.output is None and not opts.verify:
         raise MLTError("output is needed (where to write the decoded table) unless verify=True", parameter="output")
     report = JobReport()
     with phase(report, "read"):
-        snapshot = read_snapshot(source)
-        table = read_delta(spark, source, version=snapshot.version)
-        _check_token_columns(source, snapshot.codecs, table)
+        snapshot = read_snapshot(input)
+        table = read_snapshot_rows(spark, snapshot)
+        _check_token_columns(input, snapshot.codecs, table)
         report.codecs = snapshot.codecs
         report.layouts = dict(stored_layouts(table.schema, snapshot.codecs))
     vocabularies = vocabulary_paths(snapshot.properties)

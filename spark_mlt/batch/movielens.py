@@ -11,28 +11,29 @@ three separators are handled the same way. Also: a seeded synthetic generator th
 ml-latest files, for demos and tests where no real release is at hand.
 
 The file formats are called *releases* (:class:`MovieLensRelease`, :func:`detect_release`);
-"layout" means the storage layout of token columns everywhere in spark-mlt. The 0.1 names
-``MovieLensLayout`` and ``detect_layout`` still work, with a DeprecationWarning.
+"layout" means the storage layout of token columns everywhere in spark-mlt.
+
+The job records its label's rule in the table property ``mlt.label.rule``
+(:data:`spark_mlt.paper.data.LABEL_RULE_PROPERTY`: the paper layer, below this one, reads
+it), passed to storage as one more table property: storage knows no labels.
 """
 
 from __future__ import annotations
 
 import os
-import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_mlt.batch.options import MovieLensOptions, options_from_keywords
+from spark_mlt.batch.options import MovieLensOptions
 from spark_mlt.batch.report import JobReport, phase
-from spark_mlt.batch.tokenize import existing_table, fit_job_codecs, tokenize_dataframe, write_tokens
-from spark_mlt.errors import MissingTableError, MLTError, SourceError
-from spark_mlt.storage import LABEL_RULE_PROPERTY, read_snapshot
+from spark_mlt.batch.tokenize import fit_job_codecs, tokenize_dataframe, write_tokens
+from spark_mlt.errors import MLTError, SourceError
+from spark_mlt.paper.data import LABEL_RULE_PROPERTY
+from spark_mlt.storage import TableSnapshot, snapshot_for_write
 
 __all__ = ["MovieLensRelease", "detect_release", "generate_synthetic", "read_ratings", "tokenize_movielens"]
 
@@ -68,9 +69,9 @@ def detect_release(folder: str | os.PathLike[str]) -> MovieLensRelease:
         if (Path(folder) / release.file).is_file():
             return release
     raise SourceError(
-        f"input_folder {folder} is not a MovieLens release folder: expected one of ratings.csv (ml-20m and "
+        f"input {folder} is not a MovieLens release folder: expected one of ratings.csv (ml-20m and "
         "later), ratings.dat (ml-1m, ml-10m) or u.data (ml-100k)",
-        parameter="input_folder",
+        parameter="input",
     )
 
 
@@ -138,23 +139,18 @@ def generate_synthetic(
 
 
 def tokenize_movielens(
-    spark: SparkSession,
-    input_folder: str,
-    output: str,
-    options: MovieLensOptions | None = None,
-    **deprecated: Any,
+    spark: SparkSession, input: str, output: str, options: MovieLensOptions | None = None
 ) -> JobReport:
     """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
 
     The table holds userId, movieId, rating, timestamp, the label (0/1: ``rating >=
     label_threshold``, 4 by default as the paper's code labels it) and ``userId_mlt`` /
     ``movieId_mlt``; both codecs and the label's rule (``mlt.label.rule``) are stored in its
-    properties, the release in the commit info (``spark_mlt.release``). Options as :class:`MovieLensOptions`;
-    the 0.1 keywords (``mode=``, ``p=``, ``token_layout=``, ...) still work, with a
-    DeprecationWarning.
+    properties, the release in the commit info (``spark_mlt.release``). Options as
+    :class:`MovieLensOptions`. The output table is opened once, before any Spark work.
 
     Raises:
-        SourceError: ``input_folder`` holds no MovieLens ratings file.
+        SourceError: ``input`` holds no MovieLens ratings file.
         TableExistsError: ``mode="error"`` and ``output`` exists.
         MLTError: appending to a table whose label rule differs from this run's.
 
@@ -162,55 +158,33 @@ def tokenize_movielens(
 
         tokenize_movielens(spark, "data/ml-25m", "out/ratings_mlt", MovieLensOptions(mode="overwrite"))
     """
-    opts = options_from_keywords("tokenize_movielens", MovieLensOptions, options, deprecated)
+    opts = options or MovieLensOptions()
     report = JobReport()
+    release = detect_release(input)
+    snapshot = snapshot_for_write(output, opts.mode)
+    _check_label_rule(output, snapshot, opts)
     with phase(report, "read"):
-        release = detect_release(input_folder)
-        ratings = read_ratings(spark, input_folder)
+        ratings = read_ratings(spark, input)
         ratings = ratings.withColumn("label", (F.col("rating") >= opts.label_threshold).cast("int"))
-    _check_label_rule(output, opts)
-    fit_job_codecs(report, ratings, ["userId", "movieId"], opts, existing_table(output, opts.mode))
+    fit_job_codecs(report, ratings, ["userId", "movieId"], opts, snapshot)
     with phase(report, "tokenize and write"):
         tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=opts.engine, layouts=report.layouts)
-        info = {"spark_mlt.job": "movielens", "spark_mlt.input": input_folder, "spark_mlt.release": release.name}
+        info = {"spark_mlt.job": "movielens", "spark_mlt.input": input, "spark_mlt.release": release.name}
         info["spark_mlt.label_rule"] = opts.label_rule
-        write_tokens(tokens, output, report, opts, commit_info=info, properties={LABEL_RULE_PROPERTY: opts.label_rule})
+        rule = {LABEL_RULE_PROPERTY: opts.label_rule}
+        write_tokens(tokens, output, report, opts, snapshot=snapshot, commit_info=info, properties=rule)
     report.rows_in = report.rows_out
     return report
 
 
-def _check_label_rule(output: str, options: MovieLensOptions) -> None:
+def _check_label_rule(output: str, snapshot: TableSnapshot | None, options: MovieLensOptions) -> None:
     """Refuses to write labels of another rule into a table that records its rule (its
     properties are set when it is created, so an overwrite would leave the old rule there;
-    tables written before the rule was recorded take any)."""
-    if options.mode == "error":
-        return
-    try:
-        recorded = read_snapshot(output).properties.get(LABEL_RULE_PROPERTY)
-    except MissingTableError:
-        return
+    a table that records none takes any)."""
+    recorded = snapshot.properties.get(LABEL_RULE_PROPERTY) if snapshot is not None else None
     if recorded is not None and recorded != options.label_rule:
         raise MLTError(
             f"label_threshold: the table at {output} labels {recorded!r}; this run writes "
             f"{options.label_rule!r}; write a new table",
             parameter="label_threshold",
         )
-
-
-_DEPRECATED: dict[str, tuple[str, Callable[[], object]]] = {
-    "MovieLensLayout": ("MovieLensRelease", lambda: MovieLensRelease),
-    "detect_layout": ("detect_release", lambda: detect_release),
-}
-
-
-def deprecated_name(module: str, name: str) -> object:
-    """The new object of a 0.1 name of this module, with a DeprecationWarning."""
-    if name not in _DEPRECATED:
-        raise AttributeError(f"module {module!r} has no attribute {name!r}")
-    new, value = _DEPRECATED[name]
-    warnings.warn(f"{module}.{name} is deprecated; use {new}", DeprecationWarning, stacklevel=3)
-    return value()
-
-
-def __getattr__(name: str) -> object:
-    return deprecated_name(__name__, name)

@@ -26,19 +26,19 @@ PAPER_P, PAPER_N = 47, 7  # the paper's autoencoder cell: p = 47; 14 dimensions 
 
 
 def reproduce_paper(
-    source: str,
+    input: str,
     output: str,
     options: PaperOptions | None = None,
     *,
     session: Callable[[], SparkSession] | None = None,
     tokenize: MovieLensOptions | None = None,
 ) -> PaperReport:
-    """Reproduce Table 1 from ``source`` (a tokenised Delta table, or a MovieLens release
+    """Reproduce Table 1 from ``input`` (a tokenised Delta table, or a MovieLens release
     folder tokenised first into ``<output>/ratings_mlt`` with ``tokenize``, default p = 47,
     n = 7) into the folder ``output``.
 
     Args:
-        source: a table written by the MovieLens job, or a MovieLens release folder.
+        input: a table written by the MovieLens job, or a MovieLens release folder.
         output: the report's folder.
         options: what to train (:class:`spark_mlt.paper.PaperOptions`).
         session: makes the Spark session, needed only to tokenise a release folder.
@@ -50,16 +50,16 @@ def reproduce_paper(
     """
     options = options or PaperOptions()
     keras_module()  # without the paper extra, say what to install before any Spark work
-    table = source
-    if not table_exists(source):
-        detect_release(source)  # a clear SourceError when the folder holds no ratings either
+    table = input
+    if not table_exists(input):
+        detect_release(input)  # a clear SourceError when the folder holds no ratings either
         if session is None:
             raise MissingTableError(
-                f"{source} is no Delta table; tokenising a release needs a Spark session", parameter="source"
+                f"input {input} is no Delta table; tokenising a release needs a Spark session", parameter="input"
             )
         table = os.path.join(output, "ratings_mlt")
         job = tokenize or MovieLensOptions(
             p=PAPER_P, n=PAPER_N, mode="overwrite", label_threshold=options.label_threshold
         )
-        tokenize_movielens(session(), source, table, job)
+        tokenize_movielens(session(), input, table, job)
     return reproduce(table, output, options)

@@ -2,9 +2,9 @@
 
 The token column of an id column ``c`` is ``c_mlt`` (``TOKEN_SUFFIX``). Codecs are sized by
 :func:`spark_mlt.column.fit_codecs`, the same rule the ML stages use; a table that already
-exists keeps its codecs and token layouts (read once, through
-:func:`spark_mlt.storage.read_snapshot`). Every write goes through
-:func:`spark_mlt.storage.write_delta`, which stores the codecs in the table's properties.
+exists keeps its codecs and token layouts. A job opens its output table once
+(:func:`spark_mlt.storage.snapshot_for_write`, before any Spark work) and hands that snapshot
+down to :func:`spark_mlt.storage.write_delta`, which stores the codecs in the table's properties.
 
 Storage layouts: ``packed`` (the n tokens in one bigint, ``codec.packed_bits`` bits each)
 when they fit in 64 bits, else ``array`` (array<int>). Packing keeps the job near the cost of
@@ -14,57 +14,38 @@ a plain Parquet write, since Spark's Parquet writer pays per value.
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
-from spark_mlt.batch.options import JobOptions, TokenizeOptions, options_from_keywords
+from spark_mlt.batch.options import JobOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport, phase
-from spark_mlt.codec import DEFAULT_SEED, MLTCodec
+from spark_mlt.codec import MLTCodec
 from spark_mlt.column import fit_codecs, layout_of, mlt_encode
-from spark_mlt.errors import MissingTableError, MLTError, SourceError, TableExistsError
+from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.options import HANDLE_INVALID, TOKEN_SUFFIX, Layout, check_choice
 from spark_mlt.storage import (
+    TableSnapshot,
     WriteOptions,
     assign_ids,
     read_delta,
-    read_snapshot,
+    snapshot_for_write,
     token_write_options,
     vocabulary_properties,
     write_delta,
 )
 
 __all__ = [
-    "existing_table",
     "fit_job_codecs",
     "resolve_layouts",
-    "size_codecs",
     "stored_layouts",
     "tokenize_dataframe",
     "tokenize_table",
     "write_tokens",
 ]
-
-
-def size_codecs(
-    df: DataFrame,
-    columns: Sequence[str],
-    *,
-    p: int | None = None,
-    n: int | None = None,
-    seed: int = DEFAULT_SEED,
-    existing: Mapping[str, MLTCodec] | None = None,
-) -> dict[str, MLTCodec]:
-    """Deprecated: use :func:`spark_mlt.column.fit_codecs`, which this calls."""
-    warnings.warn(
-        "spark_mlt.batch.size_codecs is deprecated; use spark_mlt.column.fit_codecs", DeprecationWarning, stacklevel=2
-    )
-    return fit_codecs(df, columns, p=p, n=n, seed=seed, existing=existing)
 
 
 def resolve_layouts(
@@ -110,24 +91,6 @@ def stored_layouts(schema: StructType, codecs: Mapping[str, MLTCodec]) -> dict[s
             raise MLTError(f"token column {name} has type {kind}; expected bigint, array<int> or struct")
         layouts[column] = layout
     return layouts
-
-
-def existing_table(output: str, mode: str) -> tuple[dict[str, MLTCodec], dict[str, Layout]]:
-    """The codecs stored at ``output`` and their token layouts (appends and overwrites keep
-    the table's codecs and schema); ({}, {}) when there is no table.
-
-    Raises:
-        TableExistsError: ``mode="error"`` and a table exists at ``output``.
-    """
-    try:
-        snapshot = read_snapshot(output)
-    except MissingTableError:
-        return {}, {}
-    if mode == "error":
-        raise TableExistsError(
-            f"a Delta table already exists at {output}; pass mode='append' or mode='overwrite'", parameter="mode"
-        )
-    return snapshot.codecs, stored_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
 
 
 def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
@@ -185,13 +148,14 @@ def fit_job_codecs(
     df: DataFrame,
     columns: Sequence[str],
     options: JobOptions,
-    existing: tuple[dict[str, MLTCodec], dict[str, Layout]],
+    snapshot: TableSnapshot | None,
     *,
     sources: Mapping[str, str] | None = None,
 ) -> None:
-    """Set ``report.codecs`` (the existing table's, else sized from ``df``'s column or its
-    ``sources[column]``) and ``report.layouts`` (:func:`resolve_layouts`)."""
-    codecs, layouts = existing
+    """Set ``report.codecs`` (those of the existing table ``snapshot``, else sized from
+    ``df``'s column or its ``sources[column]``) and ``report.layouts`` (:func:`resolve_layouts`)."""
+    codecs = snapshot.codecs if snapshot is not None else {}
+    layouts = stored_layouts(from_arrow_schema(snapshot.schema), codecs) if snapshot is not None else {}
     source = {c: (sources or {}).get(c, c) for c in columns}
     with phase(report, "size codecs"):
         sized = fit_codecs(
@@ -212,11 +176,13 @@ def write_tokens(
     report: JobReport,
     options: JobOptions,
     *,
+    snapshot: TableSnapshot | None,
     commit_info: Mapping[str, str],
     properties: Mapping[str, str] | None = None,
 ) -> None:
-    """Write ``tokens`` to the Delta table ``output`` with ``report.codecs``, token columns in
-    the options' Parquet data pages; sets ``report.write`` and ``report.rows_out``."""
+    """Write ``tokens`` to the Delta table ``output`` (as the job found it: ``snapshot``) with
+    ``report.codecs``, token columns in the options' Parquet data pages; sets ``report.write``
+    and ``report.rows_out``."""
     token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
     report.write = write_delta(
         tokens,
@@ -225,6 +191,7 @@ def write_tokens(
         mode=options.mode,
         partition_by=options.partition_by,
         run_id=options.run_id,
+        snapshot=snapshot,
         options=WriteOptions(
             commit_info=dict(commit_info),
             properties=dict(properties or {}),
@@ -234,16 +201,16 @@ def write_tokens(
     report.rows_out = report.write.rows
 
 
-def _read_input(spark: SparkSession, source: str, options: TokenizeOptions) -> DataFrame:
-    if options.input_format is None:
-        return spark.table(source)
+def _read_input(spark: SparkSession, input: str, options: TokenizeOptions) -> DataFrame:
+    if options.input_format == "table":
+        return spark.table(input)
     if options.input_format == "delta":
-        return read_delta(spark, source)
+        return read_delta(spark, input)
     reader = spark.read.options(**options.read_options)
     if options.input_format == "csv":
         reader = reader.option("header", options.read_options.get("header", "true"))
         reader = reader.option("inferSchema", options.read_options.get("inferSchema", "true"))
-    return reader.format(options.input_format).load(source)
+    return reader.format(options.input_format).load(input)
 
 
 def _key_ids(
@@ -283,21 +250,19 @@ def _set_aside(
 
 def tokenize_table(
     spark: SparkSession,
-    source: str,
+    input: str,
     output: str,
     columns: Sequence[str],
     options: TokenizeOptions | None = None,
-    **deprecated: Any,
 ) -> JobReport:
     """Tokenise id columns of any table (a path read with ``options.input_format``, or a
-    catalog table if it is None) into the Delta table ``output``.
+    catalog table's name with ``input_format="table"``) into the Delta table ``output``.
 
     String columns are keys: each goes through an append-only vocabulary Delta table
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
     tokenised; the table property ``mlt.vocabulary.<column>`` names the vocabulary, and decoding
     returns the original keys. Invalid ids are handled as ``options.handle_invalid`` says
-    (see :class:`TokenizeOptions`). The 0.1 keywords (``mode=``, ``p=``, ...) still work, with
-    a DeprecationWarning.
+    (see :class:`TokenizeOptions`).
 
     Raises:
         SourceError: a column is not in the input.
@@ -308,19 +273,19 @@ def tokenize_table(
         tokenize_table(spark, "orders.parquet", "out/orders_mlt", ["customer_id", "sku"],
                        TokenizeOptions(mode="append", handle_invalid="quarantine"))
     """
-    opts = options_from_keywords("tokenize_table", TokenizeOptions, options, deprecated)
+    opts = options or TokenizeOptions()
     report = JobReport()
+    snapshot = snapshot_for_write(output, opts.mode)  # before any Spark work
     with phase(report, "read"):
-        df = _read_input(spark, source, opts)
+        df = _read_input(spark, input, opts)
         unknown = [c for c in columns if c not in df.columns]
         if unknown:
             raise SourceError(
                 f"columns names column(s) {unknown} not in the input; it has {df.columns}", parameter="columns"
             )
-    existing = existing_table(output, opts.mode)
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(spark, df, columns, output, opts)
-    fit_job_codecs(report, df, columns, opts, existing, sources=sources)
+    fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
     with phase(report, "tokenize and write"):
         good, rejected = tokenize_dataframe(
             df,
@@ -330,9 +295,10 @@ def tokenize_table(
             sources=sources,
             layouts=report.layouts,
         )
-        info = {"spark_mlt.job": "tokenize", "spark_mlt.input": source, "spark_mlt.handle_invalid": opts.handle_invalid}
+        info = {"spark_mlt.job": "tokenize", "spark_mlt.input": input, "spark_mlt.handle_invalid": opts.handle_invalid}
         if rejected is not None:
             _set_aside(rejected.drop(*sources.values()), output, report, opts, info)
-        write_tokens(good.drop(*sources.values()), output, report, opts, commit_info=info, properties=properties)
+        good = good.drop(*sources.values())
+        write_tokens(good, output, report, opts, snapshot=snapshot, commit_info=info, properties=properties)
     report.rows_in = report.rows_out + report.rows_rejected
     return report

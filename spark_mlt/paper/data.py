@@ -21,11 +21,15 @@ import pyarrow.compute as pc
 from spark_mlt.codec import MLTCodec
 from spark_mlt.errors import MissingCodecError, SourceError
 from spark_mlt.options import TOKEN_SUFFIX
-from spark_mlt.storage import LABEL_RULE_PROPERTY, read_snapshot
+from spark_mlt.storage import read_snapshot
 
-__all__ = ["Ratings", "load_ratings", "split"]
+__all__ = ["LABEL_RULE_PROPERTY", "Ratings", "load_ratings", "split"]
 
 ID_COLUMNS = ("userId", "movieId")
+#: The table property in which the MovieLens job (:mod:`spark_mlt.batch.movielens`, above this
+#: package) records how it derived ``label``, e.g. ``rating >= 4``; read here, beside the
+#: reader of those tables, so no import runs up from paper to batch.
+LABEL_RULE_PROPERTY = "mlt.label.rule"
 
 
 @dataclass(frozen=True)

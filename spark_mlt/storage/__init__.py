@@ -3,13 +3,16 @@
 One module per role, as delta-rs' own Python package is laid out:
 
 * :mod:`~spark_mlt.storage.properties`: the names spark-mlt writes into a table (codec,
-  format version and vocabulary properties; run ids) and codecs <-> properties.
+  format version and vocabulary properties; run ids) and codecs <-> properties. What the
+  layers above record (the MovieLens label rule) they pass as ``WriteOptions.properties``.
 * :mod:`~spark_mlt.storage.fs`: a table's location as delta-rs, pyarrow's filesystem and
   Spark each need it (plain paths and URIs).
 * :mod:`~spark_mlt.storage.table`: :func:`read_snapshot`, the one reader of a table's state.
-* :mod:`~spark_mlt.storage.writer`: :func:`write_delta` and the backend choice; the backends
+* :mod:`~spark_mlt.storage.writer`: :func:`write_delta`, :func:`snapshot_for_write` (a job's
+  one read of its output table) and the backend choice; the backends
   are ``_delta_rs`` (embedded, no jars) and ``_delta_spark`` (Delta's jars).
-* :mod:`~spark_mlt.storage.reader`: :func:`read_delta` into Spark.
+* :mod:`~spark_mlt.storage.reader`: :func:`read_delta` into Spark, and
+  :func:`read_snapshot_rows` for a snapshot already read.
 * :mod:`~spark_mlt.storage.maintenance`: :func:`orphan_files` and :func:`vacuum`.
 * :mod:`~spark_mlt.storage.vocabulary`: append-only key vocabularies.
 """
@@ -25,25 +28,25 @@ from spark_mlt.errors import (
     TableSchemaError,
     VocabularyError,
 )
-from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode
+from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
 from spark_mlt.storage.maintenance import orphan_files, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
     FORMAT_PROPERTY,
-    LABEL_RULE_PROPERTY,
-    LEGACY_VOCABULARY_PROPERTY_PREFIX,
     TABLE_FORMAT_VERSION,
     VOCABULARY_PROPERTY_PREFIX,
+    check_run_id,
     vocabulary_paths,
     vocabulary_properties,
 )
-from spark_mlt.storage.reader import read_delta
+from spark_mlt.storage.reader import read_delta, read_snapshot_rows
 from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
 from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_ids, read_vocabulary
 from spark_mlt.storage.writer import (
     WriteOptions,
     check_data_page_version,
     has_delta_jars,
+    snapshot_for_write,
     token_write_options,
     write_delta,
 )
@@ -51,8 +54,6 @@ from spark_mlt.storage.writer import (
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
     "FORMAT_PROPERTY",
-    "LABEL_RULE_PROPERTY",
-    "LEGACY_VOCABULARY_PROPERTY_PREFIX",
     "TABLE_FORMAT_VERSION",
     "VOCABULARY_PROPERTY_PREFIX",
     "WRITE_MODES",
@@ -69,6 +70,8 @@ __all__ = [
     "WriteOptions",
     "assign_ids",
     "check_data_page_version",
+    "check_mode",
+    "check_run_id",
     "check_vocabulary",
     "has_delta_jars",
     "keys_for_ids",
@@ -77,7 +80,9 @@ __all__ = [
     "read_delta",
     "read_properties",
     "read_snapshot",
+    "read_snapshot_rows",
     "read_vocabulary",
+    "snapshot_for_write",
     "table_exists",
     "token_write_options",
     "vacuum",

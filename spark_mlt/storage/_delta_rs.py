@@ -44,8 +44,8 @@ from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Tra
 from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_mlt.errors import MLTError, TableExistsError, TableSchemaError
-from spark_mlt.storage._plan import DeltaWriteResult, WritePlan, skipped_write
+from spark_mlt.errors import MLTError, TableSchemaError
+from spark_mlt.storage._plan import DeltaWriteResult, WritePlan, refuse_existing_table, skipped_write
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import merge_codecs, run_app_id
 from spark_mlt.storage.table import TableSnapshot, open_table, snapshot_of
@@ -266,8 +266,8 @@ def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[s
         return table, True
     # Another writer created the table while this write ran: open it (a new handle, as the
     # table did not exist when the write was planned) and check it as if it had existed.
-    if plan.mode == "error":
-        raise TableExistsError(f"a Delta table was created at {location.uri} while this write ran")
+    if plan.mode == "error":  # it was created while this write ran
+        raise refuse_existing_table(location.uri)
     snapshot = snapshot_of(open_table(location.uri), location.uri)
     merge_codecs(location.uri, snapshot.codecs, plan.codecs)
     check_schema(snapshot, arrow_schema)

@@ -2,7 +2,8 @@
 
 :func:`~spark_mlt.storage.writer.write_delta` checks its arguments and the table once, then
 hands one frozen :class:`WritePlan` to a backend (``_delta_rs`` or ``_delta_spark``); both
-return a :class:`DeltaWriteResult`.
+return a :class:`DeltaWriteResult`. The checks of a write's settings live here, once: the jobs'
+options call the same ones, so a bad value gives the same error wherever it is given.
 """
 
 from __future__ import annotations
@@ -13,13 +14,40 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spark_mlt.codec import MLTCodec
+from spark_mlt.errors import TableExistsError
+from spark_mlt.options import check_choice
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.table import TableSnapshot
 
-__all__ = ["WRITE_MODES", "DeltaWriteResult", "WriteMode", "WritePlan", "skipped_write"]
+__all__ = [
+    "WRITE_MODES",
+    "DeltaWriteResult",
+    "WriteMode",
+    "WritePlan",
+    "check_mode",
+    "refuse_existing_table",
+    "skipped_write",
+]
 
 WriteMode = Literal["error", "append", "overwrite"]
 WRITE_MODES: tuple[WriteMode, ...] = ("error", "append", "overwrite")
+
+
+def check_mode(mode: object) -> WriteMode:
+    """``mode`` if it is a write mode (:data:`WRITE_MODES`).
+
+    Raises:
+        OptionError: any other value, naming ``mode``.
+    """
+    return check_choice("mode", mode, WRITE_MODES)
+
+
+def refuse_existing_table(location: str) -> TableExistsError:
+    """The error of a ``mode="error"`` write that finds a table at ``location``."""
+    return TableExistsError(
+        f"mode='error' and a Delta table already exists at {location}; pass mode='append' or mode='overwrite'",
+        parameter="mode",
+    )
 
 
 @dataclass(frozen=True)

@@ -8,10 +8,8 @@ Table properties (the table's metadata configuration):
 * ``mlt.format.version``: the table layout's version, :data:`TABLE_FORMAT_VERSION` (an int
   here, the string ``"1"`` in the table: Delta property values are strings).
 * ``mlt.vocabulary.<column>``: the path of the key vocabulary of string column ``<column>``.
-  Tables written before 0.2 call it ``mlt.vocab.<column>``; :func:`vocabulary_paths` reads
-  both, the new name winning.
-* ``mlt.label.rule``: how the MovieLens job derived the ``label`` column, e.g.
-  ``rating >= 4``. Tables written before 0.2 do not record it.
+* anything else a caller passes (``WriteOptions.properties``), e.g. the MovieLens job's label
+  rule: storage knows codecs and table properties, not what the layers above record.
 
 Commit metadata (``commitInfo``) holds each write's ``spark_mlt.*`` entries (mode, run id, rows,
 write id). A run id is recorded as a Delta application transaction with app id
@@ -32,11 +30,10 @@ from spark_mlt.errors import CodecFormatError, CodecMismatchError, MLTError
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
     "FORMAT_PROPERTY",
-    "LABEL_RULE_PROPERTY",
-    "LEGACY_VOCABULARY_PROPERTY_PREFIX",
     "RUN_ID_APP_PREFIX",
     "TABLE_FORMAT_VERSION",
     "VOCABULARY_PROPERTY_PREFIX",
+    "check_run_id",
     "codec_properties",
     "codecs_from_properties",
     "merge_codecs",
@@ -50,10 +47,7 @@ FORMAT_PROPERTY = "mlt.format.version"
 #: The layout version this package writes (stored as ``str(TABLE_FORMAT_VERSION)``).
 TABLE_FORMAT_VERSION = 1
 VOCABULARY_PROPERTY_PREFIX = "mlt.vocabulary."
-#: The vocabulary property's name before 0.2; read, never written.
-LEGACY_VOCABULARY_PROPERTY_PREFIX = "mlt.vocab."
 RUN_ID_APP_PREFIX = "spark-mlt:"
-LABEL_RULE_PROPERTY = "mlt.label.rule"
 
 
 def codec_properties(codecs: Mapping[str, MLTCodec]) -> dict[str, str]:
@@ -116,19 +110,26 @@ def vocabulary_properties(paths: Mapping[str, str]) -> dict[str, str]:
 
 
 def vocabulary_paths(properties: Mapping[str, str]) -> dict[str, str]:
-    """The vocabulary path of each string column recorded in a table's ``properties``.
-
-    Reads ``mlt.vocabulary.<column>`` and the older ``mlt.vocab.<column>``; where a table has
-    both for one column, the new name wins.
+    """The vocabulary path of each string column recorded in a table's ``properties``
+    (``mlt.vocabulary.<column>``).
 
     Example::
 
         vocabulary_paths(read_snapshot("/data/orders_mlt").properties)  # {"sku": "/data/vocab/sku"}
     """
-    paths: dict[str, str] = {}
-    for prefix in (LEGACY_VOCABULARY_PROPERTY_PREFIX, VOCABULARY_PROPERTY_PREFIX):  # the new name last: it wins
-        paths.update({key.removeprefix(prefix): value for key, value in properties.items() if key.startswith(prefix)})
-    return dict(sorted(paths.items()))
+    prefix = VOCABULARY_PROPERTY_PREFIX
+    return dict(sorted((k.removeprefix(prefix), v) for k, v in properties.items() if k.startswith(prefix)))
+
+
+def check_run_id(run_id: object) -> str | None:
+    """``run_id`` if it is a run id (a non-empty string) or None.
+
+    Raises:
+        MLTError: any other value, naming ``run_id``.
+    """
+    if run_id is None or (isinstance(run_id, str) and run_id.strip()):
+        return run_id
+    raise MLTError(f"run_id must be a non-empty string or None; got {run_id!r}", parameter="run_id")
 
 
 def run_app_id(run_id: str) -> str:
@@ -137,6 +138,5 @@ def run_app_id(run_id: str) -> str:
     Raises:
         MLTError: ``run_id`` is not a non-empty string.
     """
-    if not isinstance(run_id, str) or not run_id.strip():
-        raise MLTError(f"run_id must be a non-empty string, got {run_id!r}", parameter="run_id")
+    check_run_id(run_id)
     return RUN_ID_APP_PREFIX + run_id

@@ -20,10 +20,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from spark_mlt.storage.fs import Location, locate
-from spark_mlt.storage.table import open_table
+from spark_mlt.storage.table import TableSnapshot, open_table
 from spark_mlt.storage.writer import has_delta_jars
 
-__all__ = ["read_delta"]
+__all__ = ["read_delta", "read_snapshot_rows"]
 
 
 def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: int | None = None) -> DataFrame:
@@ -50,6 +50,22 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
     # Not read_snapshot: reading rows does not need the codecs, so a table whose stored codec
     # is corrupt can still be read (and repaired).
     return _read_files(spark, location, open_table(location.uri, version=version))
+
+
+def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot) -> DataFrame:
+    """The rows of the version a :class:`~spark_mlt.storage.table.TableSnapshot` read, through
+    its own handle: a job that has the snapshot (its codecs, layouts, properties) reads the
+    same version without opening the table again.
+
+    Example::
+
+        snapshot = read_snapshot("/data/ratings_mlt")
+        ratings = read_snapshot_rows(spark, snapshot)
+    """
+    location = locate(snapshot.path)
+    if has_delta_jars(spark):  # pragma: no cover - needs the io.delta jars
+        return spark.read.format("delta").option("versionAsOf", snapshot.version).load(location.spark_path())
+    return _read_files(spark, location, snapshot.table)
 
 
 def _read_files(spark: SparkSession, location: Location, table: DeltaTable) -> DataFrame:

@@ -10,8 +10,7 @@ hand the same id to different keys; :func:`check_vocabulary` detects that.
 
 A tokenised table records the vocabulary path of each string column in its table property
 ``mlt.vocabulary.<column>`` (:func:`~spark_mlt.storage.properties.vocabulary_properties`;
-:func:`~spark_mlt.storage.properties.vocabulary_paths` reads it, and the older
-``mlt.vocab.<column>``).
+:func:`~spark_mlt.storage.properties.vocabulary_paths` reads it).
 """
 
 from __future__ import annotations

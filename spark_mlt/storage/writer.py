@@ -2,7 +2,9 @@
 
 Two backends write the same layout (see :mod:`spark_mlt.storage.properties`); ``write_delta``
 checks everything it can before any Spark job runs (mode, run id, the table's existence,
-stored codecs, an already committed run), then hands a frozen write plan to one of them:
+stored codecs, an already committed run), then hands a frozen write plan to one of them. The
+table is opened once per write: a job that has read it already (:func:`snapshot_for_write`)
+passes its snapshot down.
 
 * ``"delta-spark"`` when the session has Delta on its classpath (Databricks, EMR, a machine
   that can reach Maven): ``df.write.format("delta")``, properties through the DeltaTable
@@ -22,20 +24,27 @@ commits nothing (``result.skipped``), so a re-run of the same job does not dupli
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, StructType
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError, TableExistsError
+from spark_mlt.errors import MissingTableError, MLTError
+from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
-from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, WritePlan, skipped_write
+from spark_mlt.storage._plan import (
+    DeltaWriteResult,
+    WriteMode,
+    WritePlan,
+    check_mode,
+    refuse_existing_table,
+    skipped_write,
+)
 from spark_mlt.storage.fs import locate
-from spark_mlt.storage.properties import codec_properties, merge_codecs, run_app_id
+from spark_mlt.storage.properties import check_run_id, codec_properties, merge_codecs
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
 
 __all__ = [
@@ -44,6 +53,7 @@ __all__ = [
     "WriteOptions",
     "check_data_page_version",
     "has_delta_jars",
+    "snapshot_for_write",
     "token_write_options",
     "write_delta",
 ]
@@ -69,30 +79,33 @@ class WriteOptions:
     parquet_options: Mapping[str, str] = field(default_factory=dict)
     backend: Backend = "auto"
 
-
-_WRITE_OPTION_RENAMES = {
-    "commit_info": "commit_info",
-    "properties": "properties",
-    "write_options": "parquet_options",
-    "backend": "backend",
-}
+    def __post_init__(self) -> None:
+        check_choice("backend", self.backend, _BACKENDS)
 
 
-def _legacy_write_options(options: WriteOptions | None, legacy: Mapping[str, Any]) -> WriteOptions:
-    """``options`` with the keywords write_delta took in 0.1 folded in (deprecated)."""
-    unknown = sorted(set(legacy) - set(_WRITE_OPTION_RENAMES))
-    if unknown:
-        raise TypeError(f"write_delta() got unexpected keyword argument(s) {unknown}")
-    if not legacy:
-        return options or WriteOptions()
-    warnings.warn(
-        f"write_delta({', '.join(f'{k}=' for k in legacy)}...) is deprecated; pass options=WriteOptions(...)",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return replace(
-        options or WriteOptions(), **{_WRITE_OPTION_RENAMES[k]: v for k, v in legacy.items() if v is not None}
-    )
+def snapshot_for_write(path: str | os.PathLike[str], mode: WriteMode) -> TableSnapshot | None:
+    """The table at ``path`` as a write with ``mode`` finds it: its snapshot, or None when
+    there is no table yet. A job reads it once, before any Spark work, and hands it to
+    :func:`write_delta` (``snapshot=``), which then does not open the table again.
+
+    Raises:
+        OptionError: ``mode`` is no write mode.
+        TableExistsError: ``mode="error"`` and a table exists at ``path``.
+
+    Example::
+
+        snapshot = snapshot_for_write("/data/ratings_mlt", "append")
+        write_delta(tokens, "/data/ratings_mlt", codecs, mode="append", snapshot=snapshot)
+    """
+    check_mode(mode)
+    location = os.fspath(path)
+    try:
+        snapshot = read_snapshot(location)
+    except MissingTableError:
+        return None
+    if mode == "error":
+        raise refuse_existing_table(location)
+    return snapshot
 
 
 def has_delta_jars(spark: SparkSession) -> bool:
@@ -123,7 +136,7 @@ def write_delta(
     partition_by: Iterable[str] = (),
     run_id: str | None = None,
     options: WriteOptions | None = None,
-    **deprecated: Any,
+    snapshot: TableSnapshot | Literal["read"] | None = "read",
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -139,8 +152,9 @@ def write_delta(
             committed with the data (as a Delta application transaction).
         options: commit metadata, table properties, Parquet options, backend
             (:class:`WriteOptions`).
-        deprecated: ``commit_info``, ``properties``, ``write_options`` and ``backend``, as
-            0.1 took them (deprecated: use ``options``).
+        snapshot: the table as the caller already read it with :func:`snapshot_for_write`
+            (None: there was no table), so the write does not open it again; by default
+            (``"read"``) the write reads it itself.
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -152,12 +166,14 @@ def write_delta(
         tokens = ratings.withColumn("userId_mlt", mlt_encode("userId", codec))
         write_delta(tokens, "/data/ratings_mlt", {"userId": codec}, mode="append")
     """
-    opts = _legacy_write_options(options, deprecated)
-    _check_arguments(mode, run_id, opts)
+    opts = options or WriteOptions()
+    check_mode(mode)
+    check_run_id(run_id)
     location = locate(path)
-    snapshot = _existing_table(location.uri)
-    if snapshot is not None and mode == "error":
-        raise TableExistsError(f"a Delta table already exists at {location.uri} (use mode='append' or 'overwrite')")
+    if snapshot == "read":
+        snapshot = snapshot_for_write(location.uri, mode)
+    elif snapshot is not None and mode == "error":
+        raise refuse_existing_table(location.uri)
     wanted = dict(codecs or {})
     stored = merge_codecs(location.uri, snapshot.codecs, wanted) if snapshot is not None else wanted
     if run_id is not None and snapshot is not None and snapshot.has_run(run_id):
@@ -182,36 +198,19 @@ def write_delta(
     return _delta_rs.write(df, plan)
 
 
-def _check_arguments(mode: str, run_id: str | None, options: WriteOptions) -> None:
-    """Refuses unusable arguments before any work."""
-    if mode not in WRITE_MODES:
-        raise MLTError(f"mode must be 'error', 'append' or 'overwrite', got {mode!r}", parameter="mode")
-    if options.backend not in _BACKENDS:
-        raise MLTTypeError(f"options.backend must be one of {_BACKENDS}, got {options.backend!r}", parameter="options")
-    if run_id is not None:
-        run_app_id(run_id)
-
-
-def _existing_table(location: str) -> TableSnapshot | None:
-    """The table's current snapshot, or None when there is no table yet."""
-    try:
-        return read_snapshot(location)
-    except MissingTableError:
-        return None
-
-
 def _default_backend(spark: SparkSession) -> Backend:
     return "delta-spark" if has_delta_jars(spark) else "delta-rs"
 
 
 def check_data_page_version(version: object) -> Literal[1, 2]:
-    """``version`` if it is a Parquet data page version (1 or 2); else a clear error."""
+    """``version`` if it is a Parquet data page version (1 or 2).
+
+    Raises:
+        MLTError: any other value, naming ``data_page_version``.
+    """
     if type(version) is int and version in (1, 2):
         return 1 if version == 1 else 2
-    raise MLTError(
-        f"data_page_version: the Parquet data page version must be 1 or 2, got {version!r}",
-        parameter="data_page_version",
-    )
+    raise MLTError(f"data_page_version must be 1 or 2; got {version!r}", parameter="data_page_version")
 
 
 def token_write_options(
