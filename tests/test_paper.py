@@ -20,13 +20,13 @@ from spark_mlt import MLTCodec
 from spark_mlt.batch import MovieLensOptions, generate_synthetic, tokenize_movielens
 from spark_mlt.batch.cli import main
 from spark_mlt.column import mlt_encode
-from spark_mlt.errors import MLTError, MLTTypeError
+from spark_mlt.errors import MLTError, OptionError
 from spark_mlt.paper import METHODS, PaperOptions
 from spark_mlt.paper import models as paper_models
-from spark_mlt.paper.data import load_ratings, split
+from spark_mlt.paper.data import LABEL_RULE_PROPERTY, load_ratings, split
 from spark_mlt.paper.hashing import hashed_features
 from spark_mlt.paper.methods import scores
-from spark_mlt.storage import LABEL_RULE_PROPERTY, read_snapshot, write_delta
+from spark_mlt.storage import read_snapshot, write_delta
 
 
 def test_the_autoencoder_has_the_papers_79758_parameters_for_p47_n7() -> None:
@@ -79,7 +79,7 @@ def test_scores_match_scikit_learn_with_ties() -> None:
 
 
 def test_paper_options_name_the_field_at_fault() -> None:
-    with pytest.raises(MLTTypeError, match=r"methods must be one of .*got 'pca'"):
+    with pytest.raises(OptionError, match=r"methods must be one of .*got 'pca'"):
         PaperOptions(methods=("pca",))
     with pytest.raises(MLTError, match=r"epochs: mlt must train for a whole number of epochs >= 1, got 0"):
         PaperOptions(epochs={"mlt": 0})
