@@ -51,7 +51,7 @@ BENCH_LINE ?=
 bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2]); BENCH_LINE=3.5.0 runs it on a compat venv
 	@if [[ -n "$(BENCH_LINE)" ]]; then PYTHON=$(PYTHON) tests/compat/run-line.sh $(BENCH_LINE) --collect-only -q >/dev/null; fi
 	PYSPARK_PYTHON=$(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) \
-	    $(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) benchmarks/benchmark_functions.py $(BENCH_ARGS)
+	    $(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) -m benchmarks.benchmark_functions $(BENCH_ARGS)
 
 bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Parquet (20M ratings)
 	$(BIN)/python benchmarks/benchmark_delta.py

@@ -20,7 +20,7 @@ the query and the number of expression nodes in its optimized plan, and the comp
 the encoder's output through a lambda (see the README's "Composing them").
 
 Run: ``make bench-functions`` (``BENCH_LINE=3.5.0`` for an older PySpark line) or
-``python benchmarks/benchmark_functions.py --rows 20000000``.
+``python -m benchmarks.benchmark_functions --rows 20000000`` from the repository root.
 """
 
 from __future__ import annotations
@@ -39,25 +39,7 @@ from pyspark.sql.types import LongType
 from spark_mlt import MLTCodec
 from spark_mlt.batch import local_session
 from spark_mlt.column import mlt_decode, mlt_encode
-
-
-def plan_figures(df: DataFrame) -> tuple[float, int]:
-    """Seconds to analyse, optimise and plan ``df`` (a fresh copy: no cached plan), and the
-    number of expression nodes in its optimized plan (Spark Classic)."""
-    fresh = df.select("*")
-    start = time.perf_counter()
-    execution = fresh._jdf.queryExecution()
-    execution.executedPlan()
-    seconds = time.perf_counter() - start
-    total, stack = 0, [execution.optimizedPlan()]
-    while stack:
-        node = stack.pop()
-        expressions = node.expressions()
-        for i in range(expressions.size()):
-            total += expressions.apply(i).treeString().count("\n")
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return seconds, total
+from tests.support.plans import plan_figures
 
 
 def _time(df: DataFrame, repeats: int) -> float:

@@ -17,10 +17,10 @@ from pyspark.ml import Pipeline, PipelineModel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from benchmarks.benchmark_functions import plan_figures
 from spark_mlt import MLTCodec, MLTTypeError
 from spark_mlt.column import mlt_decode, mlt_encode, register_mlt_functions
 from spark_mlt.ml import MLTDecoder, MLTEncoder
+from tests.support.plans import expression_nodes
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
@@ -30,11 +30,6 @@ CODECS = [(13, 6), (7, 7), (2, 40), (3, 30), (251, 8), (65521, 12), (2_147_483_6
 def _forms(codec: MLTCodec) -> list[str]:
     bits = codec.packed_bits
     return ["array", "struct"] + (["packed"] if bits is not None and bits * codec.n <= 64 else [])
-
-
-def _expression_nodes(df: DataFrame) -> int:
-    """Expression nodes in the optimized plan (Spark Classic), counted as the benchmark does."""
-    return plan_figures(df)[1]
 
 
 def _compositions(df: DataFrame, codec: MLTCodec, form: str, engine: str) -> dict[str, DataFrame]:
@@ -54,20 +49,27 @@ def _compositions(df: DataFrame, codec: MLTCodec, form: str, engine: str) -> dic
     }
 
 
-@pytest.mark.parametrize("engine", ["native", "udf"])
-@pytest.mark.parametrize(("p", "n"), CODECS)
+# The udf engine composes Python UDF calls, the same for every codec: two codecs prove it.
+CASES = [(p, n, "native") for p, n in CODECS] + [(13, 6, "udf"), (2, 40, "udf")]
+
+
+@pytest.mark.parametrize(("p", "n", "engine"), CASES)
 def test_every_composition_round_trips_with_a_plan_linear_in_n(
     spark: SparkSession, engine: str, p: int, n: int
 ) -> None:
+    """Each composition's optimized plan stays under a bound linear in n; the compositions of
+    one and two functions run and round trip (the three-function one is their composition,
+    so its plan is bounded and not run)."""
     codec = MLTCodec.from_seed(p, n)
     ids = [0, 1, codec.max_id, None, 12345 % (codec.max_id + 1)]
     df = spark.createDataFrame([(i,) for i in ids], "id bigint")
     for form in _forms(codec):
         for label, composed in _compositions(df, codec, form, engine).items():
-            nodes = _expression_nodes(composed)
+            nodes = expression_nodes(composed)
             functions = max(2, label.count("code"))  # the plan is the sum of its parts, each linear in n
             assert nodes <= functions * (200 * n + 1500), f"{form} {label}: {nodes} expression nodes"
-            assert {(r.id, r.back) for r in composed.collect()} == {(i, i) for i in ids}, (form, label)
+            if functions == 2:
+                assert {(r.id, r.back) for r in composed.collect()} == {(i, i) for i in ids}, (form, label)
 
 
 def test_sql_functions_compose(spark: SparkSession) -> None:
@@ -121,7 +123,7 @@ WORST_CODECS = textwrap.dedent(
         codec = MLTCodec.from_seed(p, n)
         df = spark.createDataFrame([(0,), (codec.max_id,), (None,)], "id bigint")
         bits = codec.packed_bits
-        for form in ["array", "struct"] + (["packed"] if bits and bits * n <= 64 else []):
+        for form in ["array"] + (["packed"] if bits and bits * n <= 64 else []):  # struct plans as array
             start = time.perf_counter()
             composed = df.select("id", mlt_decode(mlt_encode("id", codec, layout=form), codec, layout=form).alias("b"))
             composed._jdf.queryExecution().executedPlan()
@@ -140,5 +142,5 @@ def test_the_worst_codec_of_each_family_composes_on_a_1_gib_driver() -> None:
     )
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))[7:])
-    assert len(result) == 12
+    assert len(result) == 7
     print(result)  # planning seconds per codec and form, for the log (timed in benchmarks, not here)
