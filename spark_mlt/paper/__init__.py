@@ -5,8 +5,9 @@ and the codecs from its properties), splits it 80/20 at random with a fixed seed
 paper's shared head (Dense 64 relu, Dense 32 relu, Dense 1 sigmoid; Adam; binary
 cross-entropy; threshold 0.5) on each representation, and writes ``report.json``,
 ``report.md`` and ``report.png`` into ``output``. Training runs on one machine (the driver),
-in Keras 3 on JAX's CPU backend: the optional extra ``spark-mlt[paper]``. The Spark ML stages
-(:mod:`spark_mlt.ml`) remain the way to produce the same features on a cluster.
+in Keras 3 on JAX's CPU backend, with scikit-learn's hashing trick and metrics: the optional
+extra ``spark-mlt[paper]``. The Spark ML stages (:mod:`spark_mlt.ml`) remain the way to
+produce the same features on a cluster.
 
 Example::
 
@@ -101,7 +102,7 @@ def reproduce(
     report into the folder ``output``.
 
     Raises:
-        MissingExtraError: Keras 3 / JAX are not installed (``pip install 'spark-mlt[paper]'``).
+        MissingExtraError: Keras 3, JAX or scikit-learn is not installed (``pip install 'spark-mlt[paper]'``).
         MissingTableError, MissingCodecError, SourceError: ``table`` is not a tokenised
             MovieLens table.
     """
