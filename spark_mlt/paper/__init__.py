@@ -39,21 +39,37 @@ __all__ = ["DEFAULT_EPOCHS", "METHODS", "PaperOptions", "PaperReport", "reproduc
 class PaperOptions:
     """How :func:`reproduce` runs.
 
-    Attributes:
-        methods: which representations to train (default: all, in the report's order).
-        epochs: epochs per method, overriding :data:`DEFAULT_EPOCHS` (the paper's).
-        seed: the split's and the models' seed.
-        test_fraction: the share of rows held out for testing.
-        label_threshold: a rating at or above it is positive (the paper's code: 4).
-        limit: read at most this many rows of the table (for smoke runs).
+    Each field's ``metadata["help"]`` says what it does (``spark-mlt paper --help`` prints it).
+
+    Example::
+
+        PaperOptions(methods=("mlt", "hashing"), epochs={"mlt": 2}, limit=100_000)
     """
 
-    methods: tuple[str, ...] = tuple(METHODS)
-    epochs: Mapping[str, int] = field(default_factory=dict)
-    seed: int = 42
-    test_fraction: float = 0.2
-    label_threshold: float = 4.0
-    limit: int | None = None
+    methods: tuple[str, ...] = field(
+        default=tuple(METHODS),
+        metadata={"help": "the representations to train and report, in this order (a b, or a,b)"},
+    )
+    epochs: Mapping[str, int] = field(
+        default_factory=dict,
+        metadata={
+            "help": "epochs of a method, method=count, overriding the paper's (default: "
+            + " ".join(f"{method}={count}" for method, count in DEFAULT_EPOCHS.items())
+            + ")"
+        },
+    )
+    seed: int = field(default=42, metadata={"help": "seed of the train/test split and of the models' initial weights"})
+    test_fraction: float = field(default=0.2, metadata={"help": "the share of rows held out for testing, in (0, 1)"})
+    label_threshold: float = field(
+        default=4.0,
+        metadata={
+            "help": "label = rating >= this (4: the paper's code), whatever rule the table records; also the "
+            "rule of a release folder tokenised first"
+        },
+    )
+    limit: int | None = field(
+        default=None, metadata={"help": "read at most this many rows of the table (for smoke runs; default: all)"}
+    )
 
     def __post_init__(self) -> None:
         for method in self.methods:
