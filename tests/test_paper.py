@@ -21,7 +21,7 @@ from spark_mlt.column import mlt_encode
 from spark_mlt.errors import MLTError, OptionError
 from spark_mlt.paper import METHODS, PaperOptions
 from spark_mlt.paper import models as paper_models
-from spark_mlt.paper.data import LABEL_RULE_PROPERTY, load_ratings, split
+from spark_mlt.paper.data import LABEL_RULE_PROPERTY, Ratings, load_ratings, split
 from spark_mlt.paper.hashing import hashed_features
 from spark_mlt.paper.methods import scores
 from spark_mlt.storage import read_snapshot, write_delta
@@ -145,11 +145,24 @@ def test_a_table_that_records_no_label_rule_is_reported_as_unknown(spark: SparkS
 
 
 def test_the_split_is_seeded_and_disjoint(tokenised: str) -> None:
+    """Train and test together hold every row of the table once; the seed fixes the split."""
     ratings = load_ratings(tokenised)
     train, test = split(ratings, seed=42)
     again, _ = split(ratings, seed=42)
+    other, _ = split(ratings, seed=7)
     assert (len(train), len(test)) == (4800, 1200)
+
+    def rows(*parts: Ratings) -> list[tuple[int, ...]]:
+        return sorted(
+            (int(u), int(m), int(y), *map(int, t))
+            for part in parts
+            for u, m, y, t in zip(part.users, part.movies, part.labels, part.tokens, strict=True)
+        )
+
+    assert rows(train, test) == rows(ratings)
     np.testing.assert_array_equal(train.users, again.users)
+    np.testing.assert_array_equal(train.movies, again.movies)
+    assert rows(other) != rows(train)
 
 
 @pytest.mark.slow
@@ -162,7 +175,7 @@ def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> 
     rows = {row["key"]: row for row in report["methods"]}
     assert list(rows) == list(METHODS)
     assert report["meta"]["label_rule"] == report["meta"]["table_label_rule"] == "rating >= 4"
-    assert 0.5 <= report["meta"]["majority_rate"] <= 1
+    assert (report["meta"]["rows"], report["meta"]["train_rows"], report["meta"]["test_rows"]) == (6000, 4800, 1200)
     assert rows["mlt"]["dims"] == 14
     assert rows["mlt_autoencoder"]["encoder_params"] == 79_758
     assert 0 <= rows["mlt_autoencoder"]["exact_recovery"] <= 1
@@ -170,7 +183,9 @@ def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> 
     assert rows["mlt_pairs"]["encoder_params"] == 14 * 47 * 8 + 12 * 47**2 * 8  # 6 neighbour pairs per id
     assert rows["hashing"]["dims"] == 512
     for row in rows.values():
-        assert 0 <= row["accuracy"] <= 1
+        assert 0 < row["accuracy"] <= 1
+        assert 0 <= row["roc_auc"] <= 1  # not NaN: the test split holds both labels
+        assert row["log_loss"] > 0
         assert row["seconds_per_epoch"] > 0
         assert row["us_per_sample"] > 0
     assert "| MLT tokens as categories |" in (tmp_path / "report.md").read_text()
