@@ -95,6 +95,13 @@ def test_every_options_field_is_a_flag_of_its_name_with_the_fields_choices(comma
     assert {"input"} <= set(actions)  # every job reads its input from input
 
 
+@pytest.mark.parametrize("command", sorted(JOBS))
+def test_every_flag_of_a_job_says_what_it_does(command: str) -> None:
+    """``spark-mlt <job> --help`` describes each flag: every options field has its help."""
+    for field in dataclasses.fields(JOBS[command].options):
+        assert str(field.metadata.get("help", "")).strip(), f"{command}: {field.name} has no help"
+
+
 def test_flags_parse_to_the_fields_types() -> None:
     parse = build_parser().parse_args
     args = parse(["tokenize", "--data-page-version", "1", "--partition-by", "a,b", "c", "--read-options", "sep=;"])

@@ -19,6 +19,7 @@ from spark_mlt import (
     MLTCodec,
     MLTError,
     MLTTypeError,
+    errors,
 )
 from spark_mlt.codec import MAX_ID
 
@@ -88,12 +89,16 @@ def test_matrix_times_inverse_is_the_identity_mod_p(p: int, n: int, seed: int) -
     assert (product == np.eye(n, dtype=np.int64).astype(object)).all()
 
 
-def test_neighbouring_ids_get_different_tokens_in_every_position_often() -> None:
+def test_neighbouring_ids_differ_in_most_token_positions() -> None:
+    """id -> id + 1 adds M's last row to the tokens (mod p) unless the last base-p digit wraps,
+    so neighbours differ wherever that row is non-zero: 5 of 6 positions here, not all."""
     codec = MLTCodec.from_seed(13, 6, seed=42)
     tokens = codec.encode(np.arange(1000))
+    steps = (tokens[1:] - tokens[:-1]) % 13
+    no_wrap = np.arange(999) % 13 != 12
+    assert (steps[no_wrap] == codec.M[-1]).all()
     changed = (tokens[1:] != tokens[:-1]).sum(axis=1)
-    assert changed.min() >= 1
-    assert changed.mean() > 3
+    assert changed.mean() > codec.n / 2
 
 
 def test_encode_and_decode_accept_every_integer_dtype_and_empty_input() -> None:
@@ -290,9 +295,11 @@ def test_masked_modes_flag_bad_rows_instead_of_raising() -> None:
 
 
 def test_every_error_is_an_mlt_error_and_a_value_error() -> None:
-    for cls in (CodecFormatError, CodecParameterError, InvalidIdError, InvalidTokenError, MLTTypeError):
-        assert issubclass(cls, MLTError)
-        assert issubclass(cls, ValueError)
+    classes = [getattr(errors, name) for name in errors.__all__]
+    assert len(classes) == 16  # spark_mlt.errors' hierarchy; update with it
+    for cls in classes:
+        assert issubclass(cls, MLTError), cls
+        assert issubclass(cls, ValueError), cls
 
 
 # ---------------------------------------------------------------- serialisation

@@ -211,15 +211,6 @@ def test_the_shipped_example_configs_run(spark: SparkSession, tmp_path: Path) ->
     assert set(read_codecs(str(tmp_path / "orders_mlt"))) == {"customer_id", "product_id"}
 
 
-def test_an_unknown_config_key_is_refused_by_name(
-    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    config = tmp_path / "job.yaml"
-    config.write_text("input: x\noutput: y\ndata_page_verison: 1\n")
-    assert main(["movielens", "--config", str(config)]) == 1
-    assert "unknown option(s) ['data_page_verison']" in capsys.readouterr().err
-
-
 def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

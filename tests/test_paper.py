@@ -13,8 +13,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 from pyspark.sql import SparkSession
-from sklearn.feature_extraction import FeatureHasher
-from sklearn.metrics import log_loss, roc_auc_score
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import MovieLensOptions, generate_synthetic, tokenize_movielens
@@ -23,7 +21,7 @@ from spark_mlt.column import mlt_encode
 from spark_mlt.errors import MLTError, OptionError
 from spark_mlt.paper import METHODS, PaperOptions
 from spark_mlt.paper import models as paper_models
-from spark_mlt.paper.data import LABEL_RULE_PROPERTY, load_ratings, split
+from spark_mlt.paper.data import LABEL_RULE_PROPERTY, Ratings, load_ratings, split
 from spark_mlt.paper.hashing import hashed_features
 from spark_mlt.paper.methods import scores
 from spark_mlt.storage import read_snapshot, write_delta
@@ -59,32 +57,53 @@ def test_the_sparse_first_layer_is_dense_on_the_one_hot_vector() -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
-def test_hashing_matches_scikit_learns_feature_hasher() -> None:
-    ids = np.arange(0, 3000, 7, dtype=np.int64)
-    index, sign = hashed_features("user_", ids, 512)
-    matrix = FeatureHasher(n_features=512, input_type="string").transform([[f"user_{i}"] for i in ids]).toarray()
-    expected_index = np.abs(matrix).argmax(axis=1)
-    np.testing.assert_array_equal(index, expected_index)
-    np.testing.assert_array_equal(sign, matrix[np.arange(len(ids)), expected_index])
+def test_a_hashed_feature_is_murmurhash3_of_the_prefixed_id() -> None:
+    """Index |h| mod 512 and sign of h, h the signed MurmurHash3 of ``<prefix><id>``; ids in
+    any order and repeated get their own feature."""
+    from sklearn.utils import murmurhash3_32
+
+    ids = np.array([5, 3, 5, *range(0, 3000, 7), 138_493], dtype=np.int64)
+    for prefix in ("user_", "movie_"):
+        index, sign = hashed_features(prefix, ids, 512)
+        hashes = np.array([murmurhash3_32(f"{prefix}{i}", positive=False) for i in ids.tolist()])
+        np.testing.assert_array_equal(index, np.abs(hashes) % 512)
+        np.testing.assert_array_equal(sign, np.where(hashes >= 0, 1.0, -1.0))
+        assert (index.dtype, sign.dtype) == (np.int32, np.float32)
 
 
-def test_scores_match_scikit_learn_with_ties() -> None:
-    rng = np.random.default_rng(3)
-    labels = rng.integers(0, 2, 500).astype(np.uint8)
-    probabilities = np.round(rng.random(500), 1)  # many ties
-    accuracy, auc, loss = scores(labels, probabilities)
-    assert accuracy == pytest.approx(np.mean((probabilities >= 0.5) == labels))
-    assert auc == pytest.approx(roc_auc_score(labels, probabilities))
-    assert loss == pytest.approx(log_loss(labels, np.clip(probabilities, 1e-7, 1 - 1e-7)), rel=1e-6)
+def test_the_hashing_baseline_keeps_its_features() -> None:
+    """Pins the features the hand-written MurmurHash3 gave before scikit-learn computed them
+    (identical for every id below 300,000): a change here changes the paper's baseline."""
+    index, sign = hashed_features("user_", np.array([1, 2, 3, 138_493]), 512)
+    assert (index.tolist(), sign.tolist()) == ([315, 212, 121, 500], [-1.0, 1.0, 1.0, 1.0])
+    index, sign = hashed_features("movie_", np.array([1, 2, 3, 131_262]), 512)
+    assert (index.tolist(), sign.tolist()) == ([21, 368, 245, 235], [1.0, 1.0, -1.0, -1.0])
+    index, sign = hashed_features("user_", np.array([], dtype=np.int64), 512)
+    assert (index.shape, sign.shape) == ((0,), (0,))
+
+
+def test_scores_are_accuracy_at_one_half_auc_and_clipped_log_loss() -> None:
+    labels = np.array([1, 0, 1, 0], dtype=np.uint8)
+    accuracy, auc, loss = scores(labels, np.array([0.5, 0.49, 0.9, 0.2]))
+    assert (accuracy, auc) == (1.0, 1.0)  # 0.5 counts as positive; a perfect ranking
+    assert loss == pytest.approx(-np.mean(np.log([0.5, 0.51, 0.9, 0.8])))
+    assert scores(labels, np.array([0.1, 0.9, 0.2, 0.8]))[:2] == (0.0, 0.0)
+    assert scores(labels, np.full(4, 0.3))[1] == 0.5  # ties share their rank
+    _, auc, loss = scores(np.array([1, 1], dtype=np.uint8), np.array([0.0, 1.0]))
+    assert np.isnan(auc)  # one class: AUC undefined, no error
+    assert loss == pytest.approx(-np.log(1e-7) / 2)  # a sure miss is clipped to 1e-7, not infinite
 
 
 def test_paper_options_name_the_field_at_fault() -> None:
-    with pytest.raises(OptionError, match=r"methods must be one of .*got 'pca'"):
+    with pytest.raises(OptionError, match=r"methods must be one of .*got 'pca'") as caught:
         PaperOptions(methods=("pca",))
-    with pytest.raises(MLTError, match=r"epochs: mlt must train for a whole number of epochs >= 1, got 0"):
+    assert caught.value.parameter == "methods"
+    with pytest.raises(MLTError, match=r"epochs: mlt must train for a whole number of epochs >= 1, got 0") as caught:
         PaperOptions(epochs={"mlt": 0})
-    with pytest.raises(MLTError, match=r"test_fraction must be in \(0, 1\)"):
+    assert caught.value.parameter == "epochs"
+    with pytest.raises(MLTError, match=r"test_fraction must be in \(0, 1\)") as caught:
         PaperOptions(test_fraction=1.0)
+    assert caught.value.parameter == "test_fraction"
 
 
 @pytest.fixture(scope="module")
@@ -126,11 +145,24 @@ def test_a_table_that_records_no_label_rule_is_reported_as_unknown(spark: SparkS
 
 
 def test_the_split_is_seeded_and_disjoint(tokenised: str) -> None:
+    """Train and test together hold every row of the table once; the seed fixes the split."""
     ratings = load_ratings(tokenised)
     train, test = split(ratings, seed=42)
     again, _ = split(ratings, seed=42)
+    other, _ = split(ratings, seed=7)
     assert (len(train), len(test)) == (4800, 1200)
+
+    def rows(*parts: Ratings) -> list[tuple[int, ...]]:
+        return sorted(
+            (int(u), int(m), int(y), *map(int, t))
+            for part in parts
+            for u, m, y, t in zip(part.users, part.movies, part.labels, part.tokens, strict=True)
+        )
+
+    assert rows(train, test) == rows(ratings)
     np.testing.assert_array_equal(train.users, again.users)
+    np.testing.assert_array_equal(train.movies, again.movies)
+    assert rows(other) != rows(train)
 
 
 @pytest.mark.slow
@@ -143,7 +175,7 @@ def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> 
     rows = {row["key"]: row for row in report["methods"]}
     assert list(rows) == list(METHODS)
     assert report["meta"]["label_rule"] == report["meta"]["table_label_rule"] == "rating >= 4"
-    assert 0.5 <= report["meta"]["majority_rate"] <= 1
+    assert (report["meta"]["rows"], report["meta"]["train_rows"], report["meta"]["test_rows"]) == (6000, 4800, 1200)
     assert rows["mlt"]["dims"] == 14
     assert rows["mlt_autoencoder"]["encoder_params"] == 79_758
     assert 0 <= rows["mlt_autoencoder"]["exact_recovery"] <= 1
@@ -151,7 +183,9 @@ def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> 
     assert rows["mlt_pairs"]["encoder_params"] == 14 * 47 * 8 + 12 * 47**2 * 8  # 6 neighbour pairs per id
     assert rows["hashing"]["dims"] == 512
     for row in rows.values():
-        assert 0 <= row["accuracy"] <= 1
+        assert 0 < row["accuracy"] <= 1
+        assert 0 <= row["roc_auc"] <= 1  # not NaN: the test split holds both labels
+        assert row["log_loss"] > 0
         assert row["seconds_per_epoch"] > 0
         assert row["us_per_sample"] > 0
     assert "| MLT tokens as categories |" in (tmp_path / "report.md").read_text()

@@ -21,7 +21,6 @@ import pytest
 from deltalake import DeltaTable
 from hypothesis import given
 from hypothesis import strategies as st
-from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
@@ -157,12 +156,6 @@ def test_the_cli_reports_an_already_committed_run_and_exits_0(
     assert DeltaTable(str(tmp_path / "out")).to_pyarrow_table().num_rows == 50
 
 
-def test_an_empty_run_id_is_refused(spark: SparkSession, tmp_path: Path) -> None:
-    df = spark.range(3).withColumnRenamed("id", "userId").withColumn("userId_mlt", mlt_encode("userId", CODEC))
-    with pytest.raises(MLTError, match="run_id must be a non-empty string"):
-        write_delta(df, str(tmp_path / "t"), {"userId": CODEC}, run_id=" ")
-
-
 def _encodings(path: Path) -> dict[str, tuple[str, ...]]:
     files = list(DeltaTable(str(path)).file_uris())
     columns = pq.read_metadata(files[0]).row_group(0)
@@ -187,10 +180,10 @@ def test_token_columns_are_written_without_dictionary_in_v2_pages(spark: SparkSe
 
 
 @pytest.mark.parametrize("version", [0, 3, True, "2", None])
-def test_a_data_page_version_other_than_1_or_2_is_refused(spark: SparkSession, version: object) -> None:
-    df = spark.range(1).select(F.col("id").alias("userId_mlt"))
+def test_a_data_page_version_other_than_1_or_2_is_refused(version: object) -> None:
+    """Checked before the DataFrame is looked at: no Spark needed."""
     with pytest.raises(MLTError, match=rf"^data_page_version must be 1 or 2; got {version!r}"):
-        token_write_options(df, ["userId_mlt"], data_page_version=version)  # type: ignore[arg-type]
+        token_write_options(None, ["userId_mlt"], data_page_version=version)  # type: ignore[arg-type]
 
 
 def test_v2_pages_of_every_column_type_read_back_the_same_in_spark_and_delta_rs(
@@ -271,19 +264,6 @@ def test_bad_ids_are_quarantined_with_reasons_and_none_lost(spark: SparkSession,
     assert all(f"is not a whole number in [0, {CODEC.capacity})" in reason for reason in rejected["mlt_reason"])
 
 
-def test_decimal_ids_with_a_scale_are_whole_numbers_or_invalid(spark: SparkSession) -> None:
-    df = spark.createDataFrame([(Decimal("12.00"),), (Decimal("12.50"),)], "id decimal(10,2)")
-    out = df.select(mlt_encode("id", CODEC, handle_invalid="null").alias("t")).collect()
-    assert out[0]["t"] == CODEC.encode([12])[0].tolist()
-    assert out[1]["t"] is None
-
-
-def test_a_string_column_cannot_be_encoded_directly(spark: SparkSession) -> None:
-    df = spark.createDataFrame([("SKU-1",)], "id string")
-    with pytest.raises(AnalysisException, match="id"):
-        df.select(mlt_encode("id", CODEC)).collect()
-
-
 def test_decoding_a_table_without_codec_properties_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     path = str(tmp_path / "plain")
     write_delta(spark.range(3).withColumn("id_mlt", F.array(F.lit(1))), path, {})
@@ -342,7 +322,7 @@ def test_skewed_keys_round_trip(spark: SparkSession, engine: str) -> None:
     back = tokens.select("id", mlt_decode("t", CODEC, engine=engine).alias("back"))
     stats = back.agg(
         F.count("*").alias("rows"),
-        F.sum((F.col("id") != F.col("back")).cast("int")).alias("mismatches"),
+        F.sum((~F.col("id").eqNullSafe(F.col("back"))).cast("int")).alias("mismatches"),  # a null counts
         F.sum((F.col("id") == 424_242).cast("int")).alias("hot"),
     ).first()
     assert stats is not None

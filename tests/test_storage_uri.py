@@ -1,5 +1,5 @@
 """Storage on URIs and the storage package's helpers: tables at ``file://`` URIs, vocabulary
-properties under their old and new names, snapshots, and one ``DeltaTable`` handle per write."""
+properties under their one name, snapshots, and one ``DeltaTable`` handle per write."""
 
 from __future__ import annotations
 

@@ -5,8 +5,9 @@ and the codecs from its properties), splits it 80/20 at random with a fixed seed
 paper's shared head (Dense 64 relu, Dense 32 relu, Dense 1 sigmoid; Adam; binary
 cross-entropy; threshold 0.5) on each representation, and writes ``report.json``,
 ``report.md`` and ``report.png`` into ``output``. Training runs on one machine (the driver),
-in Keras 3 on JAX's CPU backend: the optional extra ``spark-mlt[paper]``. The Spark ML stages
-(:mod:`spark_mlt.ml`) remain the way to produce the same features on a cluster.
+in Keras 3 on JAX's CPU backend, with scikit-learn's hashing trick and metrics: the optional
+extra ``spark-mlt[paper]``. The Spark ML stages (:mod:`spark_mlt.ml`) remain the way to
+produce the same features on a cluster.
 
 Example::
 
@@ -38,21 +39,37 @@ __all__ = ["DEFAULT_EPOCHS", "METHODS", "PaperOptions", "PaperReport", "reproduc
 class PaperOptions:
     """How :func:`reproduce` runs.
 
-    Attributes:
-        methods: which representations to train (default: all, in the report's order).
-        epochs: epochs per method, overriding :data:`DEFAULT_EPOCHS` (the paper's).
-        seed: the split's and the models' seed.
-        test_fraction: the share of rows held out for testing.
-        label_threshold: a rating at or above it is positive (the paper's code: 4).
-        limit: read at most this many rows of the table (for smoke runs).
+    Each field's ``metadata["help"]`` says what it does (``spark-mlt paper --help`` prints it).
+
+    Example::
+
+        PaperOptions(methods=("mlt", "hashing"), epochs={"mlt": 2}, limit=100_000)
     """
 
-    methods: tuple[str, ...] = tuple(METHODS)
-    epochs: Mapping[str, int] = field(default_factory=dict)
-    seed: int = 42
-    test_fraction: float = 0.2
-    label_threshold: float = 4.0
-    limit: int | None = None
+    methods: tuple[str, ...] = field(
+        default=tuple(METHODS),
+        metadata={"help": "the representations to train and report, in this order (a b, or a,b)"},
+    )
+    epochs: Mapping[str, int] = field(
+        default_factory=dict,
+        metadata={
+            "help": "epochs of a method, method=count, overriding the paper's (default: "
+            + " ".join(f"{method}={count}" for method, count in DEFAULT_EPOCHS.items())
+            + ")"
+        },
+    )
+    seed: int = field(default=42, metadata={"help": "seed of the train/test split and of the models' initial weights"})
+    test_fraction: float = field(default=0.2, metadata={"help": "the share of rows held out for testing, in (0, 1)"})
+    label_threshold: float = field(
+        default=4.0,
+        metadata={
+            "help": "label = rating >= this (4: the paper's code), whatever rule the table records; also the "
+            "rule of a release folder tokenised first"
+        },
+    )
+    limit: int | None = field(
+        default=None, metadata={"help": "read at most this many rows of the table (for smoke runs; default: all)"}
+    )
 
     def __post_init__(self) -> None:
         for method in self.methods:
@@ -101,7 +118,7 @@ def reproduce(
     report into the folder ``output``.
 
     Raises:
-        MissingExtraError: Keras 3 / JAX are not installed (``pip install 'spark-mlt[paper]'``).
+        MissingExtraError: Keras 3, JAX or scikit-learn is not installed (``pip install 'spark-mlt[paper]'``).
         MissingTableError, MissingCodecError, SourceError: ``table`` is not a tokenised
             MovieLens table.
     """

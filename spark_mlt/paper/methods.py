@@ -179,21 +179,20 @@ METHODS: dict[str, tuple[str, Callable[[Ratings, Ratings], Prepared]]] = {
 
 
 def scores(labels: npt.NDArray[np.uint8], probabilities: npt.NDArray[np.float64]) -> tuple[float, float, float]:
-    """Accuracy at 0.5, ROC AUC (ties share their average rank) and log loss."""
-    y = labels.astype(np.float64)
-    accuracy = float(np.mean((probabilities >= 0.5) == (y == 1)))
-    _, inverse, counts = np.unique(probabilities, return_inverse=True, return_counts=True)
-    average_rank = np.cumsum(counts) - (counts - 1) / 2.0  # 1-based ranks, ties averaged
-    ranks = average_rank[inverse]
-    positives = y.sum()
-    negatives = len(y) - positives
-    auc = (
-        float((ranks[y == 1].sum() - positives * (positives + 1) / 2) / (positives * negatives))
-        if positives and negatives
-        else float("nan")
-    )
-    clipped = np.clip(probabilities, 1e-7, 1 - 1e-7)
-    loss = float(-np.mean(y * np.log(clipped) + (1 - y) * np.log(1 - clipped)))
+    """Accuracy at 0.5, ROC AUC (scikit-learn's; NaN unless both classes occur) and log loss
+    (scikit-learn's, on probabilities clipped to [1e-7, 1 - 1e-7] as Keras clips them).
+
+    Example::
+
+        >>> [round(x, 4) for x in scores(np.array([0, 1, 1], dtype=np.uint8), np.array([0.2, 0.4, 0.9]))]
+        [0.6667, 1.0, 0.4149]
+    """
+    from sklearn.metrics import log_loss, roc_auc_score
+
+    accuracy = float(np.mean((probabilities >= 0.5) == (labels == 1)))
+    # one class only: older scikit-learn raises, newer warns and returns NaN; NaN without either
+    auc = float(roc_auc_score(labels, probabilities)) if len(np.unique(labels)) == 2 else float("nan")
+    loss = float(log_loss(labels, np.clip(probabilities, 1e-7, 1 - 1e-7), labels=[0, 1]))
     return accuracy, auc, loss
 
 

@@ -15,6 +15,7 @@ Keras is imported on first use (:func:`keras_module`): it is the optional ``pape
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from typing import Any
 
@@ -39,8 +40,9 @@ CATEGORY_WIDTH = 8  # MLT tokens as categories: a learned 8-wide vector per (pos
 
 
 def keras_module() -> Any:
-    """Keras 3, on the JAX backend unless ``KERAS_BACKEND`` names another; or an error that
-    says what to install."""
+    """Keras 3, on the JAX backend unless ``KERAS_BACKEND`` names another; or, when the
+    ``paper`` extra (Keras, JAX, scikit-learn) is not installed, an error that says what to
+    install. Callers use it first, to fail before any work."""
     os.environ.setdefault("KERAS_BACKEND", "jax")
     try:
         import keras
@@ -48,6 +50,8 @@ def keras_module() -> Any:
         raise MissingExtraError(
             f"the paper's models need Keras 3 and JAX: pip install 'spark-mlt[paper]' ({exc})"
         ) from None
+    if importlib.util.find_spec("sklearn") is None:  # imported where used: hashing.py, methods.scores
+        raise MissingExtraError("the paper's hashing and metrics need scikit-learn: pip install 'spark-mlt[paper]'")
     return keras
 
 
