@@ -25,7 +25,7 @@ from spark_mlt.batch import (
     unpack_token_columns,
 )
 from spark_mlt.batch.cli import _names, main
-from spark_mlt.storage import MissingCodecError, read_codecs, read_delta, write_delta
+from spark_mlt.storage import read_codecs, read_delta
 from tests.support.delta_opens import count_delta_opens
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -241,13 +241,6 @@ def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     assert "column(s) ['nope'] not in the input" in capsys.readouterr().err
     assert main(["decode"]) == 1
     assert "missing required option(s) --input" in capsys.readouterr().err
-
-
-def test_decode_refuses_a_table_without_codecs(spark: SparkSession, tmp_path: Path) -> None:
-    path = str(tmp_path / "plain")
-    write_delta(spark.range(3), path, {})
-    with pytest.raises(MissingCodecError, match=r"stores no codec"):
-        decode_table(spark, path, VERIFY)
 
 
 def test_codec_sizing_from_data_matches_the_paper_rule(spark: SparkSession, tmp_path: Path) -> None:
