@@ -16,7 +16,7 @@ the decode-vs-encode check uses those Parquet-source figures.
 
 Each line also prints the seconds Spark takes to analyse, optimise and plan a fresh copy of
 the query and the number of expression nodes in its optimized plan, and the compositions
-``mlt_decode(mlt_encode(id))`` are timed for every form: in one expression the decoder binds
+``mlt_decode(mlt_encode(id))`` are timed for every layout: in one expression the decoder binds
 the encoder's output through a lambda (see the README's "Composing them").
 
 Run: ``make bench-functions`` (``BENCH_LINE=3.5.0`` for an older PySpark line) or
@@ -91,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         for output in ("array", "packed", "struct", "vector"):
             run(f"mlt_encode {engine} {output}", ids.select(mlt_encode("id", codec, layout=output, engine=engine)))
     for engine in ("native", "udf"):
-        for form in ("array", "packed", "struct"):
-            tokens = mlt_encode("id", codec, layout=form, engine=engine)
-            composed = mlt_decode(tokens, codec, layout=form, engine=engine)
-            run(f"decode(encode) {engine} {form}", ids.select(composed))
+        for layout in ("array", "packed", "struct"):
+            tokens = mlt_encode("id", codec, layout=layout, engine=engine)
+            composed = mlt_decode(tokens, codec, layout=layout, engine=engine)
+            run(f"decode(encode) {engine} {layout}", ids.select(composed))
     # Cached only now: Spark's cache manager would serve an identical encode plan from it.
     tokens = ids.select(mlt_encode("id", codec, engine="native").alias("t")).cache()
     tokens.count()

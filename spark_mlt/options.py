@@ -10,7 +10,8 @@ Token layouts: ``array`` (array<int> of n tokens), ``struct`` (fields t0..t{n-1}
 (a dense ML vector of token / (p - 1)), ``packed`` (one bigint, token j in bits
 ``[j*b, (j+1)*b)``). ``auto`` is accepted where the layout can be read from a schema (the
 decoder stage, the decode job) or chosen for storage (the jobs: an existing table's layout,
-else packed when the tokens fit in 64 bits).
+else packed when the tokens fit in 64 bits). The layout values, their subsets and their Spark
+types live in :mod:`spark_mlt.column.layouts`, beside the code that reads and writes them.
 
 Invalid ids (negative, at or above the codec's capacity, fractional decimals) and invalid token
 vectors: ``error`` fails the query naming the value; ``null`` keeps the row with a null result;
@@ -36,19 +37,15 @@ from spark_mlt.errors import OptionError
 __all__ = [
     "ENGINES",
     "HANDLE_INVALID",
-    "LAYOUTS",
     "TOKEN_SUFFIX",
     "Engine",
     "HandleInvalid",
-    "Layout",
     "check_choice",
 ]
 
-Layout = Literal["array", "struct", "vector", "packed"]
 HandleInvalid = Literal["error", "null", "skip", "quarantine"]
 Engine = Literal["auto", "native", "udf"]
 
-LAYOUTS: tuple[Layout, ...] = ("array", "struct", "vector", "packed")
 HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip", "quarantine")
 ENGINES: tuple[Engine, ...] = ("auto", "native", "udf")
 

@@ -27,17 +27,17 @@ pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make te
 CODECS = [(13, 6), (7, 7), (2, 40), (3, 30), (251, 8), (65521, 12), (2_147_483_647, 3)]
 
 
-def _forms(codec: MLTCodec) -> list[str]:
+def _layouts(codec: MLTCodec) -> list[str]:
     bits = codec.packed_bits
     return ["array", "struct"] + (["packed"] if bits is not None and bits * codec.n <= 64 else [])
 
 
-def _compositions(df: DataFrame, codec: MLTCodec, form: str, engine: str) -> dict[str, DataFrame]:
+def _compositions(df: DataFrame, codec: MLTCodec, layout: str, engine: str) -> dict[str, DataFrame]:
     def enc(col: str | object) -> object:
-        return mlt_encode(col, codec, layout=form, engine=engine)  # type: ignore[arg-type]
+        return mlt_encode(col, codec, layout=layout, engine=engine)  # type: ignore[arg-type]
 
     def dec(col: str | object) -> object:
-        return mlt_decode(col, codec, layout=form, engine=engine)  # type: ignore[arg-type]
+        return mlt_decode(col, codec, layout=layout, engine=engine)  # type: ignore[arg-type]
 
     return {
         "decode(encode)": df.select("id", dec(enc("id")).alias("back")),  # type: ignore[arg-type]
@@ -63,13 +63,13 @@ def test_every_composition_round_trips_with_a_plan_linear_in_n(
     codec = MLTCodec.from_seed(p, n)
     ids = [0, 1, codec.max_id, None, 12345 % (codec.max_id + 1)]
     df = spark.createDataFrame([(i,) for i in ids], "id bigint")
-    for form in _forms(codec):
-        for label, composed in _compositions(df, codec, form, engine).items():
+    for layout in _layouts(codec):
+        for label, composed in _compositions(df, codec, layout, engine).items():
             nodes = expression_nodes(composed)
             functions = max(2, label.count("code"))  # the plan is the sum of its parts, each linear in n
-            assert nodes <= functions * (200 * n + 1500), f"{form} {label}: {nodes} expression nodes"
+            assert nodes <= functions * (200 * n + 1500), f"{layout} {label}: {nodes} expression nodes"
             if functions == 2:
-                assert {(r.id, r.back) for r in composed.collect()} == {(i, i) for i in ids}, (form, label)
+                assert {(r.id, r.back) for r in composed.collect()} == {(i, i) for i in ids}, (layout, label)
 
 
 def test_sql_functions_compose(spark: SparkSession) -> None:
@@ -123,13 +123,14 @@ WORST_CODECS = textwrap.dedent(
         codec = MLTCodec.from_seed(p, n)
         df = spark.createDataFrame([(0,), (codec.max_id,), (None,)], "id bigint")
         bits = codec.packed_bits
-        for form in ["array"] + (["packed"] if bits and bits * n <= 64 else []):  # struct plans as array
+        for layout in ["array"] + (["packed"] if bits and bits * n <= 64 else []):  # struct plans as array
             start = time.perf_counter()
-            composed = df.select("id", mlt_decode(mlt_encode("id", codec, layout=form), codec, layout=form).alias("b"))
+            tokens = mlt_encode("id", codec, layout=layout)
+            composed = df.select("id", mlt_decode(tokens, codec, layout=layout).alias("b"))
             composed._jdf.queryExecution().executedPlan()
             planned = time.perf_counter() - start
-            assert all(r.id == r.b for r in composed.collect()), (p, n, form)
-            worst[f"{p},{n},{form}"] = round(planned, 2)
+            assert all(r.id == r.b for r in composed.collect()), (p, n, layout)
+            worst[f"{p},{n},{layout}"] = round(planned, 2)
     print("RESULT " + json.dumps(worst))
     """
 )
@@ -143,4 +144,4 @@ def test_the_worst_codec_of_each_family_composes_on_a_1_gib_driver() -> None:
     assert completed.returncode == 0, completed.stderr[-3000:]
     result = json.loads(next(line for line in completed.stdout.splitlines() if line.startswith("RESULT "))[7:])
     assert len(result) == 7
-    print(result)  # planning seconds per codec and form, for the log (timed in benchmarks, not here)
+    print(result)  # planning seconds per codec and layout, for the log (timed in benchmarks, not here)

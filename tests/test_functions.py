@@ -3,18 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import pytest
 from pyspark.errors import AnalysisException
+from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructField, StructType
 from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt import CodecParameterError, MLTCodec, MLTTypeError, OptionError
 from spark_mlt.codec import MAX_ID
-from spark_mlt.column import mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
-from spark_mlt.column.expressions import ColumnBackend
+from spark_mlt.column import layout_of, mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
+from spark_mlt.column.targets import ColumnTarget
 from tests.support.spark_lines import HAS_ARROW_UDFS, HAS_SQL_FUNCTIONS, QUERY_ERRORS
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -57,26 +60,39 @@ def test_encode_matches_the_numpy_codec_and_decode_inverts_it(
     assert [r.back for r in rows] == ids
 
 
+def _tokens_of(value: Any, layout: str, codec: MLTCodec) -> list[int] | None:
+    """The tokens a value of ``layout`` holds: a vector's values are token / (p - 1)."""
+    if value is None:
+        return None
+    if layout == "packed":
+        return [int(t) for t in codec.unpack([value])[0]]
+    if layout == "vector":
+        scaled = value.toArray() * (codec.p - 1)
+        np.testing.assert_allclose(scaled, np.rint(scaled), rtol=0, atol=1e-6)
+        return [int(t) for t in np.rint(scaled)]
+    return list(value)
+
+
+LAYOUT_CASES = [("array", 13, 6), ("struct", 13, 6), ("vector", 13, 6), ("vector", 2_147_483_647, 3), ("packed", 13, 6)]
+
+
 @pytest.mark.parametrize("engine", ENGINES)
-def test_struct_output_and_struct_decoding(spark: SparkSession, engine: str) -> None:
+@pytest.mark.parametrize(("layout", "p", "n"), LAYOUT_CASES)
+def test_every_layout_decodes_what_it_encodes(spark: SparkSession, engine: str, layout: str, p: int, n: int) -> None:
+    codec = MLTCodec.from_seed(p, n)
+    ids = [5, None, 0, codec.max_id]
+    df = spark.createDataFrame([(i,) for i in ids], "id bigint")
+    out = df.select("id", mlt_encode("id", codec, layout=layout, engine=engine).alias("t"))  # type: ignore[arg-type]
+    assert layout_of(out.schema["t"].dataType) == layout
+    rows = out.select("t", mlt_decode("t", codec, layout=layout, engine=engine).alias("back")).collect()  # type: ignore[arg-type]
+    assert [_tokens_of(r.t, layout, codec) for r in rows] == _expected(codec, ids)
+    assert [r.back for r in rows] == ids
+
+
+def test_struct_layout_has_one_int_field_per_token(spark: SparkSession) -> None:
     codec = MLTCodec.from_seed(13, 6)
-    df = spark.createDataFrame([(5,), (None,), (4_826_808,)], "id bigint")
-    out = df.select("id", mlt_encode("id", codec, layout="struct", engine=engine).alias("s"))
+    out = spark.range(1).select(mlt_encode("id", codec, layout="struct").alias("s"))
     assert out.schema["s"].dataType.simpleString() == "struct<t0:int,t1:int,t2:int,t3:int,t4:int,t5:int>"
-    rows = out.select("s", mlt_decode("s", codec, layout="struct", engine=engine).alias("back")).collect()
-    assert [None if r.s is None else list(r.s) for r in rows] == _expected(codec, [5, None, 4_826_808])
-    assert [r.back for r in rows] == [5, None, 4_826_808]
-
-
-@pytest.mark.parametrize("engine", ENGINES)
-def test_vector_output_is_tokens_over_p_minus_1(spark: SparkSession, engine: str) -> None:
-    codec = MLTCodec.from_seed(13, 6)
-    rows = spark.createDataFrame([(42,), (None,)], "id bigint").select(
-        mlt_encode("id", codec, layout="vector", engine=engine).alias("v")
-    )
-    vector, missing = (r.v for r in rows.collect())
-    np.testing.assert_allclose(vector.toArray(), codec.encode([42])[0] / 12)
-    assert missing is None
 
 
 def test_engines_are_bit_identical_on_many_ids(spark: SparkSession) -> None:
@@ -182,6 +198,9 @@ def test_an_invalid_token_vector_fails_the_query_naming_it(spark: SparkSession, 
 
 WRONG_SHAPES = [
     ("st", "array", r"array<int>", "STRUCT<t0: INT"),
+    ("vec", "array", r"array<int>", "STRUCT<type: TINYINT"),
+    ("arr", "vector", r"vector", "ARRAY<INT>"),
+    ("k", "vector", r"vector", "BIGINT"),
     ("k", "array", r"array<int>", "BIGINT"),
     ("s", "array", r"array<int>", "STRING"),
     ("doubles", "array", r"array<int>", "DOUBLE"),
@@ -195,21 +214,22 @@ WRONG_SHAPES = [
 
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("case", WRONG_SHAPES, ids=[f"{c}-as-{f}" for c, f, _, _ in WRONG_SHAPES])
-def test_decoding_the_wrong_shape_fails_at_analysis_naming_column_type_form_and_fix(
+def test_decoding_the_wrong_layout_fails_at_analysis_naming_column_type_layout_and_fix(
     spark: SparkSession, engine: str, case: tuple[str, str, str, str]
 ) -> None:
-    column, form, expected, found = case
+    column, layout, expected, found = case
     codec = MLTCodec.from_seed(13, 4)
     tokens = spark.createDataFrame([(1,)], "id bigint").select(
         mlt_encode("id", codec).alias("arr"),
         mlt_encode("id", codec, layout="struct").alias("st"),
         mlt_encode("id", codec, layout="packed").alias("k"),
+        mlt_encode("id", codec, layout="vector").alias("vec"),
         F.lit("x").alias("s"),
         F.array(F.lit(1.5)).alias("doubles"),
     )
-    pattern = rf"(?s)column '{column}' must hold {expected} tokens \(layout='{form}'.*pass the layout.*{found}"
+    pattern = rf"(?s)column '{column}' must hold {expected} tokens \(layout='{layout}'.*pass the layout.*{found}"
     with pytest.raises(AnalysisException, match=pattern):
-        tokens.select(mlt_decode(column, codec, layout=form, engine=engine))  # type: ignore[arg-type]
+        tokens.select(mlt_decode(column, codec, layout=layout, engine=engine))  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -287,8 +307,8 @@ def test_bad_options_are_refused_before_spark_sees_them() -> None:
         mlt_encode("id", codec, layout="list")  # type: ignore[arg-type]
     with pytest.raises(OptionError, match=r"engine must be one of 'auto', 'native', 'udf'; got 'jvm'"):
         mlt_decode("t", codec, engine="jvm")  # type: ignore[arg-type]
-    with pytest.raises(OptionError, match=r"layout must be one of 'array', 'struct', 'packed'; got 'vector'"):
-        mlt_decode("t", codec, layout="vector")
+    with pytest.raises(OptionError, match=r"layout must be one of 'array', 'struct'; got 'vector'"):
+        mlt_unpack("k", codec, layout="vector")
     with pytest.raises(OptionError, match=r"handle_invalid must be one of 'error', 'null'; got 'skip'"):
         mlt_encode("id", codec, handle_invalid="skip")  # type: ignore[arg-type]
     with pytest.raises(MLTTypeError, match=r"codec must be an MLTCodec, got dict"):
@@ -327,7 +347,7 @@ def test_packed_output_is_the_codecs_packing_and_decodes_back(
 
 def test_the_lookup_table_literal_keeps_every_bigint_in_order(spark: SparkSession) -> None:
     values = [0, 1, -1, 2**63 - 1, -(2**63), 123_456_789_012_345, *range(1000, 5000)]
-    row = spark.range(1).select(ColumnBackend().long_array(values).alias("table")).first()
+    row = spark.range(1).select(ColumnTarget().long_array(values).alias("table")).first()
     assert row is not None
     assert row.table == values
 
@@ -369,6 +389,27 @@ def test_invalid_packed_values_fail_naming_them_or_become_null(spark: SparkSessi
         one.select(mlt_decode("k", codec, layout="packed", engine=engine)).collect()
     with pytest.raises(QUERY_ERRORS, match=r"(?s)column 'k': packed tokens 16777216 are not 6 tokens"):
         one.select(mlt_unpack("k", codec)).collect()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_invalid_vectors_fail_naming_them_or_become_null(spark: SparkSession, ansi: str, engine: str) -> None:
+    codec = MLTCodec.from_seed(13, 4)
+    good = codec.encode([777])[0] / 12
+    bad = [
+        [1.5, *good[1:]],  # rounds to token 18 >= p
+        [-0.5, *good[1:]],  # a negative token
+        [float("nan"), *good[1:]],
+        [1e300, *good[1:]],  # far beyond any token: still no overflow
+        good[:-1],  # too short
+    ]
+    schema = StructType([StructField("v", VectorUDT())])
+    rows = [(Vectors.dense(good),), (Vectors.sparse(4, dict(enumerate(good))),), (None,)]
+    df = spark.createDataFrame(rows + [(Vectors.dense(v),) for v in bad], schema)
+    decoded = df.select(mlt_decode("v", codec, layout="vector", engine=engine, handle_invalid="null").alias("id"))
+    assert [r.id for r in decoded.collect()] == [777, 777, None] + [None] * len(bad)
+    one = spark.createDataFrame([(Vectors.dense(bad[0]),)], schema)
+    with pytest.raises(QUERY_ERRORS, match=r"(?s)column 'v'.*token.*18"):
+        one.select(mlt_decode("v", codec, layout="vector", engine=engine)).collect()
 
 
 def test_packed_layout_is_refused_when_tokens_need_more_than_64_bits() -> None:

@@ -1,6 +1,6 @@
 """The native engine's table encoder, evaluated on Python integers (no Spark).
 
-The expression builders are generic over a Backend; here a tiny backend evaluates them
+The expression builders are generic over an ExpressionTarget; here a tiny target evaluates them
 directly, so the lookup-table and lane-wise arithmetic can be checked on whole domains and
 at the 63-bit edge in milliseconds. The Spark tests (test_functions.py) run the same
 expressions in Spark.
@@ -17,12 +17,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_mlt import MLTCodec
-from spark_mlt.column.expressions import TABLE_ENTRIES, _encode_words, encode_tables
+from spark_mlt.codec.tables import TABLE_ENTRIES, encode_tables
+from spark_mlt.column.builders import _encode_words
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
 
-class IntBackend:
+class IntTarget:
     """Evaluates the operations the table encoder uses on Python ints, checking that every
     intermediate is a bigint (as Spark's ANSI mode would)."""
 
@@ -86,10 +87,10 @@ def _codec(p: int, n: int) -> MLTCodec:
 def _table_tokens(codec: MLTCodec, ids: Sequence[int]) -> list[list[int]]:
     """Each id's tokens from the table encoder."""
     assert encode_tables(codec) is not None
-    backend = IntBackend()
+    target = IntTarget()
     tokens = []
     for i in ids:
-        words, read = _encode_words(backend, i, codec)  # type: ignore[arg-type]
+        words, read = _encode_words(target, i, codec)  # type: ignore[arg-type]
         tokens.append([int(t) for t in read(words)])
     return tokens
 

@@ -14,9 +14,8 @@ from pyspark.sql import functions as F
 
 from spark_mlt.batch.options import DecodeOptions
 from spark_mlt.batch.report import JobReport, phase
-from spark_mlt.batch.tokenize import stored_layouts
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column import mlt_decode, mlt_unpack
+from spark_mlt.column import mlt_decode, mlt_unpack, token_layouts
 from spark_mlt.errors import MissingCodecError, MLTError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import (
@@ -38,7 +37,7 @@ def unpack_token_columns(df: DataFrame, codecs: Mapping[str, MLTCodec]) -> DataF
 
         ratings = unpack_token_columns(read_delta(spark, path), read_codecs(path))
     """
-    for column, layout in stored_layouts(df.schema, codecs).items():
+    for column, layout in token_layouts(df.schema, codecs).items():
         if layout == "packed":
             name = f"{column}{TOKEN_SUFFIX}"
             df = df.withColumn(name, mlt_unpack(name, codecs[column]))
@@ -125,7 +124,7 @@ def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None 
         table = read_snapshot_rows(spark, snapshot)
         _check_token_columns(input, snapshot.codecs, table)
         report.codecs = snapshot.codecs
-        report.layouts = dict(stored_layouts(table.schema, snapshot.codecs))
+        report.layouts = dict(token_layouts(table.schema, snapshot.codecs))
     vocabularies = vocabulary_paths(snapshot.properties)
     table, decoded = _decoded(spark, table, report, vocabularies, opts.engine)
     if opts.verify:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_mlt.batch.tokenize import stored_layouts
+from spark_mlt.column import token_layouts
 from spark_mlt.storage import read_snapshot
 
 __all__ = ["inspect_table"]
@@ -29,7 +29,7 @@ def inspect_table(path: str, *, history: int = 10) -> dict[str, Any]:
         inspect_table("out/ratings_mlt")["codecs"]["userId"]["layout"]  # 'packed'
     """
     snapshot = read_snapshot(path)
-    layouts = stored_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
+    layouts = token_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
     commits = [{key: entry.get(key) for key in HISTORY_KEYS} for entry in snapshot.history(history)]
     codecs = {
         column: {

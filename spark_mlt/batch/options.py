@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from spark_mlt.codec import DEFAULT_SEED
+from spark_mlt.column.layouts import STORAGE_LAYOUTS, StorageLayout
 from spark_mlt.errors import MLTError, MLTTypeError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, Engine, HandleInvalid, check_choice
 from spark_mlt.storage import WRITE_MODES, WriteMode, check_data_page_version, check_mode, check_run_id
@@ -29,20 +30,14 @@ from spark_mlt.storage import WRITE_MODES, WriteMode, check_data_page_version, c
 __all__ = [
     "DECODE_FORMATS",
     "INPUT_FORMATS",
-    "STORAGE_LAYOUTS",
     "WRITE_MODES",
     "DecodeOptions",
     "JobOptions",
     "MovieLensOptions",
-    "StorageLayout",
     "TokenizeOptions",
     "WriteMode",
 ]
 
-#: How the jobs store a token column: ``auto`` (an existing table's layout, else packed when
-#: the tokens fit in 64 bits), ``packed`` (one bigint) or ``array`` (array<int>).
-StorageLayout = Literal["auto", "packed", "array"]
-STORAGE_LAYOUTS: tuple[StorageLayout, ...] = ("auto", "packed", "array")
 #: How the tokenize job reads its input: a file format, or ``table`` (a catalog table's name).
 InputFormat = Literal["parquet", "csv", "json", "orc", "delta", "table"]
 INPUT_FORMATS: tuple[InputFormat, ...] = ("parquet", "csv", "json", "orc", "delta", "table")

@@ -19,14 +19,14 @@ from collections.abc import Mapping, Sequence
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
 
 from spark_mlt.batch.options import JobOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column import fit_codecs, layout_of, mlt_encode
+from spark_mlt.column import fit_codecs, mlt_encode
+from spark_mlt.column.layouts import STORAGE_LAYOUTS, Layout, StorageLayout, token_layouts
 from spark_mlt.errors import MLTError, SourceError
-from spark_mlt.options import HANDLE_INVALID, TOKEN_SUFFIX, Layout, check_choice
+from spark_mlt.options import HANDLE_INVALID, TOKEN_SUFFIX, check_choice
 from spark_mlt.storage import (
     TableSnapshot,
     WriteOptions,
@@ -41,7 +41,6 @@ from spark_mlt.storage import (
 __all__ = [
     "fit_job_codecs",
     "resolve_layouts",
-    "stored_layouts",
     "tokenize_dataframe",
     "tokenize_table",
     "write_tokens",
@@ -49,7 +48,7 @@ __all__ = [
 
 
 def resolve_layouts(
-    codecs: Mapping[str, MLTCodec], layout: str = "auto", existing: Mapping[str, Layout] | None = None
+    codecs: Mapping[str, MLTCodec], layout: StorageLayout = "auto", existing: Mapping[str, Layout] | None = None
 ) -> dict[str, Layout]:
     """The storage layout of each token column: ``"packed"`` (one bigint) or ``"array"``.
 
@@ -59,7 +58,7 @@ def resolve_layouts(
         MLTError: ``layout`` contradicts the existing table's layout of a column.
         CodecParameterError: ``"packed"`` for tokens that do not fit in 64 bits.
     """
-    check_choice("layout", layout, ("auto", "packed", "array"))
+    check_choice("layout", layout, STORAGE_LAYOUTS)
     layouts: dict[str, Layout] = {}
     for column, codec in codecs.items():
         stored = (existing or {}).get(column)
@@ -73,23 +72,6 @@ def resolve_layouts(
             codec.require_packed_bits()
         automatic: Layout = "packed" if codec.packed_bits else "array"
         layouts[column] = stored or ("packed" if layout == "packed" else "array" if layout == "array" else automatic)
-    return layouts
-
-
-def stored_layouts(schema: StructType, codecs: Mapping[str, MLTCodec]) -> dict[str, Layout]:
-    """The layout of each codec column's token column in a Spark schema, by its type
-    (:func:`spark_mlt.column.layout_of`): integer ``packed``, array ``array``, struct ``struct``.
-    Columns without a token column are left out."""
-    layouts: dict[str, Layout] = {}
-    for column in codecs:
-        name = f"{column}{TOKEN_SUFFIX}"
-        if name not in schema.names:
-            continue
-        layout = layout_of(schema[name].dataType)
-        if layout not in ("packed", "array", "struct"):
-            kind = schema[name].dataType.simpleString()
-            raise MLTError(f"token column {name} has type {kind}; expected bigint, array<int> or struct")
-        layouts[column] = layout
     return layouts
 
 
@@ -155,7 +137,7 @@ def fit_job_codecs(
     """Set ``report.codecs`` (those of the existing table ``snapshot``, else sized from
     ``df``'s column or its ``sources[column]``) and ``report.layouts`` (:func:`resolve_layouts`)."""
     codecs = snapshot.codecs if snapshot is not None else {}
-    layouts = stored_layouts(from_arrow_schema(snapshot.schema), codecs) if snapshot is not None else {}
+    layouts = token_layouts(from_arrow_schema(snapshot.schema), codecs) if snapshot is not None else {}
     source = {c: (sources or {}).get(c, c) for c in columns}
     with phase(report, "size codecs"):
         sized = fit_codecs(

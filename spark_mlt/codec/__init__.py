@@ -1,8 +1,10 @@
 """The MLT codec: pure NumPy, no Spark.
 
-``codec`` holds :class:`MLTCodec` (validation, JSON document, packing), ``_kernels`` the
-vectorised encode/decode kernels, ``modmath`` exact arithmetic over Z_p, and ``light_mlt``
-the import of light-mlt's parameter files. Nothing in this package imports Spark.
+``codec`` holds :class:`MLTCodec` (validation, JSON document, checked packing), ``_kernels``
+the vectorised encode/decode kernels, ``packing`` the packed layout's bit arithmetic,
+``tables`` the lookup tables the native Spark engine embeds, ``modmath`` exact arithmetic over
+Z_p, and ``light_mlt`` the import of light-mlt's parameter files. Nothing in this package
+imports Spark.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from spark_mlt.codec.codec import (
     MAX_N,
     MAX_P,
     MLTCodec,
-    pack_bits,
 )
 from spark_mlt.codec.light_mlt import load_light_mlt_params
+from spark_mlt.codec.packing import pack_bits, unpack_bits
 
 __all__ = [
     "DEFAULT_P",
@@ -31,4 +33,5 @@ __all__ = [
     "MLTCodec",
     "load_light_mlt_params",
     "pack_bits",
+    "unpack_bits",
 ]

@@ -37,7 +37,7 @@ F64 = npt.NDArray[np.float64]
 Mask = npt.NDArray[np.bool_]
 Tokens = npt.NDArray[np.integer[Any]]
 
-MAX_ID: Final = 2**63 - 1
+MAX_ID: Final = 2**63 - 1  # the largest id (ids are int64 / Spark bigint); spark_mlt.codec.MAX_ID
 TABLE_ROWS: Final = 1 << 16
 FLOAT_LIMIT: Final = 2**50
 

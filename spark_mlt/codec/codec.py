@@ -29,8 +29,9 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
-from spark_mlt.codec._kernels import Kernel, make_kernel
+from spark_mlt.codec._kernels import MAX_ID, Kernel, make_kernel
 from spark_mlt.codec.modmath import integer_root_ceil, inverse_mod_p, is_prime, next_prime
+from spark_mlt.codec.packing import pack_bits, unpack_bits
 from spark_mlt.errors import (
     CodecFormatError,
     CodecParameterError,
@@ -48,7 +49,6 @@ __all__ = [
     "MAX_N",
     "MAX_P",
     "MLTCodec",
-    "pack_bits",
 ]
 
 FORMAT_NAME: Final = "spark-mlt/codec"
@@ -57,7 +57,6 @@ DIGIT_ORDER: Final = "msd-first"
 DEFAULT_P: Final = 13  # light-mlt's default prime
 DEFAULT_SEED: Final = 42  # light-mlt's default seed
 MAX_P: Final = 2**31 - 1  # tokens are int32
-MAX_ID: Final = 2**63 - 1  # ids are int64 / Spark bigint
 MAX_N: Final = 1024
 
 _CHUNK_ROWS: Final = 1 << 15
@@ -452,18 +451,13 @@ class MLTCodec:
             [[12, 5]]
         """
         bits = self.require_packed_bits()
-        values = _as_integer_array(packed, "packed tokens", ndim=1).astype(np.int64, copy=False).view(np.uint64)
-        mask = np.uint64((1 << bits) - 1)
-        out = np.empty((values.shape[0], self._n), dtype=np.int32)
-        for j in range(self._n):
-            out[:, j] = (values >> np.uint64(bits * j)) & mask
-        bad = out >= self._p
-        if bits * self._n < 64:
-            bad |= (values >> np.uint64(bits * self._n) != 0)[:, None]
+        values = _as_integer_array(packed, "packed tokens", ndim=1).astype(np.int64, copy=False)
+        out, fits = unpack_bits(values, bits, self._n)
+        bad = (out >= self._p).any(axis=1) | ~fits
         if bad.any():
-            row = int(np.flatnonzero(bad.any(axis=1))[0])
+            row = int(np.flatnonzero(bad)[0])
             raise InvalidTokenError(
-                f"packed value {int(values.view(np.int64)[row])} at row {row} is not {self._n} tokens of "
+                f"packed value {int(values[row])} at row {row} is not {self._n} tokens of "
                 f"{bits} bits in [0, {self._p}) (p={self._p}, n={self._n})"
             )
         return out
@@ -583,15 +577,6 @@ def _parsed_document(document: str | bytes | Mapping[str, Any]) -> Mapping[str, 
         if not _is_int_matrix(parsed[key]):
             raise CodecFormatError(f"codec JSON field {key!r} must be a square matrix of integers")
     return parsed
-
-
-def pack_bits(tokens: npt.NDArray[np.integer[Any]], bits: int) -> IdArray:
-    """Rows of non-negative tokens below ``2**bits`` packed into int64, token j in bits
-    ``[j*bits, (j+1)*bits)`` (no checks: see :meth:`MLTCodec.pack`)."""
-    packed = np.zeros(tokens.shape[0], dtype=np.uint64)
-    for j in range(tokens.shape[1]):
-        packed |= tokens[:, j].astype(np.uint64) << np.uint64(bits * j)
-    return packed.view(np.int64)
 
 
 def _matrix_entry(value: object) -> int:

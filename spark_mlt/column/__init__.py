@@ -1,11 +1,12 @@
 """PySpark column functions: MLT tokens of id columns, and ids of token columns.
 
 ``functions`` holds the public functions, which hand their checked input to one of two
-engines behind one interface (``engine``): ``native`` (Spark SQL expressions built by
-``expressions``) or ``udf`` (vectorised UDFs, with ``arrow`` running in the workers).
-``forms`` owns the token layouts both engines read and write, ``inputs`` the sizing and
+engines behind one interface (``engine``): ``native`` (Spark SQL expressions: ``builders``
+over ``lanes`` of arithmetic, for the ``targets`` Column and SQL text) or ``udf`` (vectorised
+UDFs, with ``arrow`` running in the workers). ``layouts`` owns the token layouts both engines
+read and write (their names, Spark types, packing and vectors), ``inputs`` the sizing and
 binding of input columns, ``sql`` the registration for ``spark.sql``, ``sizing`` the codecs
-sized from the data.
+sized from the data, ``versions`` what the running Spark supports.
 
 Example::
 
@@ -15,17 +16,28 @@ Example::
 
 from __future__ import annotations
 
-from spark_mlt.column.forms import layout_of, token_struct_type
 from spark_mlt.column.functions import mlt_decode, mlt_encode, mlt_unpack
+from spark_mlt.column.layouts import (
+    LAYOUTS,
+    Layout,
+    column_layout,
+    layout_of,
+    token_layouts,
+    token_struct_type,
+)
 from spark_mlt.column.sizing import fit_codecs
 from spark_mlt.column.sql import register_mlt_functions
 
 __all__ = [
+    "LAYOUTS",
+    "Layout",
+    "column_layout",
     "fit_codecs",
     "layout_of",
     "mlt_decode",
     "mlt_encode",
     "mlt_unpack",
     "register_mlt_functions",
+    "token_layouts",
     "token_struct_type",
 ]

@@ -13,13 +13,14 @@ UDF engine as cheap as an identity UDF.
 from __future__ import annotations
 
 import functools
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from spark_mlt.codec import MLTCodec, pack_bits
+from spark_mlt.codec import MLTCodec, pack_bits, unpack_bits
 from spark_mlt.errors import MLTError
 
 __all__ = ["codec_from_json", "decode_arrow", "encode_arrow", "encode_packed_arrow"]
@@ -76,18 +77,14 @@ def encode_arrow(codec: MLTCodec, ids: pa.Array, *, layout: str, handle_invalid:
 
 def _token_matrix(
     codec: MLTCodec, tokens: pa.Array, layout: str
-) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.bool_]]:
-    """(rows, n) int64 token matrix and a mask of rows with the right shape and no null token."""
+) -> tuple[npt.NDArray[np.integer[Any]], npt.NDArray[np.bool_]]:
+    """(rows, n) token matrix and a mask of rows with the right shape and no null token."""
     rows, n = len(tokens), codec.n
     present = tokens.is_valid().to_numpy(zero_copy_only=False)
     if layout == "packed":
-        bits = codec.require_packed_bits()
-        packed = pc.fill_null(tokens, 0).to_numpy(zero_copy_only=False).astype(np.int64, copy=False).view(np.uint64)
-        matrix = np.empty((rows, n), dtype=np.int64)
-        for j in range(n):
-            matrix[:, j] = (packed >> np.uint64(bits * j)) & np.uint64((1 << bits) - 1)
-        shaped = present if bits * n == 64 else present & (packed >> np.uint64(bits * n) == 0)
-        return matrix, shaped
+        packed = pc.fill_null(tokens, 0).to_numpy(zero_copy_only=False)
+        matrix, fits = unpack_bits(packed, codec.require_packed_bits(), n)
+        return matrix, present & fits
     if layout == "struct":
         columns = [tokens.field(j) for j in range(n)]
         shaped = present.copy()

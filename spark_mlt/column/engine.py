@@ -5,7 +5,9 @@
 * ``"auto"``: native. It needs no Python on the executors, and the benchmark
   (``make bench-functions``) measures it faster than the UDF for encoding on every line.
 
-Both give bit-identical tokens, the same nulls and the same errors.
+Both give bit-identical tokens, the same nulls and the same errors. A vector column reaches
+an engine's ``decode`` as an array of tokens (:func:`spark_mlt.column.layouts.vector_tokens`),
+so both decode vectors with the same code.
 """
 
 from __future__ import annotations
@@ -16,31 +18,32 @@ from pyspark.sql import Column
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.inputs import Input
+from spark_mlt.column.layouts import Layout
 from spark_mlt.column.native import NativeEngine
 from spark_mlt.column.udf import UdfEngine
 from spark_mlt.options import ENGINES, check_choice
 
-__all__ = ["Engine", "engine_for"]
+__all__ = ["ColumnEngine", "engine_for"]
 
 
-class Engine(Protocol):
+class ColumnEngine(Protocol):
     """Builds the Column that encodes or decodes one input, checked and named."""
 
     name: str
 
-    def encode(self, source: Input, codec: MLTCodec, layout: str, handle_invalid: str) -> Column:
+    def encode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
         """Tokens of the ids in ``source``, in ``layout`` (array, struct, vector or packed)."""
         ...
 
-    def decode(self, source: Input, codec: MLTCodec, layout: str, handle_invalid: str) -> Column:
+    def decode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
         """Bigint ids of the tokens in ``source``, held in ``layout`` (array, struct or packed)."""
         ...
 
 
-_ENGINES: dict[str, Engine] = {"native": NativeEngine(), "udf": UdfEngine()}
+_ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine()}
 
 
-def engine_for(name: object) -> Engine:
+def engine_for(name: object) -> ColumnEngine:
     """The engine called ``name`` ("auto" is the native one)."""
     chosen = check_choice("engine", name, ENGINES)
     return _ENGINES["native" if chosen == "auto" else chosen]

@@ -13,18 +13,18 @@ from __future__ import annotations
 from pyspark.sql import Column
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column import expressions
+from spark_mlt.column.builders import unpack_expr
 from spark_mlt.column.engine import engine_for
 from spark_mlt.column.inputs import as_input, bound
+from spark_mlt.column.layouts import LAYOUTS, UNPACK_LAYOUTS, Layout, vector_tokens
+from spark_mlt.column.targets import ColumnTarget
 from spark_mlt.errors import MLTTypeError
-from spark_mlt.options import LAYOUTS, Engine, HandleInvalid, Layout, check_choice
+from spark_mlt.options import Engine, HandleInvalid, check_choice
 
 __all__ = ["check_codec", "mlt_decode", "mlt_encode", "mlt_unpack"]
 
 #: what a column function does with an invalid id or token vector (it cannot drop rows)
 COLUMN_HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null")
-DECODE_LAYOUTS: tuple[Layout, ...] = ("array", "struct", "packed")  # vectors: MLTDecoder
-UNPACK_LAYOUTS: tuple[Layout, ...] = ("array", "struct")
 
 
 def check_codec(codec: object) -> MLTCodec:
@@ -90,8 +90,9 @@ def mlt_decode(
 
     Args:
         col: a column name or Column of tokens: array<int> (``layout="array"``, the
-            default), a struct with fields t0..t{n-1} (``"struct"``), or packed in a bigint
-            (``"packed"``).
+            default), a struct with fields t0..t{n-1} (``"struct"``), a dense ML vector of
+            token / (p - 1) (``"vector"``: each value is scaled back and rounded to the
+            nearest token), or packed in a bigint (``"packed"``).
         codec: the codec the tokens were made with.
         layout: the token column's layout. A column of another type fails when Spark
             analyses the query, naming the column, its type and the layout expected. A
@@ -100,7 +101,8 @@ def mlt_decode(
             Tokens of any integer type decode (array<bigint> as well as array<int>).
         handle_invalid: ``"error"`` fails the query naming the offending token vector;
             ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
-            [0, p), or one that decodes to 2**63 or more) into null.
+            [0, p) (for a vector: a value that does not round into it), or one that decodes
+            to 2**63 or more) into null.
         engine: ``"native"``, ``"udf"`` or ``"auto"`` (native).
 
     Returns:
@@ -111,11 +113,14 @@ def mlt_decode(
         df.select(mlt_decode("user_tokens", codec).alias("user_id"))
     """
     codec = check_codec(codec)
-    chosen = check_choice("layout", layout, DECODE_LAYOUTS)
+    chosen = check_choice("layout", layout, LAYOUTS)
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     if chosen == "packed":
         codec.require_packed_bits()
-    return engine_for(engine).decode(as_input(col), codec, chosen, handle_invalid)
+    source = as_input(col)
+    if chosen == "vector":  # both engines decode the vector's tokens as an array
+        source, chosen = vector_tokens(source, codec), "array"
+    return engine_for(engine).decode(source, codec, chosen, handle_invalid)
 
 
 def mlt_unpack(
@@ -148,10 +153,7 @@ def mlt_unpack(
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     codec.require_packed_bits()
     source = as_input(col)
-    b = expressions.ColumnBackend()
+    t = ColumnTarget()
     return bound(
-        source,
-        lambda k: expressions.unpack_expr(
-            b, k, codec, layout=chosen, handle_invalid=handle_invalid, sql_name=source.name
-        ),
+        source, lambda k: unpack_expr(t, k, codec, layout=chosen, handle_invalid=handle_invalid, sql_name=source.name)
     )

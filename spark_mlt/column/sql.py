@@ -11,16 +11,18 @@ from __future__ import annotations
 from pyspark.sql import SparkSession
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column import expressions
+from spark_mlt.column.builders import decode_expr, encode_expr
 from spark_mlt.column.functions import COLUMN_HANDLE_INVALID, check_codec
+from spark_mlt.column.layouts import SQL_LAYOUTS, Layout
+from spark_mlt.column.targets import SqlTarget
 from spark_mlt.column.udf import decode_udf, encode_udf
+from spark_mlt.column.versions import spark_line
 from spark_mlt.errors import OptionError
-from spark_mlt.options import ENGINES, Engine, HandleInvalid, Layout, check_choice
+from spark_mlt.options import ENGINES, Engine, HandleInvalid, check_choice
 
 __all__ = ["register_mlt_functions"]
 
 _SQL_TYPES = {"array": "ARRAY<INT>", "packed": "BIGINT"}
-SQL_LAYOUTS: tuple[Layout, ...] = ("array", "packed")
 
 
 def register_mlt_functions(
@@ -76,7 +78,7 @@ def register_mlt_functions(
 
 
 def _uses_sql_functions(spark: SparkSession, engine: str) -> bool:
-    sql_functions = int(spark.version.split(".")[0]) >= 4  # CREATE FUNCTION ... RETURN: Spark >= 4.0
+    sql_functions = spark_line(spark.version) >= (4, 0)  # CREATE FUNCTION ... RETURN; the session's Spark
     if engine == "native" and not sql_functions:
         raise OptionError(
             f"engine='native' registers SQL functions, which Spark {spark.version} lacks (they need "
@@ -87,16 +89,12 @@ def _uses_sql_functions(spark: SparkSession, engine: str) -> bool:
 
 
 def _create_sql_functions(
-    spark: SparkSession, codec: MLTCodec, names: tuple[str, str], layout: str, handle_invalid: str
+    spark: SparkSession, codec: MLTCodec, names: tuple[str, str], layout: Layout, handle_invalid: str
 ) -> None:
-    b = expressions.SqlBackend()
+    t = SqlTarget()
     encode_name, decode_name = names
-    encode_sql = expressions.encode_expr(
-        b, "id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name
-    )
-    decode_sql = expressions.decode_expr(
-        b, "tokens", codec, layout=layout, handle_invalid=handle_invalid, sql_name=decode_name
-    )
+    encode_sql = encode_expr(t, "id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name)
+    decode_sql = decode_expr(t, "tokens", codec, layout=layout, handle_invalid=handle_invalid, sql_name=decode_name)
     tokens = _SQL_TYPES[layout]
     create = "CREATE OR REPLACE TEMPORARY FUNCTION"
     spark.sql(f"{create} {encode_name}(id BIGINT) RETURNS {tokens} RETURN {encode_sql}")

@@ -5,7 +5,7 @@ tokens, errors and nulls). The codec travels to executors inside the UDF's closu
 JSON document, not as a broadcast variable, so it also works over Spark Connect (no
 SparkContext to broadcast from); workers parse and validate it once per process.
 
-SQL checks the input first (type, whole numbers, range: ``expressions.checked_id``, shared
+SQL checks the input first (type, whole numbers, range: ``builders.checked_id``, shared
 with the native engine), so the UDF reads one checked bigint per row.
 """
 
@@ -17,16 +17,24 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
-from pyspark.ml.functions import array_to_vector
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column import expressions
 from spark_mlt.column.arrow import codec_from_json, decode_arrow, encode_arrow, encode_packed_arrow
-from spark_mlt.column.forms import shape_gate, token_names, token_struct_type
+from spark_mlt.column.builders import checked_id, unpack_expr
 from spark_mlt.column.inputs import Input, bound
+from spark_mlt.column.layouts import (
+    Layout,
+    shape_gate,
+    shape_tokens,
+    token_names,
+    token_struct_type,
+    unpack_tokens,
+    vector_of_tokens,
+)
+from spark_mlt.column.targets import ColumnTarget
 from spark_mlt.column.versions import PYSPARK_LINE, has_arrow_udfs
 from spark_mlt.errors import MLTError
 
@@ -135,13 +143,11 @@ def decode_udf(codec: MLTCodec, *, layout: str, handle_invalid: str, name: str) 
     return vectorized_udf(decode_batch, "bigint", name, takes="bigint" if layout == "packed" else "array")
 
 
-def _unpacked(packed: Column, codec: MLTCodec, bits: int, layout: str) -> Column:
-    """The tokens of the UDF's packed result, unpacked by Spark (shifts and masks)."""
-    mask = F.lit((1 << bits) - 1).cast("bigint")
-    items = [F.shiftright(packed, bits * j).bitwiseAND(mask).cast("int") for j in range(codec.n)]
-    b = expressions.ColumnBackend()
-    shaped = b.struct(token_names(codec.n), items) if layout == "struct" else F.array(*items)
-    result: Column = F.when(packed.isNull(), F.lit(None)).otherwise(shaped)
+def _unpacked(packed: Column, codec: MLTCodec, layout: Layout) -> Column:
+    """The tokens of the UDF's packed result (valid: the UDF made them), unpacked by Spark."""
+    t = ColumnTarget()
+    tokens, _ = unpack_tokens(t, packed, codec)
+    result: Column = F.when(packed.isNull(), F.lit(None)).otherwise(shape_tokens(t, tokens, codec, layout))
     return result
 
 
@@ -150,7 +156,7 @@ class UdfEngine:
 
     name = "udf"
 
-    def encode(self, source: Input, codec: MLTCodec, layout: str, handle_invalid: str) -> Column:
+    def encode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
         """Tokens of the checked id. When the tokens fit in 64 bits and the input is small,
         the UDF returns them packed in a bigint, unpacked by Spark (see
         :mod:`spark_mlt.column.arrow`): moving one int64 is cheaper than a list (see the
@@ -158,26 +164,24 @@ class UdfEngine:
         the UDF's result n times, each a copy of its input; for a larger input the UDF
         returns the tokens' final shape instead."""
         if layout == "vector":
-            return _scaled_vector(self.encode(source, codec, "array", handle_invalid), source, codec)
-        b = expressions.ColumnBackend()
-        checked = bound(
-            source, lambda v: expressions.checked_id(b, v, codec, handle_invalid=handle_invalid, sql_name=source.name)
-        )
+            tokens = self.encode(source, codec, "array", handle_invalid)
+            return vector_of_tokens(Input(tokens, source.name, source.simple), codec)
+        t = ColumnTarget()
+        checked = bound(source, lambda v: checked_id(t, v, codec, handle_invalid=handle_invalid, sql_name=source.name))
 
         def udf(shape: str) -> Column:
             made = encode_udf(codec, layout=shape, handle_invalid=handle_invalid, name=source.name, takes="id")
             return _call_id_udf(made, checked)
 
-        bits = codec.packed_bits
         if layout == "packed":
             return udf("packed")
-        if bits is not None and source.simple:
-            return _unpacked(udf("packed"), codec, bits, layout)
+        if codec.packed_bits is not None and source.simple:
+            return _unpacked(udf("packed"), codec, layout)
         if layout == "struct" and not has_arrow_udfs():  # pandas UDFs cannot return a null struct
             return bound(Input(udf("array"), source.name, source.simple), lambda t: _struct_of_array(t, codec.n))
         return udf(layout)
 
-    def decode(self, source: Input, codec: MLTCodec, layout: str, handle_invalid: str) -> Column:
+    def decode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
         """The id of the tokens. pandas UDFs (PySpark < 4.1) see a bigint batch holding nulls
         as float64 (inexact above 2**53), and a struct as a DataFrame: they get the tokens as
         an array<int> instead."""
@@ -191,20 +195,15 @@ class UdfEngine:
 
             return bound(source, checked)
 
-        b = expressions.ColumnBackend()
         if has_arrow_udfs() or layout == "array":
-            column = gated(lambda t: t)
+            column = gated(lambda tokens: tokens)
         elif layout == "packed":
+            t = ColumnTarget()
             column = gated(
-                lambda k: expressions.unpack_expr(
-                    b, k, codec, layout="array", handle_invalid=handle_invalid, sql_name=name
-                )
+                lambda k: unpack_expr(t, k, codec, layout="array", handle_invalid=handle_invalid, sql_name=name)
             )
         else:
-            fields = token_names(codec.n)
-            column = gated(
-                lambda t: F.when(t.isNull(), F.lit(None)).otherwise(F.array(*[t.getField(f) for f in fields]))
-            )
+            column = gated(lambda tokens: _array_of_struct(tokens, codec.n))
         udf = decode_udf(
             codec, layout=layout if has_arrow_udfs() else "array", handle_invalid=handle_invalid, name=name
         )
@@ -219,19 +218,6 @@ def _array_of_struct(tokens: Column, n: int) -> Column:
 
 
 def _struct_of_array(tokens: Column, n: int) -> Column:
-    b = expressions.ColumnBackend()
-    struct = b.struct(token_names(n), [tokens.getItem(j) for j in range(n)])
+    struct = ColumnTarget().struct(token_names(n), [tokens.getItem(j) for j in range(n)])
     result: Column = F.when(tokens.isNull(), F.lit(None)).otherwise(struct)
     return result
-
-
-def _scaled_vector(tokens: Column, source: Input, codec: MLTCodec) -> Column:
-    """A dense ML vector of token / (p - 1), by a lambda over the array (null stays null):
-    reading the tokens n times per row would inline the token expression n times."""
-    scale = float(max(codec.p - 1, 1))
-    return bound(
-        Input(tokens, source.name, source.simple),
-        lambda t: F.when(t.isNull(), F.lit(None)).otherwise(
-            array_to_vector(F.transform(t, lambda token: token.cast("double") / scale))
-        ),
-    )

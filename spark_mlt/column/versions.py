@@ -2,13 +2,31 @@
 
 from __future__ import annotations
 
+import re
+
 import pyspark
 from pyspark.sql import functions as F
 
-__all__ = ["PYSPARK_LINE", "has_arrow_udfs"]
+__all__ = ["PYSPARK_LINE", "has_arrow_udfs", "spark_line"]
 
-#: (major, minor) of the PySpark running this driver.
-PYSPARK_LINE: tuple[int, int] = tuple(int(part) for part in pyspark.__version__.split(".")[:2])  # type: ignore[assignment]
+
+def spark_line(version: str) -> tuple[int, int]:
+    """(major, minor) of a Spark or PySpark version string.
+
+    Example::
+
+        >>> spark_line("4.0.0-preview2")
+        (4, 0)
+    """
+    found = re.match(r"(\d+)\.(\d+)", version)
+    if found is None:
+        raise ValueError(f"not a Spark version: {version!r}")
+    return int(found[1]), int(found[2])
+
+
+#: (major, minor) of the PySpark running this driver. The Spark a session runs can differ
+#: (Spark Connect): ask ``spark_line(spark.version)`` where that is what matters.
+PYSPARK_LINE: tuple[int, int] = spark_line(pyspark.__version__)
 
 
 def has_arrow_udfs() -> bool:

@@ -20,7 +20,7 @@ Design decisions:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasHandleInvalid, HasInputCol, HasInputCols, HasOutputCol, HasOutputCols
@@ -28,19 +28,11 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
+from spark_mlt.column.layouts import LAYOUTS, Layout
 from spark_mlt.errors import OptionError
-from spark_mlt.options import (
-    ENGINES,
-    LAYOUTS,
-    TOKEN_SUFFIX,
-    Engine,
-    HandleInvalid,
-    Layout,
-    check_choice,
-)
+from spark_mlt.options import ENGINES, TOKEN_SUFFIX, Engine, HandleInvalid, check_choice
 
 __all__ = [
-    "DECODER_LAYOUTS",
     "STAGE_HANDLE_INVALID",
     "HasCodecSizing",
     "HasCodecs",
@@ -55,8 +47,6 @@ P = TypeVar("P", bound=Params)
 
 #: what a stage does with an invalid id or token vector (``quarantine`` is for the jobs only)
 STAGE_HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip")
-#: the decoder also reads the layout from the column's type
-DECODER_LAYOUTS: tuple[Layout | Literal["auto"], ...] = ("auto", *LAYOUTS)
 
 
 def to_choice(name: str, choices: Sequence[str]) -> Callable[[Any], str]:

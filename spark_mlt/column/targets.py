@@ -1,0 +1,255 @@
+"""Where the native engine's expressions go: a PySpark ``Column`` or Spark SQL text.
+
+The builders (:mod:`spark_mlt.column.builders`) emit the same arithmetic for two targets,
+a ``Column`` (for ``mlt_encode``/``mlt_decode``) and SQL text (for ``CREATE TEMPORARY
+FUNCTION``), through the small :class:`ExpressionTarget` interface, so the two cannot drift
+apart. Each target also decides how a value read several times is shared (:meth:`bind`):
+a Column binds it to a lambda variable; SQL functions cannot hold lambdas, so SQL copies it
+(a SQL function's parameters are already evaluated once by Spark).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+from pyspark import SparkContext
+from pyspark.ml.functions import array_to_vector
+from pyspark.sql import functions as F
+from pyspark.sql.utils import is_remote
+
+from spark_mlt.codec import MAX_ID
+from spark_mlt.column.versions import PYSPARK_LINE
+
+try:
+    from pyspark.sql.classic.column import Column as ClassicColumn
+except ImportError:  # PySpark < 4.0
+    from pyspark.sql.column import Column as ClassicColumn  # type: ignore[assignment,unused-ignore]
+
+__all__ = ["ColumnTarget", "ExpressionTarget", "SqlTarget"]
+
+E = TypeVar("E")
+
+
+class ExpressionTarget(Protocol[E]):
+    """Operations the builders need, for one target representation E."""
+
+    def lit(self, value: int | str | bool | None) -> E: ...
+    def add(self, a: E, b: E) -> E: ...
+    def mul(self, a: E, b: E) -> E: ...
+    def mod(self, a: E, b: E) -> E: ...
+    def div(self, a: E, b: E) -> E: ...
+    def cmp(self, a: E, op: str, b: E) -> E: ...
+    def and_(self, items: Sequence[E]) -> E: ...
+    def or_(self, items: Sequence[E]) -> E: ...
+    def is_null(self, a: E) -> E: ...
+    def cast(self, a: E, sql_type: str) -> E: ...
+    def try_cast(self, a: E, sql_type: str) -> E: ...
+    def case(self, branches: Sequence[tuple[E, E]], otherwise: E) -> E: ...
+    def call(self, name: str, args: Sequence[E]) -> E: ...
+    def field(self, a: E, name: str) -> E: ...
+    def struct(self, names: Sequence[str], values: Sequence[E]) -> E: ...
+    def vector(self, doubles: E) -> E: ...
+    def bit_and(self, a: E, b: E) -> E: ...
+    def bit_or(self, a: E, b: E) -> E: ...
+    def bit_xor(self, a: E, b: E) -> E: ...
+    def long_array(self, values: Sequence[int]) -> E: ...
+    def bind(self, values: Sequence[E], body: Callable[[list[E]], E]) -> E: ...
+
+    @property
+    def copies_cheaply(self) -> bool:
+        """Whether copying a word into up to ``COPY_UP_TO`` outputs beats binding it."""
+        ...
+
+
+class SqlTarget:
+    """Emits Spark SQL text."""
+
+    def lit(self, value: int | str | bool | None) -> str:
+        if value is None:
+            return "NULL"
+        if isinstance(value, bool):
+            return "true" if value else "false"
+        if isinstance(value, int):
+            return f"{value}L" if abs(value) >= 2**31 else str(value)
+        return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+    def add(self, a: str, b: str) -> str:
+        return f"({a} + {b})"
+
+    def mul(self, a: str, b: str) -> str:
+        return f"({a} * {b})"
+
+    def mod(self, a: str, b: str) -> str:
+        return f"({a} % {b})"
+
+    def div(self, a: str, b: str) -> str:
+        return f"({a} div {b})"
+
+    def cmp(self, a: str, op: str, b: str) -> str:
+        return f"({a} {op} {b})"
+
+    def and_(self, items: Sequence[str]) -> str:
+        return "(" + " AND ".join(items) + ")"
+
+    def or_(self, items: Sequence[str]) -> str:
+        return "(" + " OR ".join(items) + ")"
+
+    def is_null(self, a: str) -> str:
+        return f"({a} IS NULL)"
+
+    def cast(self, a: str, sql_type: str) -> str:
+        return f"CAST({a} AS {sql_type})"
+
+    def try_cast(self, a: str, sql_type: str) -> str:
+        return f"TRY_CAST({a} AS {sql_type})"
+
+    def case(self, branches: Sequence[tuple[str, str]], otherwise: str) -> str:
+        whens = " ".join(f"WHEN {cond} THEN {value}" for cond, value in branches)
+        return f"CASE {whens} ELSE {otherwise} END"
+
+    def call(self, name: str, args: Sequence[str]) -> str:
+        return f"{name}({', '.join(args)})"
+
+    def field(self, a: str, name: str) -> str:
+        return f"{a}.{name}"
+
+    def struct(self, names: Sequence[str], values: Sequence[str]) -> str:
+        pairs = ", ".join(f"'{name}', {value}" for name, value in zip(names, values, strict=True))
+        return f"named_struct({pairs})"
+
+    def vector(self, doubles: str) -> str:
+        """SQL has no ML vector type (:data:`~spark_mlt.column.layouts.SQL_LAYOUTS` leaves it out)."""
+        raise NotImplementedError("SQL functions cannot return ML vectors")  # pragma: no cover - internal misuse
+
+    def bit_and(self, a: str, b: str) -> str:
+        return f"({a} & {b})"
+
+    def bit_or(self, a: str, b: str) -> str:
+        return f"({a} | {b})"
+
+    def bit_xor(self, a: str, b: str) -> str:
+        return f"({a} ^ {b})"
+
+    def long_array(self, values: Sequence[int]) -> str:
+        return "array(" + ", ".join(f"{value}L" for value in values) + ")"
+
+    copies_cheaply = True
+
+    def bind(self, values: Sequence[str], body: Callable[[list[str]], str]) -> str:
+        """Spark refuses lambdas in a SQL function's body, so the values are copied where
+        read: the function's plan grows as n**2 / 4 for very long codecs (SQL only)."""
+        return body(list(values))
+
+
+class ColumnTarget:
+    """Builds PySpark Columns (works on Spark Classic and Spark Connect)."""
+
+    F = F
+
+    def lit(self, value: int | str | bool | None) -> Any:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return self.F.lit(value).cast("bigint" if abs(value) >= 2**31 else "int")
+        return self.F.lit(value)
+
+    def add(self, a: Any, b: Any) -> Any:
+        return a + b
+
+    def mul(self, a: Any, b: Any) -> Any:
+        return a * b
+
+    def mod(self, a: Any, b: Any) -> Any:
+        return a % b
+
+    def div(self, a: Any, b: Any) -> Any:
+        return self.F.call_function("div", a, b)
+
+    def cmp(self, a: Any, op: str, b: Any) -> Any:
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "=": a == b, "<>": a != b}[op]
+
+    def and_(self, items: Sequence[Any]) -> Any:
+        result = items[0]
+        for item in items[1:]:
+            result = result & item
+        return result
+
+    def or_(self, items: Sequence[Any]) -> Any:
+        result = items[0]
+        for item in items[1:]:
+            result = result | item
+        return result
+
+    def is_null(self, a: Any) -> Any:
+        return a.isNull()
+
+    def cast(self, a: Any, sql_type: str) -> Any:
+        return a.cast(sql_type)
+
+    def try_cast(self, a: Any, sql_type: str) -> Any:
+        """``TRY_CAST``; PySpark < 4.0 has no ``Column.try_cast``, so there only bigint is
+        supported, as a cast of the value when it lies within the bigint range, else null."""
+        if hasattr(type(a), "try_cast"):  # not hasattr(a): Column.__getattr__ reads struct fields
+            return a.try_cast(sql_type)
+        if sql_type != "BIGINT":
+            raise NotImplementedError(sql_type)  # pragma: no cover - internal misuse
+        low, high = self.lit(-MAX_ID - 1), self.lit(MAX_ID)
+        return self.F.when((a >= low) & (a <= high), a).cast("bigint")
+
+    def case(self, branches: Sequence[tuple[Any, Any]], otherwise: Any) -> Any:
+        (cond, value), *rest = branches
+        result = self.F.when(cond, value)
+        for cond, value in rest:
+            result = result.when(cond, value)
+        return result.otherwise(otherwise)
+
+    def call(self, name: str, args: Sequence[Any]) -> Any:
+        return self.F.call_function(name, *args)
+
+    def field(self, a: Any, name: str) -> Any:
+        return a.getField(name)
+
+    def struct(self, names: Sequence[str], values: Sequence[Any]) -> Any:
+        return self.F.struct(*[value.alias(name) for name, value in zip(names, values, strict=True)])
+
+    def vector(self, doubles: Any) -> Any:
+        """A dense ML vector of an array<double> that is never null (``array_to_vector``
+        fails on a null array instead of returning null)."""
+        return array_to_vector(doubles)
+
+    def bit_and(self, a: Any, b: Any) -> Any:
+        return a.bitwiseAND(b)
+
+    def bit_or(self, a: Any, b: Any) -> Any:
+        return a.bitwiseOR(b)
+
+    def bit_xor(self, a: Any, b: Any) -> Any:
+        return a.bitwiseXOR(b)
+
+    @property
+    def copies_cheaply(self) -> bool:
+        """Before Spark 4.3 lambda functions run interpreted, so there a few copies of a word
+        cost less than binding it (``make bench-functions BENCH_LINE=3.5.0`` shows the gap)."""
+        return PYSPARK_LINE < (4, 3)
+
+    def bind(self, values: Sequence[Any], body: Callable[[list[Any]], Any]) -> Any:
+        return self.F.transform(
+            self.F.array(self.F.array(*values)), lambda bound: body([bound.getItem(i) for i in range(len(values))])
+        ).getItem(0)
+
+    def long_array(self, values: Sequence[int]) -> Any:
+        """One array<bigint> literal. On Spark Classic ``F.lit`` of an array crosses Py4J
+        once per element (a round trip each, thousands per table encoder), so the values go
+        over as one byte[] and become a long[] in the JVM; Spark Connect builds the literal
+        locally."""
+        array = np.asarray(values, dtype="<i8")
+        if is_remote():
+            return self.F.lit(array)
+        context = SparkContext._active_spark_context
+        if context is None or context._gateway is None or context._jvm is None:  # let pyspark say why
+            return self.F.lit(array)
+        gateway, jvm = context._gateway, context._jvm
+        longs = gateway.new_array(gateway.jvm.long, len(array))
+        buffer = jvm.java.nio.ByteBuffer.wrap(bytearray(array.tobytes()))
+        buffer.order(jvm.java.nio.ByteOrder.LITTLE_ENDIAN).asLongBuffer().get(longs)
+        return ClassicColumn(jvm.org.apache.spark.sql.functions.lit(longs))
