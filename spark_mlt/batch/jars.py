@@ -103,7 +103,7 @@ def jar_paths(
 
     Example::
 
-        jar_paths("delta", spark_version="3.5.0")  # [".../.jars/spark-3.5/delta/delta-spark_2.12-3.3.2.jar", ...]
+        jar_paths("delta", spark_version="3.5.0")  # [".../.jars/spark-3.5/delta/delta-spark_2.12-3.2.0.jar", ...]
     """
     if group not in JAR_GROUPS:
         raise OptionError(f"group {group!r} is not one of {', '.join(JAR_GROUPS)}", parameter="group")
