@@ -73,7 +73,38 @@ dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/
 	@ls -1 dist/spark_mlt-*.whl
 	@$(BIN)/python jobs/build_pyfiles.py --out-dir dist
 
+# Jars for local sessions, one folder per Spark line and group (see jars/pom.xml):
+# .jars/spark-<line>/{delta,connect,s3}/. Maven's downloads stay in its own repository
+# (~/.m2, shared by every clone and worktree on the machine; MAVEN_REPO=... moves it), so the
+# folders here are plain copies that a fresh clone rebuilds from it without the network.
+JARS_DIR := .jars
+JARS_LINES := 3.5 4.0 4.1 4.2 4.3
+JARS_LINE ?= $(JARS_LINES)
+JARS_GROUPS ?= delta connect s3
+# what exists per line: Connect's server jar is built into pyspark 4.x; no Delta for 4.3 yet
+jar_groups_3.5 := delta connect s3
+jar_groups_4.0 := delta s3
+jar_groups_4.1 := delta s3
+jar_groups_4.2 := delta s3
+jar_groups_4.3 := s3
+# -B and -q keep CI logs short; jansi.noreset drops the colour resets Debian's Maven 3.8 prints
+MVN := MAVEN_OPTS="-Djansi.noreset=true $$MAVEN_OPTS" mvn -q -B $(if $(MAVEN_REPO),-Dmaven.repo.local=$(abspath $(MAVEN_REPO)))
+JAR_STAMPS := $(foreach line,$(JARS_LINE),$(foreach group,$(filter $(JARS_GROUPS),$(jar_groups_$(line))),$(JARS_DIR)/spark-$(line)/$(group)/.complete))
+
+jars: $(JAR_STAMPS) ## Copy each Spark line's Delta, Connect and s3a jars into .jars/ (JARS_LINE=3.5, JARS_GROUPS=delta)
+	@$(foreach line,$(filter-out $(JARS_LINES),$(JARS_LINE)),echo "no Spark line $(line); lines: $(JARS_LINES)" >&2; exit 1;)
+	@$(foreach line,$(JARS_LINE),echo "$(JARS_DIR)/spark-$(line): $(or $(filter $(JARS_GROUPS),$(jar_groups_$(line))),nothing, this line has no $(JARS_GROUPS) jars)";)
+
+# Offline first: a no-op pom change or a fresh clone on a machine that already has the
+# artifacts needs no network; online only when something is missing.
+$(JARS_DIR)/%/.complete: jars/pom.xml
+	@line=$(patsubst spark-%,%,$(*D)); out=$(JARS_DIR)/$*; rm -rf "$$out.tmp"; \
+	args="-f jars/pom.xml -P spark-$$line,$(*F) dependency:copy-dependencies -DoutputDirectory=$(abspath $(JARS_DIR))/$*.tmp"; \
+	echo "== jars: spark-$$line $(*F)"; \
+	{ $(MVN) -o $$args >/dev/null 2>&1 || $(MVN) $$args || { rm -rf "$$out.tmp"; exit 1; }; } && \
+	rm -rf "$$out" && mv "$$out.tmp" "$$out" && touch "$$out/.complete"
+
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
 
-.PHONY: help check-java demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale bench-paper dist clean
+.PHONY: help check-java jars demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale bench-paper dist clean

@@ -12,6 +12,7 @@ catch the whole family or one kind::
     ├── InvalidTokenError               a token vector that is no valid code (NumPy codec)
     ├── SourceError                     a job's input cannot be read as asked (missing file or column)
     ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
+    ├── MissingJarsError (FileNotFoundError) a checkout's jar cache lacks a line's jars (``make jars``)
     └── TableError                      a Delta table's state forbids the operation
         ├── MissingTableError          no Delta table at the path (also a FileNotFoundError)
         ├── TableExistsError            mode="error" and the table exists
@@ -40,6 +41,7 @@ __all__ = [
     "MLTTypeError",
     "MissingCodecError",
     "MissingExtraError",
+    "MissingJarsError",
     "MissingTableError",
     "OptionError",
     "SourceError",
@@ -99,6 +101,11 @@ class SourceError(MLTError):
 
 class MissingExtraError(MLTError, ImportError):
     """An optional extra is not installed; the message names the pip command."""
+
+
+class MissingJarsError(MLTError, FileNotFoundError):
+    """The jar cache of a source checkout lacks a Spark line's jars, or none are published
+    for that line; the message names the ``make jars`` command when it would help."""
 
 
 class TableError(MLTError):

@@ -16,6 +16,8 @@ One module per role:
 Every job reads its input from ``input`` and writes to ``output`` (the same words as the
 CLI's ``--input``/``--output`` and a conf file's keys).
 * ``session``: local SparkSession helpers.
+* ``jars``: where ``make jars`` put each Spark line's Delta, Connect and s3a jars (a
+  development and test aid; users get jars from their platform or ``--packages``).
 
 Example::
 

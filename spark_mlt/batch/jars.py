@@ -1,0 +1,146 @@
+"""The jars that ``make jars`` copies for each Spark line: a development and test aid.
+
+Users get Delta's, Spark Connect's and s3a's jars from their platform (Databricks, EMR) or
+from ``spark-submit --packages``. A source checkout instead resolves them once with Maven
+(``jars/pom.xml``) into ``.jars/spark-<line>/<group>/``, so that tests, ``make test-compat``
+and the benchmarks start sessions with the same jars and nothing downloads at test time.
+This module only finds those folders: it never downloads.
+
+Groups, one folder each so that a session adds only what it needs:
+
+* ``delta``: delta-spark for the line and its own dependencies (delta-storage; from Delta 4
+  the delta-kernel and unitycatalog jars), without what pyspark already ships;
+* ``connect``: the Spark Connect server of Spark 3.5 (pyspark 4 ships its own);
+* ``s3``: hadoop-aws of the Hadoop that the line's pyspark bundles, and its AWS SDK bundle.
+
+Example::
+
+    from spark_mlt.batch.jars import spark_jars
+    spark = local_session(extra_conf={
+        "spark.jars": spark_jars("delta"),
+        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    })
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+import pyspark
+
+from spark_mlt.errors import MissingJarsError, OptionError
+
+__all__ = ["JAR_GROUPS", "LINE_GROUPS", "default_jars_dir", "jar_paths", "spark_jars", "spark_line"]
+
+JAR_GROUPS: tuple[str, ...] = ("delta", "connect", "s3")
+
+#: The groups that exist per Spark line; keep in step with the Makefile's ``jar_groups_*``.
+#: Delta publishes nothing for Spark 4.3 yet (no ``delta-spark_4.3_2.13``).
+LINE_GROUPS: dict[str, tuple[str, ...]] = {
+    "3.5": ("delta", "connect", "s3"),
+    "4.0": ("delta", "s3"),
+    "4.1": ("delta", "s3"),
+    "4.2": ("delta", "s3"),
+    "4.3": ("s3",),
+}
+
+#: Overrides where the jar folders are (default: ``.jars`` of the checkout this module is in).
+JARS_DIR_ENV = "SPARK_MLT_JARS_DIR"
+
+_WHY_MISSING = {
+    "delta": "Delta publishes no delta-spark for this Spark line yet",
+    "connect": "pyspark 4 ships the Spark Connect server in its own jars",
+}
+
+
+def spark_line(version: str | None = None) -> str:
+    """The Spark line (``major.minor``) of a PySpark version, by default the installed one.
+
+    Example::
+
+        spark_line("3.5.0")  # "3.5"
+    """
+    if version is None:
+        version = _installed_pyspark()
+    match = re.match(r"(\d+)\.(\d+)", version)
+    if match is None:
+        raise OptionError(f"spark_version {version!r} is no PySpark version like '3.5.0'", parameter="spark_version")
+    return f"{match[1]}.{match[2]}"
+
+
+def _installed_pyspark() -> str:
+    return str(pyspark.__version__)
+
+
+def default_jars_dir() -> Path:
+    """``$SPARK_MLT_JARS_DIR`` when set, else the ``.jars`` folder of this source checkout."""
+    override = os.environ.get(JARS_DIR_ENV)
+    if override:
+        return Path(override)
+    return Path(__file__).resolve().parents[2] / ".jars"
+
+
+def jar_paths(
+    group: str, *, spark_version: str | None = None, jars_dir: str | os.PathLike[str] | None = None
+) -> list[str]:
+    """The jar files of one group for a PySpark version's line, sorted by name.
+
+    Args:
+        group: ``"delta"``, ``"connect"`` or ``"s3"``.
+        spark_version: a PySpark version such as ``"3.5.0"``; default: the installed one.
+        jars_dir: the folder ``make jars`` filled; default: :func:`default_jars_dir`.
+
+    Returns:
+        Absolute paths of the group's jars.
+
+    Raises:
+        OptionError: ``group`` is none of :data:`JAR_GROUPS`.
+        MissingJarsError: the line has no such jars, or ``make jars`` has not copied them yet
+            (the message gives the command).
+
+    Example::
+
+        jar_paths("delta", spark_version="3.5.0")  # [".../.jars/spark-3.5/delta/delta-spark_2.12-3.2.0.jar", ...]
+    """
+    if group not in JAR_GROUPS:
+        raise OptionError(f"group {group!r} is not one of {', '.join(JAR_GROUPS)}", parameter="group")
+    version = spark_version or _installed_pyspark()
+    line = spark_line(version)
+    if line not in LINE_GROUPS:
+        raise MissingJarsError(
+            f"no jars for Spark {line} (pyspark {version}): `make jars` covers the lines {', '.join(LINE_GROUPS)}"
+        )
+    if group not in LINE_GROUPS[line]:
+        raise MissingJarsError(
+            f"no {group} jars for Spark {line} (pyspark {version}): {_WHY_MISSING[group]}; "
+            f"this line has: {', '.join(LINE_GROUPS[line])}"
+        )
+    folder = Path(jars_dir) if jars_dir is not None else default_jars_dir()
+    folder = folder.resolve() / f"spark-{line}" / group
+    # `make jars` writes .complete last, after the folder holds every jar of the group
+    jars = sorted(str(path) for path in folder.glob("*.jar")) if (folder / ".complete").is_file() else []
+    if not jars:
+        raise MissingJarsError(
+            f"no {group} jars for Spark {line} in {folder}: run `make jars JARS_LINE={line}` "
+            f"in the spark-mlt checkout (or point ${JARS_DIR_ENV} at a folder it filled)"
+        )
+    return jars
+
+
+def spark_jars(*groups: str, spark_version: str | None = None, jars_dir: str | os.PathLike[str] | None = None) -> str:
+    """The ``spark.jars`` value for one or more groups: their jar paths joined by commas.
+
+    Arguments and errors as in :func:`jar_paths`.
+
+    Example::
+
+        SparkSession.builder.config("spark.jars", spark_jars("delta", "s3"))
+    """
+    if not groups:
+        raise OptionError("groups: name at least one of " + ", ".join(JAR_GROUPS), parameter="groups")
+    return ",".join(
+        path for group in groups for path in jar_paths(group, spark_version=spark_version, jars_dir=jars_dir)
+    )
