@@ -20,8 +20,10 @@ $(STAMP): pyproject.toml
 check-java: ## Check that Java 17+ is available (Spark needs it); says how to install it if not
 	@sh jobs/check_java.sh
 
-demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., or synthetic) into Delta, decode-check it
-	$(BIN)/python jobs/demo.py
+DELTA ?=
+demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., or synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
+	$(if $(filter spark,$(DELTA)),$(MAKE) --no-print-directory jars JARS_LINE=$$($(BIN)/python -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())') JARS_GROUPS=delta &&) \
+	SPARK_MLT_DELTA=$(DELTA) $(BIN)/python jobs/demo.py
 
 venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 

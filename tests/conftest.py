@@ -1,4 +1,9 @@
-"""Shared fixtures. One SparkSession per test session, created only when a test asks for it."""
+"""Shared fixtures. One SparkSession per test session, created only when a test asks for it.
+
+``MLT_TEST_DELTA_SPARK=1`` gives that session Delta's jars (from ``make jars``), its SQL
+extension and its catalog, so writes go through delta-spark; tests marked ``delta_spark`` run
+only then (``tests/compat/run-line.sh`` runs them on each line that has Delta).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +15,8 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from spark_mlt.batch import local_session
+from spark_mlt.batch.jars import delta_session_conf
+from spark_mlt.storage import has_delta_jars
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -18,13 +25,41 @@ settings.register_profile("ci", max_examples=200, deadline=None, suppress_health
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
+DELTA_SPARK_ENV = "MLT_TEST_DELTA_SPARK"
+
+#: Delta's defaults are sized for clusters: 50 partitions per log replay, 10,000 tasks per
+#: VACUUM listing. Tiny local tables want 2.
+_DELTA_TEST_CONF = {
+    "spark.databricks.delta.snapshotPartitions": "2",
+    "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
+}
+
+
+def delta_spark_requested() -> bool:
+    return os.environ.get(DELTA_SPARK_ENV) == "1"
+
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
-    """A local[2] SparkSession shared by the whole test session."""
+    """A local[2] SparkSession shared by the whole test session (with delta-spark when
+    ``MLT_TEST_DELTA_SPARK=1``; its catalog's warehouse is on local disk under tmp)."""
     warehouse = tmp_path_factory.mktemp("warehouse")
-    session = local_session(
-        app_name="spark-mlt-tests", warehouse=str(warehouse), extra_conf={"spark.ui.enabled": "false"}
-    )
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+    if delta_spark_requested():
+        conf.update({**delta_session_conf(), **_DELTA_TEST_CONF})
+    session = local_session(app_name="spark-mlt-tests", warehouse=str(warehouse), extra_conf=conf)
     yield session
     session.stop()
+
+
+@pytest.fixture(autouse=True)
+def _delta_spark_only_with_its_jars(request: pytest.FixtureRequest) -> None:
+    """Skips a ``delta_spark`` test unless the session has Delta's jars."""
+    if request.node.get_closest_marker("delta_spark") is None:
+        return
+    if not delta_spark_requested():
+        pytest.skip(
+            f"needs Delta's jars: run with {DELTA_SPARK_ENV}=1 after `make jars` (tests/compat/run-line.sh does)"
+        )
+    if not has_delta_jars(request.getfixturevalue("spark")):
+        pytest.skip("the session has no Delta jars")

@@ -32,6 +32,7 @@ import dataclasses
 import inspect
 import json
 import logging
+import os
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -52,6 +53,7 @@ from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.errors import MLTError
 from spark_mlt.paper import PaperOptions, PaperReport
 from spark_mlt.storage import orphan_files, vacuum
+from spark_mlt.storage.catalog import is_table_name
 
 __all__ = ["JOBS", "Job", "UsageError", "add_flags", "build_parser", "flag_of", "main", "run"]
 
@@ -205,10 +207,10 @@ def build_parser() -> argparse.ArgumentParser:
         command.add_argument("--master", default=None, help="Spark master for local runs (default: local[2])")
 
     inspect_ = sub.add_parser("inspect", help="print a table's codecs, versions and row count")
-    inspect_.add_argument("path", help="Delta table path")
+    inspect_.add_argument("path", help="Delta table path, or a catalog table's name (db.table)")
 
     vacuum_ = sub.add_parser("vacuum", help="list (default) or delete orphan and expired files of a table")
-    vacuum_.add_argument("path", help="Delta table path")
+    vacuum_.add_argument("path", help="Delta table path, or a catalog table's name (db.table)")
     vacuum_.add_argument(
         "--retention-hours", type=int, default=168, help="keep files younger than this (default: 168, 7 days)"
     )
@@ -321,16 +323,27 @@ def _run_job(args: argparse.Namespace) -> int:
     return _print_report(args.command, job.run(session(), **arguments, options=options))
 
 
+def _catalog_session(command: str, path: str) -> Any:
+    """A session for a catalog table's name (``db.table``), which only a catalog resolves;
+    none for a path: inspecting or vacuuming a path starts no Spark (under spark-submit the
+    session exists already and is used)."""
+    if is_table_name(path) or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return job_session(f"spark-mlt {command}")
+    return None
+
+
 def _run_inspect(args: argparse.Namespace) -> int:
+    _catalog_session("inspect", args.path)  # read_snapshot resolves a name through the active session
     print(json.dumps(inspect_table(args.path), indent=2, default=str))
     return 0
 
 
 def _run_vacuum(args: argparse.Namespace) -> int:
+    spark = _catalog_session("vacuum", args.path)
     if args.orphans:
         files, verb = orphan_files(args.path), "orphan"
     else:
-        files = vacuum(args.path, retention_hours=args.retention_hours, dry_run=not args.apply)
+        files = vacuum(args.path, retention_hours=args.retention_hours, dry_run=not args.apply, spark=spark)
         verb = "deleted" if args.apply else "would delete"
     for name in files:
         print(name)

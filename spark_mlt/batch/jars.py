@@ -15,12 +15,8 @@ Groups, one folder each so that a session adds only what it needs:
 
 Example::
 
-    from spark_mlt.batch.jars import spark_jars
-    spark = local_session(extra_conf={
-        "spark.jars": spark_jars("delta"),
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    })
+    from spark_mlt.batch.jars import delta_session_conf
+    spark = local_session(extra_conf=delta_session_conf())  # Delta's jars, extension and catalog
 """
 
 from __future__ import annotations
@@ -33,7 +29,17 @@ import pyspark
 
 from spark_mlt.errors import MissingJarsError, OptionError
 
-__all__ = ["JAR_GROUPS", "LINE_GROUPS", "default_jars_dir", "jar_paths", "spark_jars", "spark_line"]
+__all__ = [
+    "DELTA_CATALOG",
+    "DELTA_EXTENSION",
+    "JAR_GROUPS",
+    "LINE_GROUPS",
+    "default_jars_dir",
+    "delta_session_conf",
+    "jar_paths",
+    "spark_jars",
+    "spark_line",
+]
 
 JAR_GROUPS: tuple[str, ...] = ("delta", "connect", "s3")
 
@@ -46,6 +52,12 @@ LINE_GROUPS: dict[str, tuple[str, ...]] = {
     "4.2": ("delta", "s3"),
     "4.3": ("s3",),
 }
+
+#: What a session needs besides Delta's jars (the same on every line, Databricks and EMR set
+#: them themselves): Delta's SQL extension and its session catalog, which holds Delta tables
+#: by name (``db.table``) next to Spark's own.
+DELTA_EXTENSION = "io.delta.sql.DeltaSparkSessionExtension"
+DELTA_CATALOG = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 #: Overrides where the jar folders are (default: ``.jars`` of the checkout this module is in).
 JARS_DIR_ENV = "SPARK_MLT_JARS_DIR"
@@ -144,3 +156,24 @@ def spark_jars(*groups: str, spark_version: str | None = None, jars_dir: str | o
     return ",".join(
         path for group in groups for path in jar_paths(group, spark_version=spark_version, jars_dir=jars_dir)
     )
+
+
+def delta_session_conf(
+    *, spark_version: str | None = None, jars_dir: str | os.PathLike[str] | None = None
+) -> dict[str, str]:
+    """Session settings for delta-spark from the jars ``make jars`` copied: ``spark.jars``,
+    Delta's SQL extension and its session catalog. On a cluster use ``--packages`` with the
+    line's coordinates instead of ``spark.jars`` (the README lists them); the other two
+    settings are the same.
+
+    Arguments and errors as in :func:`jar_paths`.
+
+    Example::
+
+        spark = local_session("my-job", extra_conf=delta_session_conf())
+    """
+    return {
+        "spark.jars": spark_jars("delta", spark_version=spark_version, jars_dir=jars_dir),
+        "spark.sql.extensions": DELTA_EXTENSION,
+        "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
+    }

@@ -3,6 +3,10 @@
 On a cluster, spark-submit and the platform configure the session; these helpers only
 matter for local runs. Executors must run the same Python as the driver (they unpickle our
 UDFs), so ``spark.pyspark.python`` defaults to ``sys.executable``.
+
+``SPARK_MLT_DELTA=spark`` in the environment gives local sessions Delta's jars (from ``make
+jars``), its SQL extension and catalog (:func:`spark_mlt.batch.jars.delta_session_conf`), so
+the jobs and the demo write through delta-spark (``DELTA=spark make demo``).
 """
 
 from __future__ import annotations
@@ -13,7 +17,12 @@ from collections.abc import Mapping
 
 from pyspark.sql import SparkSession
 
-__all__ = ["LOCAL_CONF", "job_session", "local_session"]
+from spark_mlt.batch.jars import delta_session_conf
+
+__all__ = ["DELTA_ENV", "LOCAL_CONF", "job_session", "local_session"]
+
+#: ``spark``: local sessions get delta-spark (see the module doc); anything else: they do not.
+DELTA_ENV = "SPARK_MLT_DELTA"
 
 LOCAL_CONF: dict[str, str] = {
     "spark.sql.shuffle.partitions": "2",
@@ -42,7 +51,10 @@ def local_session(
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    conf = {**LOCAL_CONF, "spark.pyspark.python": sys.executable, **(extra_conf or {})}
+    conf = {**LOCAL_CONF, "spark.pyspark.python": sys.executable}
+    if os.environ.get(DELTA_ENV) == "spark":
+        conf.update(delta_session_conf())
+    conf.update(extra_conf or {})
     if warehouse:
         conf["spark.sql.warehouse.dir"] = warehouse
     for key, value in conf.items():

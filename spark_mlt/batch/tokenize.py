@@ -25,7 +25,7 @@ from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import fit_codecs, mlt_encode
 from spark_mlt.column.layouts import STORAGE_LAYOUTS, Layout, StorageLayout, token_layouts
-from spark_mlt.errors import MLTError, SourceError
+from spark_mlt.errors import MLTError, OptionError, SourceError
 from spark_mlt.options import HANDLE_INVALID, TOKEN_SUFFIX, check_choice
 from spark_mlt.storage import (
     TableSnapshot,
@@ -37,6 +37,7 @@ from spark_mlt.storage import (
     vocabulary_properties,
     write_delta,
 )
+from spark_mlt.storage.catalog import is_table_name
 
 __all__ = [
     "fit_job_codecs",
@@ -204,10 +205,26 @@ def _key_ids(
     sources = {c: f"__{c}_id" for c in columns if types[c] == "string"}
     paths = {}
     for column, id_column in sources.items():
-        path = f"{(options.vocabulary_dir or output.rstrip('/') + '_vocab').rstrip('/')}/{column}"
+        path = _vocabulary_of(output, column, options)
         df = assign_ids(spark, df, column, path, id_column=id_column)
-        paths[column] = path if "://" in path else os.path.abspath(path)
+        paths[column] = path if "://" in path or is_table_name(path) else os.path.abspath(path)
     return df, sources, vocabulary_properties(paths)
+
+
+def _vocabulary_of(output: str, column: str, options: TokenizeOptions) -> str:
+    """Where the vocabulary of key column ``column`` lives: ``<vocabulary_dir>/<column>``, by
+    default ``<output>_vocab/<column>``; for a catalog table ``output`` the table
+    ``<output>_vocab_<column>`` next to it."""
+    if options.vocabulary_dir is None and is_table_name(output):
+        name = f"{output}_vocab_{column}"
+        if not is_table_name(name):
+            raise OptionError(
+                f"vocabulary_dir: key column {column!r} gives no table name ({name!r}); "
+                "pass vocabulary_dir (a folder) for its vocabulary",
+                parameter="vocabulary_dir",
+            )
+        return name
+    return f"{(options.vocabulary_dir or output.rstrip('/') + '_vocab').rstrip('/')}/{column}"
 
 
 def _set_aside(

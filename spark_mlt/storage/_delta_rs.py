@@ -26,7 +26,6 @@ files are removed after the commit.
 
 from __future__ import annotations
 
-import inspect
 import json
 import math
 import time
@@ -42,13 +41,19 @@ import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 from pyspark.sql import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
 
-from spark_mlt.errors import MLTError, TableSchemaError
-from spark_mlt.storage._plan import DeltaWriteResult, WritePlan, refuse_existing_table, skipped_write
+from spark_mlt.errors import MLTError
+from spark_mlt.storage._plan import (
+    DeltaWriteResult,
+    WritePlan,
+    check_schema,
+    refuse_existing_table,
+    skipped_write,
+    spark_arrow_schema,
+)
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import merge_codecs, run_app_id
-from spark_mlt.storage.table import TableSnapshot, open_table, snapshot_of
+from spark_mlt.storage.table import open_table, snapshot_of
 
 __all__ = ["STAGING_PREFIX", "write"]
 
@@ -97,26 +102,6 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
     started = time.perf_counter()
     yield
     timings[name] = time.perf_counter() - started
-
-
-def spark_arrow_schema(df: DataFrame) -> pa.Schema:
-    """The DataFrame's schema in Arrow, timestamps as UTC instants (Delta's ``timestamp``)."""
-    # PySpark 3.5 has no ``timezone`` argument and always maps timestamps to UTC.
-    if "timezone" in inspect.signature(to_arrow_schema).parameters:
-        return to_arrow_schema(df.schema, timezone="UTC")
-    return to_arrow_schema(df.schema)
-
-
-def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
-    """Refuses a DataFrame whose schema differs from the table's; returns its partition columns."""
-    if [(f.name, f.type) for f in snapshot.schema] != [(f.name, f.type) for f in arrow_schema]:
-        raise TableSchemaError(
-            f"df: the DataFrame's schema does not match the table at {snapshot.path}:\n"
-            f"  table:     {snapshot.schema.to_string(show_schema_metadata=False)}\n"
-            f"  DataFrame: {arrow_schema.to_string(show_schema_metadata=False)}",
-            parameter="df",
-        )
-    return list(snapshot.partition_columns)
 
 
 def write_staging(df: DataFrame, plan: WritePlan, staging: str, partition_by: list[str]) -> None:

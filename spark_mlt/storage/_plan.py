@@ -8,13 +8,18 @@ options call the same ones, so a bad value gives the same error wherever it is g
 
 from __future__ import annotations
 
+import inspect
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
+
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import TableExistsError
+from spark_mlt.errors import TableExistsError, TableSchemaError
 from spark_mlt.options import check_choice
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.table import TableSnapshot
@@ -25,8 +30,10 @@ __all__ = [
     "WriteMode",
     "WritePlan",
     "check_mode",
+    "check_schema",
     "refuse_existing_table",
     "skipped_write",
+    "spark_arrow_schema",
 ]
 
 WriteMode = Literal["error", "append", "overwrite"]
@@ -98,3 +105,23 @@ def skipped_write(path: str, version: int, run_id: str) -> DeltaWriteResult:
         "run id %r is already committed to %s: nothing written (idempotent re-run)", run_id, path
     )
     return DeltaWriteResult(path, version, 0, 0, "none", {}, skipped=True)
+
+
+def spark_arrow_schema(df: DataFrame) -> pa.Schema:
+    """The DataFrame's schema in Arrow, timestamps as UTC instants (Delta's ``timestamp``)."""
+    # PySpark 3.5 has no ``timezone`` argument and always maps timestamps to UTC.
+    if "timezone" in inspect.signature(to_arrow_schema).parameters:
+        return to_arrow_schema(df.schema, timezone="UTC")
+    return to_arrow_schema(df.schema)
+
+
+def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
+    """Refuses a DataFrame whose schema differs from the table's; returns its partition columns."""
+    if [(f.name, f.type) for f in snapshot.schema] != [(f.name, f.type) for f in arrow_schema]:
+        raise TableSchemaError(
+            f"df: the DataFrame's schema does not match the table at {snapshot.path}:\n"
+            f"  table:     {snapshot.schema.to_string(show_schema_metadata=False)}\n"
+            f"  DataFrame: {arrow_schema.to_string(show_schema_metadata=False)}",
+            parameter="df",
+        )
+    return list(snapshot.partition_columns)

@@ -7,10 +7,11 @@ A table location is a plain path (``/data/ratings_mlt``) or a URI (``file:///dat
 * delta-rs (``deltalake``) gets the location exactly as given; for object stores it takes its
   credentials from the environment (``AWS_*``, ``AZURE_STORAGE_*``,
   ``GOOGLE_APPLICATION_CREDENTIALS``).
-* Spark gets the location as given too: a plain path stays plain, a ``file:`` URI stays a
-  ``file:`` URI. For object stores Spark needs the matching Hadoop filesystem on its classpath
-  (``hadoop-aws`` for ``s3a://``, ``hadoop-azure`` for ``abfss://``, the GCS connector for
-  ``gs://``) and must understand the same scheme delta-rs does.
+* Spark gets a plain path made absolute (its JVM does not follow Python's ``os.chdir``), a
+  ``file:`` URI stays a ``file:`` URI. For object stores Spark needs the matching Hadoop
+  filesystem on its classpath (``hadoop-aws`` for ``s3a://``, ``hadoop-azure`` for
+  ``abfss://``, the GCS connector for ``gs://``) and must understand the same scheme
+  delta-rs does.
 * the driver's own file work (listing the files Spark committed, reading their Parquet footers,
   removing a staging folder, vacuum's cleanup) goes through ``pyarrow.fs``
   (``FileSystem.from_uri``), never ``os`` or ``shutil``, so it works wherever the table lives.
@@ -54,12 +55,12 @@ class Location:
         return path[len(self.root) :].lstrip("/")
 
     def spark_path(self, relative: str = "") -> str:
-        """What Spark is given for ``relative``: a plain path for a plain location, else a URI."""
-        if not relative:
-            return self.uri
+        """What Spark is given for ``relative``: an absolute path for a plain location (Spark's
+        JVM keeps the working directory it started in, which Python may since have left),
+        else a URI."""
         if "://" in self.uri:
-            return f"{self.uri.rstrip('/')}/{relative}"
-        return os.path.join(self.uri, *relative.split("/"))
+            return f"{self.uri.rstrip('/')}/{relative}" if relative else self.uri
+        return os.path.join(self.root, *relative.split("/")) if relative else self.root
 
     def exists(self, relative: str) -> bool:
         """Whether a file or folder ``relative`` to the table exists."""

@@ -8,6 +8,11 @@ own), which also keeps time travel to recent versions working. Both go through d
 vacuum (``full=True`` also finds files the log never mentioned), and the empty staging folders
 left behind are removed through the table's pyarrow filesystem, so both work on any location
 (see :mod:`spark_mlt.storage.fs`).
+
+Given a session with Delta's jars (``spark=``), :func:`vacuum` runs Delta's own ``VACUUM``
+instead (it also deletes files the log never mentioned, outside hidden folders); a retention
+under Delta's 7-day safety check is allowed for that one command, as it is with delta-rs.
+Paths are returned relative to the table either way.
 """
 
 from __future__ import annotations
@@ -15,8 +20,12 @@ from __future__ import annotations
 import os
 import time
 
+from pyspark.sql import SparkSession
+
 from spark_mlt.errors import MLTError
 from spark_mlt.storage._delta_rs import STAGING_PREFIX
+from spark_mlt.storage._delta_spark import path_target, session_conf
+from spark_mlt.storage.catalog import has_delta_jars, local_uri, resolve_location
 from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.table import open_table
 
@@ -45,13 +54,20 @@ def orphan_files(path: str | os.PathLike[str]) -> list[str]:
     )
 
 
-def vacuum(path: str | os.PathLike[str], *, retention_hours: int = 168, dry_run: bool = True) -> list[str]:
+def vacuum(
+    path: str | os.PathLike[str],
+    *,
+    retention_hours: int = 168,
+    dry_run: bool = True,
+    spark: SparkSession | None = None,
+) -> list[str]:
     """Files to delete (or, with ``dry_run=False``, deleted) older than ``retention_hours``:
     orphans of failed writes and files no version within the retention period needs.
 
     The default retention (7 days, Delta's own) keeps time travel to recent versions and
     never touches the files of a write still in progress. Empty staging folders left behind
-    are removed too.
+    are removed too. With ``spark`` (a session with Delta's jars) Delta's ``VACUUM`` does the
+    work; ``path`` may then be a catalog table's name.
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
@@ -62,13 +78,26 @@ def vacuum(path: str | os.PathLike[str], *, retention_hours: int = 168, dry_run:
     """
     if retention_hours < 0:
         raise MLTError(f"retention_hours must be >= 0, got {retention_hours}", parameter="retention_hours")
-    location = locate(path)
-    files = open_table(location.uri).vacuum(
-        retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False, full=True
-    )
+    location = locate(resolve_location(path, spark=spark))
+    if spark is not None and has_delta_jars(spark):
+        files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
+    else:
+        files = open_table(location.uri).vacuum(
+            retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False, full=True
+        )
     if not dry_run:
         _remove_empty_staging(location, cutoff=time.time() - retention_hours * 3600)
     return sorted(files)
+
+
+def _delta_vacuum(spark: SparkSession, location: Location, *, retention_hours: int, dry_run: bool) -> list[str]:
+    """Delta's ``VACUUM``: its dry run lists the files (as URIs), the real one deletes them."""
+    target = path_target(location)
+    with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
+        listed = spark.sql(f"VACUUM {target} RETAIN {retention_hours} HOURS DRY RUN").collect()
+        if not dry_run:
+            spark.sql(f"VACUUM {target} RETAIN {retention_hours} HOURS").collect()
+    return [location.relative(locate(local_uri(str(row[0]))).root) for row in listed]
 
 
 def _remove_empty_staging(location: Location, *, cutoff: float) -> None:

@@ -19,9 +19,9 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
+from spark_mlt.storage.catalog import has_delta_jars, resolve_location
 from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.table import TableSnapshot, open_table
-from spark_mlt.storage.writer import has_delta_jars
 
 __all__ = ["read_delta", "read_snapshot_rows"]
 
@@ -31,18 +31,20 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
 
     Args:
         spark: the session to read with.
-        path: the table's location: a plain path or a URI.
+        path: the table's location: a plain path, a URI or a catalog table's name.
         version: the version to read (time travel); the latest when None.
 
     Raises:
-        MissingTableError: there is no Delta table at ``path`` (without Delta's jars).
+        MissingTableError: there is no Delta table at ``path`` (without Delta's jars), or no
+            table of that name in the catalog.
+        TableError: ``path`` is a table name and the session has no Delta catalog.
 
     Example::
 
         ratings = read_delta(spark, "/data/ratings_mlt", version=3)
     """
-    location = locate(path)
-    if has_delta_jars(spark):  # pragma: no cover - needs the io.delta jars
+    location = locate(resolve_location(path, spark=spark))
+    if has_delta_jars(spark):
         reader = spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
@@ -63,7 +65,7 @@ def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot) -> DataFram
         ratings = read_snapshot_rows(spark, snapshot)
     """
     location = locate(snapshot.path)
-    if has_delta_jars(spark):  # pragma: no cover - needs the io.delta jars
+    if has_delta_jars(spark):
         return spark.read.format("delta").option("versionAsOf", snapshot.version).load(location.spark_path())
     return _read_files(spark, location, snapshot.table)
 

@@ -19,9 +19,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
+from pyspark.sql import SparkSession
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.errors import MissingTableError
+from spark_mlt.storage.catalog import is_table_name, resolve_location, table_location
 from spark_mlt.storage.properties import codecs_from_properties, run_app_id
 
 __all__ = [
@@ -75,12 +77,14 @@ class TableSnapshot:
 
 
 def open_table(path: str | os.PathLike[str], *, version: int | None = None) -> DeltaTable:
-    """A delta-rs handle on the table at ``path`` (a plain path or a URI).
+    """A delta-rs handle on the table at ``path`` (a plain path, a URI, or a catalog table's
+    name: its location from the active session's catalog, see :mod:`~spark_mlt.storage.catalog`).
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
+        TableError: ``path`` is a table name and no session with Delta's catalog is active.
     """
-    location = os.fspath(path)
+    location = resolve_location(path)
     try:
         return DeltaTable(location, version=version)
     except DeltaTableNotFoundError:
@@ -120,7 +124,7 @@ def read_snapshot(path: str | os.PathLike[str], *, version: int | None = None) -
         snapshot = read_snapshot("/data/ratings_mlt")
         snapshot.codecs["userId"], snapshot.version
     """
-    location = os.fspath(path)
+    location = resolve_location(path)  # a snapshot holds the location, also of a named table
     return snapshot_of(open_table(location, version=version), location)
 
 
@@ -150,5 +154,7 @@ def read_codecs(path: str | os.PathLike[str], *, version: int | None = None) -> 
 
 
 def table_exists(path: str | os.PathLike[str]) -> bool:
-    """Whether a Delta table exists at ``path`` (a plain path or a URI)."""
+    """Whether a Delta table exists at ``path`` (a plain path, a URI, or a catalog table's name)."""
+    if is_table_name(path):
+        return table_location(SparkSession.getActiveSession(), str(path)) is not None
     return bool(DeltaTable.is_deltatable(os.fspath(path)))

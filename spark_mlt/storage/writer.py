@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, StructType
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import MissingTableError, MLTError
+from spark_mlt.errors import MissingTableError, MLTError, TableError
 from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
 from spark_mlt.storage._plan import (
@@ -43,6 +43,7 @@ from spark_mlt.storage._plan import (
     refuse_existing_table,
     skipped_write,
 )
+from spark_mlt.storage.catalog import has_delta_jars, is_table_name, resolve_location, table_location
 from spark_mlt.storage.fs import locate
 from spark_mlt.storage.properties import check_run_id, codec_properties, merge_codecs
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
@@ -98,33 +99,13 @@ def snapshot_for_write(path: str | os.PathLike[str], mode: WriteMode) -> TableSn
         write_delta(tokens, "/data/ratings_mlt", codecs, mode="append", snapshot=snapshot)
     """
     check_mode(mode)
-    location = os.fspath(path)
     try:
-        snapshot = read_snapshot(location)
+        snapshot = read_snapshot(path)
     except MissingTableError:
         return None
     if mode == "error":
-        raise refuse_existing_table(location)
+        raise refuse_existing_table(os.fspath(path))
     return snapshot
-
-
-def has_delta_jars(spark: SparkSession) -> bool:
-    """Whether this session can write Delta itself (delta-spark's classes are loadable).
-
-    On Spark Classic the JVM is asked for ``io.delta.tables.DeltaTable`` (a session that names
-    Delta's extension in its conf without the jars on its classpath does not count); over
-    Spark Connect, where the server decides, the session's catalog setting is the hint.
-    """
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
-        extensions = spark.conf.get("spark.sql.extensions", "") or ""
-        return "DeltaCatalog" in catalog or "DeltaSparkSessionExtension" in extensions
-    try:
-        jvm.java.lang.Class.forName("io.delta.tables.DeltaTable")
-    except Exception:  # noqa: BLE001 - py4j raises a generic error when the class is missing
-        return False
-    return True
 
 
 def write_delta(
@@ -143,7 +124,9 @@ def write_delta(
     Args:
         df: the rows to write (tokens already added, e.g. with ``mlt_encode``).
         path: the table's location: a plain path or a URI (``file://``, ``s3://``,
-            ``abfss://``, ``gs://``; see :mod:`spark_mlt.storage.fs`).
+            ``abfss://``, ``gs://``; see :mod:`spark_mlt.storage.fs`), or a catalog table's
+            name (``db.table``, ``catalog.db.table``; see :mod:`spark_mlt.storage.catalog`),
+            created with its properties through Spark SQL when it does not exist.
         codecs: codec per id column, stored as ``mlt.codec.<column>``.
         mode: ``"error"`` (the table must not exist), ``"append"`` or ``"overwrite"``.
         partition_by: partition columns (a new table only; an existing table keeps its own).
@@ -160,6 +143,7 @@ def write_delta(
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
         CodecMismatchError: the table stores a different codec for one of the columns.
         TableSchemaError: the DataFrame's schema does not match the existing table's.
+        TableError: ``path`` is a table name and the session has no Delta catalog.
 
     Example::
 
@@ -169,11 +153,26 @@ def write_delta(
     opts = options or WriteOptions()
     check_mode(mode)
     check_run_id(run_id)
-    location = locate(path)
-    if snapshot == "read":
-        snapshot = snapshot_for_write(location.uri, mode)
-    elif snapshot is not None and mode == "error":
-        raise refuse_existing_table(location.uri)
+    spark = df.sparkSession
+    backend = opts.backend if opts.backend != "auto" else _default_backend(spark)
+    if is_table_name(path):
+        snapshot = _named_table(
+            df,
+            str(path),
+            mode=mode,
+            partition_by=partition_by,
+            codecs=codecs,
+            options=opts,
+            backend=backend,
+            snapshot=snapshot,
+        )
+        location = locate(snapshot.path)
+    else:
+        location = locate(path)
+        if snapshot == "read":
+            snapshot = snapshot_for_write(location.uri, mode)
+        elif snapshot is not None and mode == "error":
+            raise refuse_existing_table(location.uri)
     wanted = dict(codecs or {})
     stored = merge_codecs(location.uri, snapshot.codecs, wanted) if snapshot is not None else wanted
     if run_id is not None and snapshot is not None and snapshot.has_run(run_id):
@@ -192,10 +191,44 @@ def write_delta(
         parquet_options=dict(opts.parquet_options),
         snapshot=snapshot,
     )
-    backend = opts.backend if opts.backend != "auto" else _default_backend(df.sparkSession)
     if backend == "delta-spark":
         return _delta_spark.write(df, plan)
     return _delta_rs.write(df, plan)
+
+
+def _named_table(
+    df: DataFrame,
+    name: str,
+    *,
+    mode: WriteMode,
+    partition_by: Iterable[str],
+    codecs: Mapping[str, MLTCodec] | None,
+    options: WriteOptions,
+    backend: Backend,
+    snapshot: TableSnapshot | Literal["read"] | None,
+) -> TableSnapshot:
+    """The snapshot of the catalog table ``name``, created first (version 0: schema and
+    properties, no data) when the catalog has no such table. Creating a table in a catalog
+    takes Spark SQL, so a new named table needs delta-spark whatever the backend."""
+    spark = df.sparkSession
+    if snapshot == "read":
+        location = table_location(spark, name)
+        snapshot = None if location is None else read_snapshot(location)
+    if snapshot is not None:
+        if mode == "error":
+            raise refuse_existing_table(name)
+        return snapshot
+    if backend != "delta-spark":
+        raise TableError(
+            f"path {name!r}: a new catalog table is created through delta-spark (Spark SQL); "
+            f"backend={backend!r} can only write to a catalog table that exists",
+            parameter="path",
+        )
+    properties = {**options.properties, **codec_properties(dict(codecs or {}))}
+    _delta_spark.create_table(spark, name, df.schema, tuple(partition_by), properties)
+    created = read_snapshot(resolve_location(name, spark=spark))
+    merge_codecs(name, created.codecs, dict(codecs or {}))  # another writer may have created it first
+    return created
 
 
 def _default_backend(spark: SparkSession) -> Backend:

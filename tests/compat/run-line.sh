@@ -36,3 +36,14 @@ PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" \
     tests/test_functions.py tests/test_ml.py tests/test_jobs.py tests/test_delta.py tests/test_sqlgen.py \
     tests/test_connect.py tests/test_compositions.py
+# delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
+line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
+if [[ -f .jars/spark-$line/delta/.complete ]]; then
+    echo "== delta-spark on Spark $line"
+    started=$SECONDS
+    MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
+        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "$@" tests/test_delta_spark.py
+    echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
+else
+    echo "== no delta-spark for Spark $line (no .jars/spark-$line/delta: make jars JARS_GROUPS=delta)"
+fi

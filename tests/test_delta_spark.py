@@ -1,0 +1,267 @@
+"""The delta-spark backend and catalog tables, on a session with Delta's jars.
+
+Run by ``tests/compat/run-line.sh`` on each Spark line Delta publishes jars for
+(``MLT_TEST_DELTA_SPARK=1``); skipped elsewhere. One shared session, tiny tables.
+"""
+
+from __future__ import annotations
+
+import glob
+import itertools
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
+
+from spark_mlt import MLTCodec
+from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
+from spark_mlt.batch.cli import run
+from spark_mlt.batch.inspect import inspect_table
+from spark_mlt.column import mlt_encode
+from spark_mlt.storage import (
+    CodecMismatchError,
+    MissingTableError,
+    TableExistsError,
+    TableSchemaError,
+    WriteOptions,
+    orphan_files,
+    read_codecs,
+    read_delta,
+    read_properties,
+    read_snapshot,
+    table_exists,
+    token_write_options,
+    vacuum,
+    write_delta,
+)
+
+pytestmark = pytest.mark.delta_spark
+
+CODEC = MLTCodec.from_seed(7, 7, seed=42)
+OTHER = MLTCodec.from_seed(7, 7, seed=43)
+RS = WriteOptions(backend="delta-rs")
+_names = itertools.count()
+
+
+def _ratings(spark: SparkSession, start: int = 0, rows: int = 20) -> DataFrame:
+    df = spark.range(start, start + rows).select(
+        F.col("id").alias("userId"),
+        (F.col("id") % 3).cast("int").alias("part"),
+        (F.col("id") % 5 + 0.5).alias("rating"),
+    )
+    return df.withColumn("userId_mlt", mlt_encode("userId", CODEC))
+
+
+def _engines(path: str) -> list[str]:
+    return [str(entry.get("engineInfo", "")) for entry in DeltaTable(path).history()]
+
+
+def _protocol(path: str) -> tuple[int, int, object, object]:
+    p = DeltaTable(path).protocol()
+    return (p.min_reader_version, p.min_writer_version, p.reader_features, p.writer_features)
+
+
+def _table_name() -> str:
+    return f"mlt_test.t{next(_names)}"
+
+
+@pytest.fixture(scope="module")
+def database(spark: SparkSession) -> str:
+    spark.sql("CREATE DATABASE IF NOT EXISTS mlt_test")
+    return "mlt_test"
+
+
+def test_a_new_table_gets_its_codecs_in_version_0_and_its_rows_in_version_1(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The codecs are in the table before its first tokens, and Delta wrote both commits."""
+    path = str(tmp_path / "ratings")
+    df = _ratings(spark)
+    result = write_delta(df, path, {"userId": CODEC}, partition_by=["part"])
+    assert (result.backend, result.version, result.rows) == ("delta-spark", 1, 20)
+    first = DeltaTable(path, version=0)
+    assert first.metadata().configuration["mlt.codec.userId"] == CODEC.to_json()
+    assert first.metadata().partition_columns == ["part"]
+    assert pa.table(first.get_add_actions()).num_rows == 0
+    assert all(e.startswith("Apache-Spark/") and "Delta-Lake/" in e for e in _engines(path))
+    assert read_codecs(path) == {"userId": CODEC}
+    assertDataFrameEqual(read_delta(spark, path), df)
+    assert DeltaTable(path).history(1)[0]["userMetadata"].count("spark_mlt.mode") == 1
+
+
+def test_every_write_mode(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark), path, {"userId": CODEC})
+    with pytest.raises(TableExistsError):
+        write_delta(_ratings(spark), path, {"userId": CODEC})
+    appended = write_delta(_ratings(spark, 20), path, {"userId": CODEC}, mode="append")
+    assert (appended.version, read_delta(spark, path).count()) == (2, 40)
+    overwritten = write_delta(_ratings(spark, 100, 5), path, mode="overwrite")
+    assert overwritten.version == 3
+    assertDataFrameEqual(read_delta(spark, path), _ratings(spark, 100, 5))
+    assert read_codecs(path) == {"userId": CODEC}  # an overwrite keeps the table's properties
+    assert read_delta(spark, path, version=1).count() == 20
+
+
+def test_a_different_codec_or_schema_is_refused_and_the_table_kept(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark), path, {"userId": CODEC})
+    with pytest.raises(CodecMismatchError, match="userId"):
+        write_delta(_ratings(spark), path, {"userId": OTHER}, mode="append")
+    with pytest.raises(TableSchemaError, match="does not match"):
+        write_delta(_ratings(spark).drop("rating"), path, mode="append")
+    assert read_snapshot(path).version == 1
+
+
+def test_a_run_id_goes_through_deltas_idempotent_writes(spark: SparkSession, tmp_path: Path) -> None:
+    path = str(tmp_path / "ratings")
+    first = write_delta(_ratings(spark), path, {"userId": CODEC}, mode="append", run_id="2026-11-24")
+    again = write_delta(_ratings(spark), path, {"userId": CODEC}, mode="append", run_id="2026-11-24")
+    assert (first.skipped, again.skipped, again.rows) == (False, True, 0)
+    assert DeltaTable(path).transaction_version("spark-mlt:2026-11-24") == 1
+    # Delta itself skips the write when the planned check is bypassed (a concurrent re-run)
+    stale = read_snapshot(path, version=0)
+    racing = write_delta(_ratings(spark), path, mode="append", run_id="2026-11-24", snapshot=stale)
+    assert racing.skipped
+    assert (read_snapshot(path).version, read_delta(spark, path).count()) == (1, 20)
+
+
+def test_the_jobs_parquet_choices_reach_the_files(spark: SparkSession, tmp_path: Path) -> None:
+    """v2 pages (DELTA_BINARY_PACKED) and no dictionary for the token column, and the
+    session's conf is as it was after the write."""
+    path = str(tmp_path / "ratings")
+    df = _ratings(spark).coalesce(1)
+    options = WriteOptions(parquet_options=token_write_options(df, ["userId_mlt"]))
+    write_delta(df, path, {"userId": CODEC}, options=options)
+    (file,) = glob.glob(f"{path}/*.parquet")
+    metadata = pq.ParquetFile(file).metadata.row_group(0)
+    columns = [metadata.column(i) for i in range(metadata.num_columns)]
+    (tokens,) = [c for c in columns if c.path_in_schema.startswith("userId_mlt")]  # userId_mlt.list.element
+    assert not tokens.has_dictionary_page
+    assert "DELTA_BINARY_PACKED" in tokens.encodings
+    assert spark.conf.get("parquet.writer.version", None) is None
+
+
+@pytest.mark.parametrize(("first", "second"), [("delta-rs", "delta-spark"), ("delta-spark", "delta-rs")])
+def test_both_backends_write_the_same_table(spark: SparkSession, tmp_path: Path, first: str, second: str) -> None:
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark), path, {"userId": CODEC}, options=WriteOptions(backend=first))  # type: ignore[arg-type]
+    protocol, properties = _protocol(path), read_properties(path)
+    result = write_delta(
+        _ratings(spark, 20),
+        path,
+        {"userId": CODEC},
+        mode="append",
+        options=WriteOptions(backend=second),  # type: ignore[arg-type]
+    )
+    assert result.backend == second
+    assert (_protocol(path), read_properties(path)) == (protocol, properties)
+    expected = _ratings(spark, 0, 40)
+    assertDataFrameEqual(read_delta(spark, path), expected)
+    assert DeltaTable(path).to_pyarrow_table().num_rows == 40
+    assert read_codecs(path) == {"userId": CODEC}
+
+
+def test_tokenize_with_quarantine_and_a_vocabulary_then_decode_inspect_vacuum(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = str(tmp_path / "orders.parquet")
+    spark.createDataFrame(
+        [(1, "SKU-3", "a"), (2, "SKU-1", "b"), (-5, "SKU-3", "c"), (None, None, "d")],
+        "customer_id bigint, sku string, note string",
+    ).write.parquet(source)
+    output = str(tmp_path / "orders_mlt")
+    options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", run_id="day-1")
+    report = tokenize_table(spark, source, output, ["customer_id", "sku"], options)
+    assert (report.rows_out, report.rows_rejected, report.write and report.write.backend) == (3, 1, "delta-spark")
+    assert [r.note for r in read_delta(spark, f"{output}_quarantine").collect()] == ["c"]
+    vocabulary = str(tmp_path / "orders_mlt_vocab" / "sku")
+    assert sorted(tuple(r) for r in read_delta(spark, vocabulary).collect()) == [("SKU-1", 0), ("SKU-3", 1)]
+    again = tokenize_table(
+        spark,
+        source,
+        output,
+        ["customer_id", "sku"],
+        TokenizeOptions(mode="append", handle_invalid="quarantine", run_id="day-1"),
+    )
+    assert again.write is not None
+    assert again.write.skipped
+    assert decode_table(spark, output, DecodeOptions(verify=True)).mismatches == 0
+    info = inspect_table(output)
+    assert (info["version"], info["rows"]) == (1, 3)
+    assert "Delta-Lake/" in str(DeltaTable(output).history(1)[0]["engineInfo"])
+    assert orphan_files(output) == []
+    assert vacuum(output, spark=spark) == []  # Delta's VACUUM: nothing expired
+    overwritten = tokenize_table(
+        spark, source, output, ["customer_id", "sku"], TokenizeOptions(mode="overwrite", handle_invalid="quarantine")
+    )
+    assert overwritten.write is not None
+    assert overwritten.write.version == 2
+    expired = vacuum(output, retention_hours=0, spark=spark)
+    assert expired
+    assert all(name.endswith(".parquet") and not name.startswith("/") for name in expired)
+    assert vacuum(output, retention_hours=0, dry_run=False, spark=spark) == expired
+    assert vacuum(output, retention_hours=0, spark=spark) == []
+    assert decode_table(spark, output, DecodeOptions(verify=True)).mismatches == 0
+
+
+# Catalog tables: Spark's own session catalog (Delta's), its warehouse under tmp (conftest)
+
+
+def test_a_catalog_table_is_created_with_its_properties_and_read_by_name(spark: SparkSession, database: str) -> None:
+    name = _table_name()
+    df = _ratings(spark)
+    result = write_delta(df, name, {"userId": CODEC}, partition_by=["part"])
+    assert (result.backend, result.version) == ("delta-spark", 1)
+    detail = spark.sql(f"DESCRIBE DETAIL {name}").first()
+    assert detail is not None
+    assert detail["properties"]["mlt.codec.userId"] == CODEC.to_json()
+    assert read_codecs(name) == {"userId": CODEC}
+    assert table_exists(name)
+    assert not table_exists(f"{database}.nothing_here")
+    assertDataFrameEqual(read_delta(spark, name), df)
+    assertDataFrameEqual(read_delta(spark, f"spark_catalog.{name}"), df)  # three-part name
+    write_delta(_ratings(spark, 20), name, {"userId": CODEC}, mode="append", options=RS)  # delta-rs, at its location
+    assert spark.table(name).count() == 40
+    with pytest.raises(TableExistsError):
+        write_delta(df, name, {"userId": CODEC})
+    with pytest.raises(CodecMismatchError):
+        write_delta(df, name, {"userId": OTHER}, mode="append")
+    with pytest.raises(MissingTableError, match="no table"):
+        read_codecs(f"{database}.nothing_here")
+
+
+def test_jobs_take_catalog_tables(spark: SparkSession, database: str, tmp_path: Path) -> None:
+    source = _table_name()
+    spark.createDataFrame(
+        [(1, "SKU-3", "a"), (2, "SKU-1", "b"), (-5, "SKU-3", "c")], "customer_id bigint, sku string, note string"
+    ).write.format("delta").saveAsTable(source)
+    output = _table_name()
+    options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", input_format="table")
+    report = tokenize_table(spark, source, output, ["customer_id", "sku"], options)
+    assert (report.rows_out, report.rows_rejected) == (2, 1)
+    assert spark.catalog.tableExists(f"{output}_quarantine")
+    assert spark.catalog.tableExists(f"{output}_vocab_sku")
+    assert read_snapshot(output).properties["mlt.vocabulary.sku"] == f"{output}_vocab_sku"
+    decoded = _table_name()
+    assert decode_table(spark, output, DecodeOptions(verify=True)).mismatches == 0
+    decode_table(spark, output, DecodeOptions(output=decoded))
+    assert sorted((r.note, r.sku) for r in spark.table(decoded).collect()) == [("a", "SKU-3"), ("b", "SKU-1")]
+    assert inspect_table(output)["rows"] == 2
+    assert vacuum(output, spark=spark) == []
+    assert run(["inspect", output]) == 0
+    assert run(["vacuum", output]) == 0
+
+
+def test_a_dotted_path_written_as_a_path_stays_a_path(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write_delta(_ratings(spark), "./ratings.delta", {"userId": CODEC})
+    assert (tmp_path / "ratings.delta" / "_delta_log").is_dir()
+    assert read_codecs("./ratings.delta") == {"userId": CODEC}
