@@ -7,6 +7,8 @@ One module per role, as delta-rs' own Python package is laid out:
   layers above record (the MovieLens label rule) they pass as ``WriteOptions.properties``.
 * :mod:`~spark_mlt.storage.fs`: a table's location as delta-rs, pyarrow's filesystem and
   Spark each need it (plain paths and URIs).
+* :mod:`~spark_mlt.storage.catalog`: catalog tables' names (``db.table``) next to paths: the
+  rule that tells them apart (:func:`is_table_name`) and their locations.
 * :mod:`~spark_mlt.storage.table`: :func:`read_snapshot`, the one reader of a table's state.
 * :mod:`~spark_mlt.storage.writer`: :func:`write_delta`, :func:`snapshot_for_write` (a job's
   one read of its output table) and the backend choice; the backends
@@ -29,6 +31,7 @@ from spark_mlt.errors import (
     VocabularyError,
 )
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
+from spark_mlt.storage.catalog import is_table_name
 from spark_mlt.storage.maintenance import orphan_files, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
@@ -74,6 +77,7 @@ __all__ = [
     "check_run_id",
     "check_vocabulary",
     "has_delta_jars",
+    "is_table_name",
     "keys_for_ids",
     "orphan_files",
     "read_codecs",

@@ -115,6 +115,9 @@ def _properties_of(table: DeltaTable) -> dict[str, str]:
 def read_snapshot(path: str | os.PathLike[str], *, version: int | None = None) -> TableSnapshot:
     """A table's version, properties, codecs, schema, partitioning and rows, read once.
 
+    ``path`` is a plain path, a URI or a catalog table's name (resolved through the active
+    session's catalog); the snapshot's ``path`` is the table's location.
+
     Raises:
         MissingTableError: there is no Delta table at ``path``.
         CodecFormatError: a stored codec is corrupt or tampered with.
