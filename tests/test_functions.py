@@ -241,16 +241,23 @@ def test_bigint_tokens_decode_like_int_tokens(spark: SparkSession, engine: str) 
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_token_vector_decoding_beyond_2_to_63_is_invalid(spark: SparkSession, ansi: str, engine: str) -> None:
-    codec = MLTCodec.from_seed(251, 8)
-    digits, value = [], 2**63
-    for _ in range(8):
-        value, digit = divmod(value, 251)
-        digits.append(digit)
-    beyond = (np.array(digits[::-1], dtype=object).dot(codec.M.astype(object)) % 251).tolist()
-    df = spark.createDataFrame([(codec.encode([MAX_ID])[0].tolist(),), (beyond,)], "t array<int>")
+@pytest.mark.parametrize(("p", "n"), [(251, 8), (2, 64)])  # (2, 64): a digit weighs 2**63 itself
+def test_a_token_vector_decoding_beyond_2_to_63_is_invalid(
+    spark: SparkSession, ansi: str, engine: str, p: int, n: int
+) -> None:
+    codec = MLTCodec.from_seed(p, n)
+
+    def code_of(value: int) -> list[int]:  # exact tokens of any value below p**n, in Python ints
+        digits = []
+        for _ in range(n):
+            value, digit = divmod(value, p)
+            digits.append(digit)
+        return (np.array(digits[::-1], dtype=object).dot(codec.M.astype(object)) % p).tolist()  # type: ignore[no-any-return]
+
+    values = [MAX_ID, 2**63, codec.capacity - 1]
+    df = spark.createDataFrame([(code_of(v),) for v in values], "t array<int>")
     rows = df.select(mlt_decode("t", codec, engine=engine, handle_invalid="null").alias("id")).collect()
-    assert [r.id for r in rows] == [MAX_ID, None]
+    assert [r.id for r in rows] == [MAX_ID, None, None]
 
 
 @pytest.mark.parametrize("engine", ENGINES)

@@ -13,8 +13,9 @@ Traps handled here:
   (no power of p above 2**63 - 1 is ever formed: such a digit is 0 for any valid id), and
   products are summed only in groups whose sum cannot exceed 2**63 - 1.
 * Decoding to an id: when p**n <= 2**63 the weighted digit sum is below 2**63. Otherwise the
-  digits whose weight is 2**63 or more must be 0, and the rest is summed as decimal(38,0)
-  (each term < 2**94) and compared with 2**63 before the cast to bigint.
+  digits whose weight is 2**63 or more must be 0, and the rest is split into two bigints,
+  ``hi * p**m + lo``, compared with 2**63 - 1 part by part before they are combined (no
+  decimal arithmetic: Spark evaluates decimals per row through BigDecimal).
 * Input types: an analysis-time gate (never evaluated: the optimizer folds ``false AND``
   away) makes Spark reject anything but integral and decimal inputs with its own
   DATATYPE_MISMATCH error naming the column and its type. Decimal values must be whole
@@ -200,17 +201,24 @@ def _digit_words(t: ExpressionTarget[E], tokens: E, items: list[E], codec: MLTCo
 
 
 def _id_of_digits(t: ExpressionTarget[E], digits: Sequence[E], codec: MLTCodec) -> E:
-    """The bigint id of n base-p digits (each in [0, p)), or null when it is 2**63 or more."""
+    """The bigint id of n base-p digits (each in [0, p)), or null when it is 2**63 or more.
+
+    When p**n > 2**63 the id is split as ``hi * p**m + lo`` with ``p**m <= 2**62``, so both
+    parts are small bigints, and ``hi * p**m + lo <= MAX_ID`` is decided without forming
+    the sum: ``hi < q or (hi = q and lo <= r)`` for ``q, r = divmod(MAX_ID, p**m)`` (lo <
+    p**m). Digits whose weight exceeds MAX_ID must be 0. All bigint, no decimals."""
     p, n = codec.p, codec.n
+    weights = [p ** (n - 1 - i) for i in range(n)]
     if codec.capacity <= 2**63:
-        return weighted(t, [(d, p ** (n - 1 - i)) for i, d in enumerate(digits)])
-    high = [d for i, d in enumerate(digits) if p ** (n - 1 - i) > MAX_ID]
-    low = [(t.cast(d, "DECIMAL(38,0)"), p ** (n - 1 - i)) for i, d in enumerate(digits) if p ** (n - 1 - i) <= MAX_ID]
-    exact = weighted(t, low, decimal=True)  # each term < 2**94: exact in decimal(38, 0)
-    fits = t.and_(
-        [t.cmp(d, "=", t.lit(0)) for d in high] + [t.cmp(exact, "<=", t.cast(t.lit(MAX_ID), "DECIMAL(38,0)"))]
-    )
-    return t.cast(t.case([(fits, exact)], t.lit(None)), "BIGINT")
+        return weighted(t, list(zip(digits, weights, strict=True)))
+    split = p ** max(m for m in range(n) if p**m <= 2**62)
+    high = [d for d, w in zip(digits, weights, strict=True) if w > MAX_ID]
+    hi = weighted(t, [(d, w // split) for d, w in zip(digits, weights, strict=True) if split <= w <= MAX_ID])
+    lo = weighted(t, [(d, w) for d, w in zip(digits, weights, strict=True) if w < split])
+    q, r = divmod(MAX_ID, split)
+    below = t.or_([t.cmp(hi, "<", t.lit(q)), t.and_([t.cmp(hi, "=", t.lit(q)), t.cmp(lo, "<=", t.lit(r))])])
+    fits = t.and_([t.cmp(d, "=", t.lit(0)) for d in high] + [below])
+    return t.case([(fits, t.add(t.mul(hi, t.lit(split)), lo))], t.lit(None))
 
 
 def decode_expr(

@@ -45,15 +45,11 @@ COPY_UP_TO = 8  # outputs that copy their words where lambdas are slow (Expressi
 Words = tuple[list[E], Callable[[Sequence[E]], list[E]]]  # lane-packed words, and their reader
 
 
-def weighted(t: ExpressionTarget[E], terms: list[tuple[E, int]], *, decimal: bool = False) -> E:
-    """The sum of ``term * weight`` (as decimal(38, 0) with ``decimal``); 0 for no terms."""
+def weighted(t: ExpressionTarget[E], terms: list[tuple[E, int]]) -> E:
+    """The sum of ``term * weight``; 0 for no terms."""
     total: E | None = None
     for term, weight in terms:
-        if weight == 1:
-            product = term
-        else:
-            factor = t.cast(t.lit(weight), "DECIMAL(38,0)") if decimal else t.lit(weight)
-            product = t.mul(term, factor)
+        product = term if weight == 1 else t.mul(term, t.lit(weight))
         total = product if total is None else t.add(total, product)
     return total if total is not None else t.lit(0)
 
