@@ -20,10 +20,27 @@ $(STAMP): pyproject.toml
 check-java: ## Check that Java 17+ is available (Spark needs it); says how to install it if not
 	@sh jobs/check_java.sh
 
+# the python of a PySpark line's compatibility venv (tests/compat/venv.sh builds it once), or
+# .venv's when no line is given
+line_python = $(if $(1),"$$(PYTHON=$(PYTHON) tests/compat/venv.sh $(1))/bin/python",$(BIN)/python)
+# the newest PySpark line that Delta publishes jars for (none for 4.3 yet)
+DELTA_LINE ?= 4.2.1
+# $(call with_delta_jars,PY): make jars for the line of the python PY, delta group only
+with_delta_jars = $(MAKE) --no-print-directory jars JARS_GROUPS=delta \
+    JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
+
 DELTA ?=
 demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., or synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
-	$(if $(filter spark,$(DELTA)),$(MAKE) --no-print-directory jars JARS_LINE=$$($(BIN)/python -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())') JARS_GROUPS=delta &&) \
-	SPARK_MLT_DELTA=$(DELTA) $(BIN)/python jobs/demo.py
+	@py=$(BIN)/python; \
+	if [[ "$(DELTA)" == spark ]]; then \
+	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, spark_line; raise SystemExit("delta" not in LINE_GROUPS[spark_line()])'; then \
+	        echo "== Delta has no build for the PySpark in $(VENV): the demo runs on PySpark $(DELTA_LINE) (.compat/)"; \
+	        py=$(call line_python,$(DELTA_LINE)) || exit 1; \
+	    fi; \
+	    $(call with_delta_jars,$$py) || exit 1; \
+	fi; \
+	echo "SPARK_MLT_DELTA=$(DELTA) $$py jobs/demo.py"; \
+	SPARK_MLT_DELTA=$(DELTA) PYSPARK_PYTHON=$$py $$py jobs/demo.py
 
 venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 
@@ -51,12 +68,11 @@ bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, o
 
 BENCH_LINE ?=
 bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2]); BENCH_LINE=3.5.0 runs it on a compat venv
-	@if [[ -n "$(BENCH_LINE)" ]]; then PYTHON=$(PYTHON) tests/compat/run-line.sh $(BENCH_LINE) --collect-only -q >/dev/null; fi
-	PYSPARK_PYTHON=$(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) \
-	    $(if $(BENCH_LINE),.compat/pyspark-$(BENCH_LINE)/bin/python,$(BIN)/python) -m benchmarks.benchmark_functions $(BENCH_ARGS)
+	py=$(call line_python,$(BENCH_LINE)); PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_functions $(BENCH_ARGS)
 
-bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job against plain Parquet (20M ratings)
-	$(BIN)/python benchmarks/benchmark_delta.py
+bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and delta-spark against plain Parquet (20M ratings; on PySpark 4.2.1 unless BENCH_LINE=...)
+	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call with_delta_jars,$$py) && \
+	    PYSPARK_PYTHON=$$py $$py benchmarks/benchmark_delta.py $(BENCH_ARGS)
 
 bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
 	$(BIN)/python benchmarks/benchmark_scale.py
