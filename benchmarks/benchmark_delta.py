@@ -33,7 +33,7 @@ import tempfile
 import time
 
 import pyspark
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
@@ -57,7 +57,7 @@ LABELS = {
 }
 
 
-def ratings_frame(spark: pyspark.sql.SparkSession, rows: int) -> DataFrame:
+def ratings_frame(spark: SparkSession, rows: int) -> DataFrame:
     """``rows`` synthetic ratings in MovieLens 20M's id ranges, cached."""
     ratings = (
         spark.range(rows)
@@ -75,15 +75,9 @@ def ratings_frame(spark: pyspark.sql.SparkSession, rows: int) -> DataFrame:
     return ratings
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--backends", default=",".join(BACKENDS), help="delta-rs, delta-spark or both (default)")
-    parser.add_argument("--layouts", default="packed,array", help="token layouts of the job (default: packed,array)")
-    args = parser.parse_args(argv)
-
-    backends = [b for b in args.backends.split(",") if b]
+def session(backends: list[str]) -> SparkSession:
+    """A local[2] session, with Delta's jars when delta-spark is among ``backends`` and the
+    line has them (else delta-spark is dropped from ``backends``, saying why)."""
     conf = {"spark.ui.showConsoleProgress": "false"}
     if "delta-spark" in backends:
         try:
@@ -94,6 +88,64 @@ def main(argv: list[str] | None = None) -> int:
     spark = local_session("spark-mlt-bench-delta", extra_conf=conf)
     if "delta-spark" in backends and not has_delta_jars(spark):
         raise SystemExit("the session has no Delta jars")
+    return spark
+
+
+def write_case(case: str, ratings: DataFrame, codecs: dict[str, MLTCodec], folder: str) -> float | None:
+    """Writes one case into ``folder``; for the delta-rs job, returns its delta-rs seconds."""
+    if case == "plain":
+        ratings.write.parquet(f"{folder}/{case}")
+    elif case == "plain_v2":  # like for like: the jobs write Parquet v2 data pages
+        ratings.write.option("parquet.writer.version", "v2").parquet(f"{folder}/{case}")
+    elif case == "floor":  # two bigint columns that cost nothing to compute, written as the jobs do
+        floor = ratings.withColumn("userId_x", F.col("userId") * 2 + 1)
+        floor = floor.withColumn("movieId_x", F.col("movieId") * 2 + 1)
+        floor.write.options(**token_write_options(floor, ["userId_x", "movieId_x"])).parquet(f"{folder}/{case}")
+    else:
+        layout, backend = case.split("@")
+        tokens, _ = tokenize_dataframe(ratings, codecs, layouts=dict.fromkeys(codecs, layout))
+        options = WriteOptions(
+            parquet_options=token_write_options(tokens, ["userId_mlt", "movieId_mlt"]),  # as the jobs write them
+            backend=backend,  # type: ignore[arg-type]
+        )
+        result = write_delta(tokens, f"{folder}/{layout}-{backend}", codecs, options=options)
+        if backend == "delta-rs":
+            return result.seconds["footers"] + result.seconds["commit"]
+    return None
+
+
+def report(times: dict[str, list[float]], backends: list[str], shares: list[float]) -> None:
+    """Prints each case's best and median time and its ratios to the plain write."""
+    print(f"{'write':42s} {'best':>8s} {'median':>8s} {'best/best':>10s} {'median of round ratios':>24s}")
+    for case, seconds in times.items():
+        ratios = [t / plain for t, plain in zip(seconds, times["plain"], strict=True)]
+        print(
+            f"{LABELS[case]:42s} {min(seconds):7.2f}s {statistics.median(seconds):7.2f}s "
+            f"{min(seconds) / min(times['plain']):10.2f} {statistics.median(ratios):24.2f}"
+            + ("   (target <= 1.30)" if case.startswith("packed@") else "")
+        )
+    for backend in backends:
+        job = times.get(f"packed@{backend}", [])
+        if job:
+            v2 = [t / base for t, base in zip(job, times["plain_v2"], strict=True)]
+            print(
+                f"like for like, packed job ({backend}) / plain v2 pages: best/best "
+                f"{min(job) / min(times['plain_v2']):.2f}, median of round ratios {statistics.median(v2):.2f}"
+            )
+    if shares:
+        print(f"delta-rs footers + commit: {max(shares) * 100:.2f}% of the packed job at most (target < 2%)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--backends", default=",".join(BACKENDS), help="delta-rs, delta-spark or both (default)")
+    parser.add_argument("--layouts", default="packed,array", help="token layouts of the job (default: packed,array)")
+    args = parser.parse_args(argv)
+
+    backends = [b for b in args.backends.split(",") if b]
+    spark = session(backends)
     ratings = ratings_frame(spark, args.rows)
     users, movies = MLTCodec.for_cardinality(USERS, n=7), MLTCodec.for_cardinality(MOVIES, n=7)
     print(
@@ -111,50 +163,16 @@ def main(argv: list[str] | None = None) -> int:
         try:
             for case in order.sample(cases, len(cases)):  # interleaved, in a new order each round
                 started = time.perf_counter()
-                if case == "plain":
-                    ratings.write.parquet(f"{folder}/{case}")
-                elif case == "plain_v2":  # like for like: the jobs write Parquet v2 data pages
-                    ratings.write.option("parquet.writer.version", "v2").parquet(f"{folder}/{case}")
-                elif case == "floor":  # two bigint columns that cost nothing to compute, written as the jobs do
-                    floor = ratings.withColumn("userId_x", F.col("userId") * 2 + 1)
-                    floor = floor.withColumn("movieId_x", F.col("movieId") * 2 + 1)
-                    floor_options = token_write_options(floor, ["userId_x", "movieId_x"])
-                    floor.write.options(**floor_options).parquet(f"{folder}/{case}")
-                else:
-                    layout, backend = case.split("@")
-                    tokens, _ = tokenize_dataframe(ratings, codecs, layouts=dict.fromkeys(codecs, layout))
-                    options = WriteOptions(
-                        parquet_options=token_write_options(tokens, ["userId_mlt", "movieId_mlt"]),  # as the jobs do
-                        backend=backend,  # type: ignore[arg-type]
-                    )
-                    result = write_delta(tokens, f"{folder}/{layout}-{backend}", codecs, options=options)
-                    if backend == "delta-rs" and layout == "packed":
-                        delta_rs = result.seconds["footers"] + result.seconds["commit"]
-                        shares.append(delta_rs / (time.perf_counter() - started))
+                delta_rs = write_case(case, ratings, codecs, folder)
                 times[case].append(time.perf_counter() - started)
+                if delta_rs is not None and case.startswith("packed@"):
+                    shares.append(delta_rs / times[case][-1])
             print(
                 f"  round {round_ + 1}: " + ", ".join(f"{case} {times[case][-1]:.2f} s" for case in cases), flush=True
             )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    print(f"{'write':42s} {'best':>8s} {'median':>8s} {'best/best':>10s} {'median of round ratios':>24s}")
-    for case in cases:
-        ratios = [t / plain for t, plain in zip(times[case], times["plain"], strict=True)]
-        print(
-            f"{LABELS[case]:42s} {min(times[case]):7.2f}s {statistics.median(times[case]):7.2f}s "
-            f"{min(times[case]) / min(times['plain']):10.2f} {statistics.median(ratios):24.2f}"
-            + ("   (target <= 1.30)" if case.startswith("packed@") else "")
-        )
-    for backend in backends:
-        job = times[f"packed@{backend}"] if f"packed@{backend}" in times else []
-        if job:
-            v2 = [t / base for t, base in zip(job, times["plain_v2"], strict=True)]
-            print(
-                f"like for like, packed job ({backend}) / plain v2 pages: best/best "
-                f"{min(job) / min(times['plain_v2']):.2f}, median of round ratios {statistics.median(v2):.2f}"
-            )
-    if shares:
-        print(f"delta-rs footers + commit: {max(shares) * 100:.2f}% of the job at most (target < 2%)")
+    report(times, backends, shares)
     spark.stop()
     return 0
 
