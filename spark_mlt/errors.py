@@ -18,8 +18,12 @@ catch the whole family or one kind::
         ├── TableExistsError            mode="error" and the table exists
         ├── CodecMismatchError          the table stores a different codec for the column
         ├── MissingCodecError           the table stores no codec for a token column
-        ├── TableSchemaError         the rows' schema differs from the table's
-        └── VocabularyError             a key vocabulary is inconsistent
+        ├── TableSchemaError            the rows' schema differs from the table's
+        ├── VocabularyError             a key vocabulary is inconsistent
+        ├── ConcurrentWriteError        another write committed first and this one could not be
+        │                               retried safely: it committed nothing
+        └── StorageError                the table's store refused a request (endpoint, bucket,
+                                        credentials); the message never holds a secret
 
 Errors in the rows of a Spark query surface as Spark's own exceptions (the query fails with
 the message ``raise_error`` or the UDF gave), naming the offending value.
@@ -35,6 +39,7 @@ __all__ = [
     "CodecFormatError",
     "CodecMismatchError",
     "CodecParameterError",
+    "ConcurrentWriteError",
     "InvalidIdError",
     "InvalidTokenError",
     "MLTError",
@@ -45,6 +50,7 @@ __all__ = [
     "MissingTableError",
     "OptionError",
     "SourceError",
+    "StorageError",
     "TableError",
     "TableExistsError",
     "TableSchemaError",
@@ -134,3 +140,14 @@ class TableSchemaError(TableError):
 
 class VocabularyError(TableError):
     """A vocabulary table is inconsistent (an id used twice, or a key with two ids)."""
+
+
+class ConcurrentWriteError(TableError):
+    """Another write committed to the table while this one ran, and retrying this one was not
+    safe (the winner changed the table's codecs or schema) or kept losing: nothing of it was
+    committed."""
+
+
+class StorageError(TableError):
+    """The table's store refused a request (endpoint, bucket, credentials). The message names
+    the location and the store's reason, with every secret of the storage options hidden."""

@@ -3,6 +3,10 @@
 ``MLT_TEST_DELTA_SPARK=1`` gives that session Delta's jars (from ``make jars``), its SQL
 extension and its catalog, so writes go through delta-spark; tests marked ``delta_spark`` run
 only then (``tests/compat/run-line.sh`` runs them on each line that has Delta).
+
+The session always gets the line's ``s3a`` jars (``make jars``; ``make test`` copies them) and
+settings pointing at the local S3 server of :mod:`tests.support.s3`, which the ``s3`` fixture
+starts for the tests that use it.
 """
 
 from __future__ import annotations
@@ -15,8 +19,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from spark_mlt.batch import local_session
-from spark_mlt.batch.jars import delta_session_conf
+from spark_mlt.batch.jars import delta_session_conf, spark_jars
+from spark_mlt.errors import MissingJarsError
 from spark_mlt.storage import has_delta_jars
+from tests.support import s3 as local_s3
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -39,17 +45,36 @@ def delta_spark_requested() -> bool:
     return os.environ.get(DELTA_SPARK_ENV) == "1"
 
 
+def _s3_jars() -> str | None:
+    try:
+        return spark_jars("s3")
+    except MissingJarsError:
+        return None
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """A local[2] SparkSession shared by the whole test session (with delta-spark when
-    ``MLT_TEST_DELTA_SPARK=1``; its catalog's warehouse is on local disk under tmp)."""
+    ``MLT_TEST_DELTA_SPARK=1``; its catalog's warehouse is on local disk under tmp), with
+    ``s3a`` set up for the local S3 server."""
     warehouse = tmp_path_factory.mktemp("warehouse")
-    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false"}
+    conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **local_s3.spark_conf()}
     if delta_spark_requested():
         conf.update({**delta_session_conf(), **_DELTA_TEST_CONF})
+    jars = [jar for jar in (conf.get("spark.jars"), _s3_jars()) if jar]
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
     session = local_session(app_name="spark-mlt-tests", warehouse=str(warehouse), extra_conf=conf)
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def s3() -> local_s3.MotoServer:
+    """The local S3 server (moto), started at first use; the session's s3a points at it."""
+    if _s3_jars() is None:
+        pytest.fail("the S3 tests need the line's s3a jars: run `make jars JARS_GROUPS=s3` (make test does)")
+    return local_s3.server()
 
 
 @pytest.fixture(autouse=True)

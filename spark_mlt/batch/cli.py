@@ -52,7 +52,7 @@ from spark_mlt.batch.session import job_session
 from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.errors import MLTError
 from spark_mlt.paper import PaperOptions, PaperReport
-from spark_mlt.storage import orphan_files, vacuum
+from spark_mlt.storage import StorageOptions, orphan_files, redact, s3a_conf, vacuum
 from spark_mlt.storage.catalog import is_table_name
 
 __all__ = ["JOBS", "Job", "UsageError", "add_flags", "build_parser", "flag_of", "main", "run"]
@@ -208,6 +208,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     inspect_ = sub.add_parser("inspect", help="print a table's codecs, versions and row count")
     inspect_.add_argument("path", help="Delta table path, or a catalog table's name (db.table)")
+    add_flags(inspect_, [_STORAGE_FLAG])
 
     vacuum_ = sub.add_parser("vacuum", help="list (default) or delete orphan and expired files of a table")
     vacuum_.add_argument("path", help="Delta table path, or a catalog table's name (db.table)")
@@ -216,8 +217,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     vacuum_.add_argument("--apply", action="store_true", help="delete the files (default: only list them)")
     vacuum_.add_argument("--orphans", action="store_true", help="list the files no table version references, now")
+    add_flags(vacuum_, [_STORAGE_FLAG])
     return parser
 
+
+#: ``--storage-options`` of ``inspect`` and ``vacuum``: the jobs' field, the same flag
+_STORAGE_FLAG = next(flag for flag in option_flags(DecodeOptions) if flag.name == "storage_options")
 
 #: flags of every job command that are no job argument or option: how to run, not what
 _RUN_FLAGS = ("config", "master")
@@ -315,35 +320,48 @@ def _run_job(args: argparse.Namespace) -> int:
     fields = {f.name for f in dataclasses.fields(job.options)}
     options = job.options(**{name: value for name, value in values.items() if name in fields})
 
-    def session() -> Any:
-        return job_session(f"spark-mlt {args.command}", master=args.master)
+    def session() -> Any:  # a local session also gets the s3a settings of the storage options
+        conf = s3a_conf(getattr(options, "storage_options", None))
+        return job_session(f"spark-mlt {args.command}", master=args.master, conf=conf)
 
     if not job.spark:
         return _print_paper(job.run(**arguments, options=options, session=session))
     return _print_report(args.command, job.run(session(), **arguments, options=options))
 
 
-def _catalog_session(command: str, path: str) -> Any:
+def _catalog_session(command: str, path: str, storage_options: Mapping[str, str]) -> Any:
     """A session for a catalog table's name (``db.table``), which only a catalog resolves;
     none for a path: inspecting or vacuuming a path starts no Spark (under spark-submit the
     session exists already and is used)."""
     if is_table_name(path) or "PYSPARK_GATEWAY_PORT" in os.environ:
-        return job_session(f"spark-mlt {command}")
+        return job_session(f"spark-mlt {command}", conf=s3a_conf(storage_options))
     return None
 
 
+def _storage_options(args: argparse.Namespace) -> StorageOptions:
+    return StorageOptions(_pairs("storage_options", args.storage_options or [], str))
+
+
 def _run_inspect(args: argparse.Namespace) -> int:
-    _catalog_session("inspect", args.path)  # read_snapshot resolves a name through the active session
-    print(json.dumps(inspect_table(args.path), indent=2, default=str))
+    options = _storage_options(args)
+    _catalog_session("inspect", args.path, options)  # read_snapshot resolves a name through the active session
+    print(json.dumps(inspect_table(args.path, storage_options=options), indent=2, default=str))
     return 0
 
 
 def _run_vacuum(args: argparse.Namespace) -> int:
-    spark = _catalog_session("vacuum", args.path)
+    options = _storage_options(args)
+    spark = _catalog_session("vacuum", args.path, options)
     if args.orphans:
-        files, verb = orphan_files(args.path), "orphan"
+        files, verb = orphan_files(args.path, storage_options=options), "orphan"
     else:
-        files = vacuum(args.path, retention_hours=args.retention_hours, dry_run=not args.apply, spark=spark)
+        files = vacuum(
+            args.path,
+            retention_hours=args.retention_hours,
+            dry_run=not args.apply,
+            spark=spark,
+            storage_options=options,
+        )
         verb = "deleted" if args.apply else "would delete"
     for name in files:
         print(name)
@@ -365,7 +383,7 @@ def _command_names(command: str) -> set[str]:
     """The Python names that are flags of ``command``."""
     if command in JOBS:
         return {flag.name for flag in JOBS[command].flags()}
-    return {"path", "retention_hours"}
+    return {"path", "retention_hours", "storage_options"}
 
 
 def _reason(exc: BaseException, command: str) -> str:
@@ -397,8 +415,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("spark-mlt: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - a job reports any failure as one line and exit 1
-        print(f"spark-mlt: error: {_reason(exc, args.command)}", file=sys.stderr)
+        reason = redact(_reason(exc, args.command), _given_storage_options(args))
+        print(f"spark-mlt: error: {reason}", file=sys.stderr)
         return 1
+
+
+def _given_storage_options(args: argparse.Namespace) -> dict[str, str]:
+    """The storage options given on the command line and in the conf file, as far as they
+    parse: their secrets are hidden in any message printed."""
+    given: dict[str, str] = {}
+    try:
+        config = _load_config(getattr(args, "config", None)).get("storage_options")
+        given.update(_pairs("storage_options", config or {}, str))
+        given.update(_pairs("storage_options", getattr(args, "storage_options", None) or [], str))
+    except (OSError, ValueError, yaml.YAMLError):
+        pass
+    return given
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ from spark_mlt.storage import (
     vocabulary_paths,
     write_delta,
 )
+from spark_mlt.storage.fs import spark_uri
 
 __all__ = ["decode_table", "unpack_token_columns"]
 
@@ -53,19 +54,26 @@ def _check_token_columns(input: str, codecs: Mapping[str, MLTCodec], table: Data
 
 
 def _decoded(
-    spark: SparkSession, table: DataFrame, report: JobReport, vocabularies: Mapping[str, str], engine: str
+    spark: SparkSession, table: DataFrame, report: JobReport, vocabularies: Mapping[str, str], options: DecodeOptions
 ) -> tuple[DataFrame, dict[str, Column]]:
     """The decoded value of each codec column: its id, or its key where a vocabulary maps ids
     to string keys (joined in as ``__<column>_key``)."""
     decoded = {}
     for column, codec in report.codecs.items():
         layout = report.layouts[column]
-        ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, layout=layout, engine=engine)  # type: ignore[arg-type]
+        ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, layout=layout, engine=options.engine)  # type: ignore[arg-type]
         if column not in vocabularies:
             decoded[column] = ids
             continue
         with_ids = table.withColumn(f"__{column}_id", ids)
-        table = keys_for_ids(spark, with_ids, f"__{column}_id", vocabularies[column], key_column=f"__{column}_key")
+        table = keys_for_ids(
+            spark,
+            with_ids,
+            f"__{column}_id",
+            vocabularies[column],
+            key_column=f"__{column}_key",
+            storage_options=options.storage_options,
+        )
         table = table.drop(f"__{column}_id")
         decoded[column] = F.col(f"__{column}_key")
     return table, decoded
@@ -89,11 +97,13 @@ def _verify(report: JobReport, table: DataFrame, decoded: Mapping[str, Column]) 
 def _write_decoded(spark: SparkSession, result: DataFrame, report: JobReport, options: DecodeOptions) -> None:
     output = str(options.output)
     if options.output_format == "parquet":
-        result.write.mode("errorifexists" if options.mode == "error" else options.mode).parquet(output)
-        report.rows_out = spark.read.parquet(output).count()
+        result.write.mode("errorifexists" if options.mode == "error" else options.mode).parquet(spark_uri(output))
+        report.rows_out = spark.read.parquet(spark_uri(output)).count()
     else:
         commit = WriteOptions(commit_info={"spark_mlt.job": "decode"})
-        report.write = write_delta(result, output, {}, mode=options.mode, options=commit)
+        report.write = write_delta(
+            result, output, {}, mode=options.mode, options=commit, storage_options=options.storage_options
+        )
         report.rows_out = report.write.rows
     report.rows_in = report.rows_out
 
@@ -120,13 +130,13 @@ def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None 
         raise MLTError("output is needed (where to write the decoded table) unless verify=True", parameter="output")
     report = JobReport()
     with phase(report, "read"):
-        snapshot = read_snapshot(input)
+        snapshot = read_snapshot(input, storage_options=opts.storage_options)
         table = read_snapshot_rows(spark, snapshot)
         _check_token_columns(input, snapshot.codecs, table)
         report.codecs = snapshot.codecs
         report.layouts = dict(token_layouts(table.schema, snapshot.codecs))
     vocabularies = vocabulary_paths(snapshot.properties)
-    table, decoded = _decoded(spark, table, report, vocabularies, opts.engine)
+    table, decoded = _decoded(spark, table, report, vocabularies, opts)
     if opts.verify:
         with phase(report, "verify"):
             _verify(report, table, decoded)

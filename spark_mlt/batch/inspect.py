@@ -5,6 +5,7 @@ Everything comes from one :func:`spark_mlt.storage.read_snapshot`; no Spark sess
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -17,7 +18,7 @@ __all__ = ["inspect_table"]
 HISTORY_KEYS = ("version", "timestamp", "operation", "spark_mlt.job", "spark_mlt.rows")
 
 
-def inspect_table(path: str, *, history: int = 10) -> dict[str, Any]:
+def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A table's codecs (p, n, seed, capacity, fingerprint, token layout, packed bits), its
     version, row count and last ``history`` commits, as a JSON-ready dict.
 
@@ -28,7 +29,7 @@ def inspect_table(path: str, *, history: int = 10) -> dict[str, Any]:
 
         inspect_table("out/ratings_mlt")["codecs"]["userId"]["layout"]  # 'packed'
     """
-    snapshot = read_snapshot(path)
+    snapshot = read_snapshot(path, storage_options=storage_options)
     layouts = token_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
     commits = [{key: entry.get(key) for key in HISTORY_KEYS} for entry in snapshot.history(history)]
     codecs = {

@@ -25,7 +25,14 @@ from spark_mlt.codec import DEFAULT_SEED
 from spark_mlt.column.layouts import STORAGE_LAYOUTS, StorageLayout
 from spark_mlt.errors import MLTError, MLTTypeError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, Engine, HandleInvalid, check_choice
-from spark_mlt.storage import WRITE_MODES, WriteMode, check_data_page_version, check_mode, check_run_id
+from spark_mlt.storage import (
+    WRITE_MODES,
+    StorageOptions,
+    WriteMode,
+    check_data_page_version,
+    check_mode,
+    check_run_id,
+)
 
 __all__ = [
     "DECODE_FORMATS",
@@ -53,6 +60,17 @@ def _help(text: str) -> dict[str, Any]:
 def _check_positive(name: str, value: int | None) -> None:
     if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
         raise MLTError(f"{name} must be a positive whole number or None; got {value!r}", parameter=name)
+
+
+_STORAGE_OPTIONS_HELP = (
+    "settings of the tables' object store, KEY=VALUE with delta-rs' names (AWS_ENDPOINT_URL=..., "
+    "AWS_REGION=..., AWS_ALLOW_HTTP=true); the environment fills the gaps. For delta-rs and the driver's "
+    "file work; a local session also gets the matching fs.s3a settings. Never written to a table or a log"
+)
+
+
+def _storage_field() -> Any:
+    return field(default_factory=StorageOptions, metadata=_help(_STORAGE_OPTIONS_HELP))
 
 
 def _columns(name: str, value: str | Sequence[str]) -> tuple[str, ...]:
@@ -109,8 +127,10 @@ class JobOptions:
             "1 for readers without v2 page support)"
         ),
     )
+    storage_options: Mapping[str, str] = _storage_field()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
         _check_positive("p", self.p)
         _check_positive("n", self.n)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
@@ -207,8 +227,10 @@ class DecodeOptions:
         metadata=_help("compare the decoded ids with the table's kept id columns instead of writing; 0 mismatches"),
     )
     engine: Engine = field(default="auto", metadata=_help("native SQL, Python UDFs, or auto"))
+    storage_options: Mapping[str, str] = _storage_field()
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
         check_choice("output_format", self.output_format, DECODE_FORMATS)
         check_mode(self.mode)
         check_choice("engine", self.engine, ENGINES)

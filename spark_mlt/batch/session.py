@@ -64,12 +64,13 @@ def local_session(
     return session
 
 
-def job_session(app_name: str, *, master: str | None = None) -> SparkSession:
-    """The session for a job: spark-submit's when launched by it, else a local one.
+def job_session(app_name: str, *, master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
+    """The session for a job: spark-submit's when launched by it, else a local one with
+    ``conf`` (e.g. :func:`spark_mlt.storage.s3a_conf` of the job's storage options).
 
-    Under spark-submit the driver's Python finds a running JVM gateway and the master comes
-    from spark-submit, so nothing is overridden here.
+    Under spark-submit the driver's Python finds a running JVM gateway and the master and the
+    settings come from spark-submit, so nothing is overridden here.
     """
     if "PYSPARK_GATEWAY_PORT" in os.environ and master is None:
         return SparkSession.builder.appName(app_name).getOrCreate()
-    return local_session(app_name, master=master or "local[2]")
+    return local_session(app_name, master=master or "local[2]", extra_conf=conf)

@@ -180,6 +180,7 @@ def write_tokens(
             properties=dict(properties or {}),
             parquet_options=token_write_options(tokens, token_columns, data_page_version=options.data_page_version),
         ),
+        storage_options=options.storage_options,
     )
     report.rows_out = report.write.rows
 
@@ -188,7 +189,7 @@ def _read_input(spark: SparkSession, input: str, options: TokenizeOptions) -> Da
     if options.input_format == "table":
         return spark.table(input)
     if options.input_format == "delta":
-        return read_delta(spark, input)
+        return read_delta(spark, input, storage_options=options.storage_options)
     reader = spark.read.options(**options.read_options)
     if options.input_format == "csv":
         reader = reader.option("header", options.read_options.get("header", "true"))
@@ -206,7 +207,7 @@ def _key_ids(
     paths = {}
     for column, id_column in sources.items():
         path = _vocabulary_of(output, column, options)
-        df = assign_ids(spark, df, column, path, id_column=id_column)
+        df = assign_ids(spark, df, column, path, id_column=id_column, storage_options=options.storage_options)
         paths[column] = path if "://" in path or is_table_name(path) else os.path.abspath(path)
     return df, sources, vocabulary_properties(paths)
 
@@ -243,6 +244,7 @@ def _set_aside(
         mode="append",
         run_id=options.run_id,
         options=WriteOptions(commit_info={**info, "spark_mlt.quarantine_of": output}),
+        storage_options=options.storage_options,
     )
     report.rows_rejected = side.rows
 
@@ -274,7 +276,7 @@ def tokenize_table(
     """
     opts = options or TokenizeOptions()
     report = JobReport()
-    snapshot = snapshot_for_write(output, opts.mode)  # before any Spark work
+    snapshot = snapshot_for_write(output, opts.mode, storage_options=opts.storage_options)  # before any Spark work
     with phase(report, "read"):
         df = _read_input(spark, input, opts)
         unknown = [c for c in columns if c not in df.columns]

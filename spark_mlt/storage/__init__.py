@@ -6,7 +6,8 @@ One module per role, as delta-rs' own Python package is laid out:
   format version and vocabulary properties; run ids) and codecs <-> properties. What the
   layers above record (the MovieLens label rule) they pass as ``WriteOptions.properties``.
 * :mod:`~spark_mlt.storage.fs`: a table's location as delta-rs, pyarrow's filesystem and
-  Spark each need it (plain paths and URIs).
+  Spark each need it (plain paths and URIs: ``s3://`` and ``s3a://`` alike), and its
+  :class:`StorageOptions` (secrets hidden), from which :func:`s3a_conf` derives Spark's.
 * :mod:`~spark_mlt.storage.catalog`: catalog tables' names (``db.table``) next to paths: the
   rule that tells them apart (:func:`is_table_name`) and their locations.
 * :mod:`~spark_mlt.storage.table`: :func:`read_snapshot`, the one reader of a table's state.
@@ -23,8 +24,10 @@ from __future__ import annotations
 
 from spark_mlt.errors import (
     CodecMismatchError,
+    ConcurrentWriteError,
     MissingCodecError,
     MissingTableError,
+    StorageError,
     TableError,
     TableExistsError,
     TableSchemaError,
@@ -32,6 +35,7 @@ from spark_mlt.errors import (
 )
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
 from spark_mlt.storage.catalog import is_table_name
+from spark_mlt.storage.fs import StorageOptions, redact, s3a_conf
 from spark_mlt.storage.maintenance import orphan_files, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
@@ -61,9 +65,12 @@ __all__ = [
     "VOCABULARY_PROPERTY_PREFIX",
     "WRITE_MODES",
     "CodecMismatchError",
+    "ConcurrentWriteError",
     "DeltaWriteResult",
     "MissingCodecError",
     "MissingTableError",
+    "StorageError",
+    "StorageOptions",
     "TableError",
     "TableExistsError",
     "TableSchemaError",
@@ -86,6 +93,8 @@ __all__ = [
     "read_snapshot",
     "read_snapshot_rows",
     "read_vocabulary",
+    "redact",
+    "s3a_conf",
     "snapshot_for_write",
     "table_exists",
     "token_write_options",

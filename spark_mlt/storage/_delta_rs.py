@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import math
+import random
 import time
 import uuid
 from collections.abc import Iterator, Mapping
@@ -39,10 +40,11 @@ from urllib.parse import unquote
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
+from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
 from pyspark.sql import DataFrame
 
-from spark_mlt.errors import MLTError
+from spark_mlt.errors import ConcurrentWriteError, MLTError, StorageError
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
     WritePlan,
@@ -51,7 +53,7 @@ from spark_mlt.storage._plan import (
     skipped_write,
     spark_arrow_schema,
 )
-from spark_mlt.storage.fs import Location
+from spark_mlt.storage.fs import Location, redact
 from spark_mlt.storage.properties import merge_codecs, run_app_id
 from spark_mlt.storage.table import open_table, snapshot_of
 
@@ -196,6 +198,11 @@ def _stats(metadata: pq.FileMetaData, columns: list[str]) -> str:
     return json.dumps({"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum, "nullCount": nulls})
 
 
+#: How often a commit that lost the race for its version is tried again (each time after
+#: reloading the table and checking it anew), with a growing, jittered pause between tries.
+COMMIT_ATTEMPTS = 12
+
+
 def commit(
     plan: WritePlan,
     actions: list[AddAction | RemoveAction],
@@ -205,29 +212,57 @@ def commit(
 ) -> tuple[int, bool]:
     """Commits ``actions`` in one Delta commit; returns the table's version and True, or its
     version and False when the table already holds the plan's run id (a concurrent run with
-    the same id won)."""
+    the same id won).
+
+    delta-rs' own retry is off (``max_commit_retries=0``): it would rebase a commit that lost
+    its version onto the winner without looking at the winner's application transactions,
+    so two runs with one run id could both land. Instead each attempt reloads the table, checks
+    the run id, the codecs and the schema against what is there now, and writes exactly the
+    next version (a conditional put: on S3 ``If-None-Match``); a lost race is tried again. An
+    append then lands after whatever won (an overwrite included), and an overwrite replaces
+    whatever won (an append included): both are the outcome of running the two writes one
+    after the other.
+    """
     delta_schema = Schema.from_arrow(arrow_schema)
     joins_table = plan.snapshot is not None
     if plan.snapshot is not None:
         table = plan.snapshot.table
-        # Spark's job ran since the snapshot was read: load the commits made meanwhile, so a
-        # concurrent run with the same id is seen (no new handle: update the one we have).
-        table.update_incremental()
     else:
         table, created = _create_table(plan, arrow_schema, partition_by)
         joins_table = not created
-    if plan.run_id is not None and table.transaction_version(run_app_id(plan.run_id)) is not None:
-        return int(table.version()), False
+    mode = "overwrite" if plan.mode == "overwrite" and joins_table else "append"
     transaction = [Transaction(app_id=run_app_id(plan.run_id), version=1)] if plan.run_id is not None else None
-    table.create_write_transaction(
-        actions,
-        "overwrite" if plan.mode == "overwrite" and joins_table else "append",
-        delta_schema,
-        partition_by=partition_by or None,
-        commit_properties=CommitProperties(custom_metadata=dict(metadata), app_transactions=transaction),
+    properties = CommitProperties(custom_metadata=dict(metadata), app_transactions=transaction, max_commit_retries=0)
+    location = plan.location
+    for attempt in range(COMMIT_ATTEMPTS):
+        # Spark's job ran since the table was read, or another writer won the last attempt:
+        # load the commits made meanwhile (the same handle, updated) and check them.
+        table.update_incremental()
+        read_version = int(table.version())
+        if plan.run_id is not None and table.transaction_version(run_app_id(plan.run_id)) is not None:
+            return read_version, False
+        if attempt:
+            current = snapshot_of(table, location.uri, location.storage_options)
+            merge_codecs(location.uri, current.codecs, plan.codecs)
+            check_schema(current, arrow_schema)
+        try:
+            table.create_write_transaction(
+                actions, mode, delta_schema, partition_by=partition_by or None, commit_properties=properties
+            )
+        except CommitFailedError as error:
+            table.update_incremental()
+            if int(table.version()) == read_version:  # nobody else committed: not a race
+                raise StorageError(
+                    f"the commit to {location.uri} failed: {redact(str(error), location.storage_options)}"
+                ) from None
+            time.sleep(random.uniform(0, 0.05 * 2**attempt))
+            continue
+        table.update_incremental()  # the handle does not follow its own commits
+        return int(table.version()), True
+    raise ConcurrentWriteError(
+        f"{COMMIT_ATTEMPTS} commits to {location.uri} in a row lost to other writers' commits; "
+        "nothing of this write was committed (its files are orphans for vacuum): run it again"
     )
-    table.update_incremental()  # the handle does not follow its own commits
-    return int(table.version()), True
 
 
 def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[str]) -> tuple[DeltaTable, bool]:
@@ -243,9 +278,10 @@ def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[s
             configuration=dict(plan.properties),
             raise_if_key_not_exists=False,
             commit_properties=CommitProperties(custom_metadata={"spark_mlt.operation": "create"}),
+            storage_options=location.delta_options,
         )
     except Exception:
-        if not DeltaTable.is_deltatable(location.uri):
+        if not DeltaTable.is_deltatable(location.uri, storage_options=location.delta_options):
             raise
     else:
         return table, True
@@ -253,7 +289,8 @@ def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[s
     # table did not exist when the write was planned) and check it as if it had existed.
     if plan.mode == "error":  # it was created while this write ran
         raise refuse_existing_table(location.uri)
-    snapshot = snapshot_of(open_table(location.uri), location.uri)
+    table = open_table(location.uri, storage_options=location.storage_options)
+    snapshot = snapshot_of(table, location.uri, location.storage_options)
     merge_codecs(location.uri, snapshot.codecs, plan.codecs)
     check_schema(snapshot, arrow_schema)
     return snapshot.table, False

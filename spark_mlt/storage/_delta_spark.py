@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
     WritePlan,
@@ -97,8 +98,42 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]
                 spark.conf.set(key, old)
 
 
+#: How often a write that lost to another writer's commit is run again, each time after
+#: reloading the table and checking it anew (Delta has retried the commit itself where
+#: that was safe; what it raises needs the write's Spark job to run again).
+WRITE_ATTEMPTS = 4
+
+#: Delta's optimistic-concurrency errors (class names, and their error classes on Delta 3.x+)
+_CONFLICTS = (
+    "ConcurrentAppendException",
+    "ConcurrentDeleteReadException",
+    "ConcurrentDeleteDeleteException",
+    "ConcurrentTransactionException",
+    "MetadataChangedException",
+    "ProtocolChangedException",
+    "DELTA_CONCURRENT_",
+    "DELTA_METADATA_CHANGED",
+    "DELTA_PROTOCOL_CHANGED",
+)
+
+
+def lost_race(error: BaseException) -> bool:
+    """Whether ``error`` is Delta refusing a commit because another writer's commit won."""
+    text = str(error)
+    return any(name in text for name in _CONFLICTS)
+
+
 def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
-    """Writes ``df`` as the plan says, with delta-spark."""
+    """Writes ``df`` as the plan says, with delta-spark.
+
+    Concurrency: Delta commits a blind append after whatever won meanwhile by itself. An
+    overwrite that finds new files (``ConcurrentAppendException``), or a write whose run id
+    another writer committed meanwhile (``ConcurrentTransactionException``: Delta's check of
+    ``txnAppId``), is refused by Delta with nothing committed; the write then reloads the
+    table, checks the run id, codecs and schema again, and runs again (an overwrite then
+    replaces what won, as if the two had run one after the other), at most ``WRITE_ATTEMPTS``
+    times. On S3 Delta's default log store is safe for one driver only (see the README).
+    """
     spark = df.sparkSession
     location = plan.location
     started = time.perf_counter()
@@ -106,7 +141,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     snapshot = plan.snapshot
     if snapshot is None:
         create_table(spark, path_target(location), df.schema, plan.partition_by, plan.properties)
-        snapshot = read_snapshot(location.uri)
+        snapshot = read_snapshot(location.uri, storage_options=location.storage_options)
         if snapshot.version > 0 and plan.mode == "error":  # another writer created it meanwhile
             raise refuse_existing_table(location.uri)
         merge_codecs(location.uri, snapshot.codecs, plan.codecs)
@@ -117,14 +152,37 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     if plan.run_id is not None:  # Delta's idempotent writes: skipped when the table has this txn
         writer = writer.option("txnAppId", run_app_id(plan.run_id)).option("txnVersion", 1)
     writer = writer.option("userMetadata", json.dumps(metadata, sort_keys=True))
-    with session_conf(spark, plan.parquet_options):
-        writer.save(location.spark_path())
-    last = spark.sql(f"DESCRIBE HISTORY {path_target(location)} LIMIT 1")
-    row = last.select("version", "operationMetrics", "userMetadata").first()
-    version = int(row[0]) if row is not None else -1
-    if row is None or write_id not in str(row[2] or ""):  # Delta skipped it: the run id was there
-        return skipped_write(location.uri, version, str(plan.run_id))
-    metrics = row[1] or {}
-    seconds = {"total": time.perf_counter() - started}
-    rows, files = int(metrics.get("numOutputRows", "0")), int(metrics.get("numFiles", "0"))
-    return DeltaWriteResult(location.uri, version, rows, files, "delta-spark", seconds)
+    for attempt in range(WRITE_ATTEMPTS):
+        if attempt:
+            snapshot = read_snapshot(location.uri, storage_options=location.storage_options)
+            if plan.run_id is not None and snapshot.has_run(plan.run_id):
+                return skipped_write(location.uri, snapshot.version, plan.run_id)
+            merge_codecs(location.uri, snapshot.codecs, plan.codecs)
+            check_schema(snapshot, arrow_schema)
+        try:
+            with session_conf(spark, plan.parquet_options):
+                writer.save(location.spark_path())
+        except Exception as error:
+            if not lost_race(error):
+                raise
+            continue
+        return _result(spark, plan, write_id, time.perf_counter() - started)
+    raise ConcurrentWriteError(
+        f"{WRITE_ATTEMPTS} writes to {location.uri} in a row lost to other writers' commits; "
+        "nothing of this write was committed (its files are orphans for vacuum): run it again"
+    )
+
+
+def _result(spark: SparkSession, plan: WritePlan, write_id: str, seconds: float) -> DeltaWriteResult:
+    """What the write committed, found in the table's recent history by its write id (other
+    writers may have committed after it); a skipped write when Delta wrote nothing (the run
+    id was there already)."""
+    location = plan.location
+    recent = spark.sql(f"DESCRIBE HISTORY {path_target(location)} LIMIT 50")
+    rows = recent.select("version", "operationMetrics", "userMetadata").collect()
+    ours = [row for row in rows if write_id in str(row[2] or "")]
+    if not ours:  # Delta skipped it: the run id was there
+        return skipped_write(location.uri, int(rows[0][0]) if rows else -1, str(plan.run_id))
+    version, metrics = int(ours[0][0]), ours[0][1] or {}
+    rows_written, files = int(metrics.get("numOutputRows", "0")), int(metrics.get("numFiles", "0"))
+    return DeltaWriteResult(location.uri, version, rows_written, files, "delta-spark", {"total": seconds})

@@ -1,20 +1,28 @@
-"""Where a table lives: one location, seen by delta-rs, pyarrow's filesystem and Spark.
+"""Where a table lives: one location and its storage options, seen by delta-rs, pyarrow and Spark.
 
 A table location is a plain path (``/data/ratings_mlt``) or a URI (``file:///data/ratings_mlt``,
-``s3://bucket/ratings_mlt``, ``abfss://container@account.dfs.core.windows.net/ratings_mlt``,
-``gs://bucket/ratings_mlt``). Three readers need it, each in its own form:
+``s3://bucket/ratings_mlt`` or ``s3a://bucket/ratings_mlt``,
+``abfss://container@account.dfs.core.windows.net/ratings_mlt``, ``gs://bucket/ratings_mlt``).
+A user names it once; each of the three libraries that touch it gets its own form:
 
-* delta-rs (``deltalake``) gets the location exactly as given; for object stores it takes its
-  credentials from the environment (``AWS_*``, ``AZURE_STORAGE_*``,
-  ``GOOGLE_APPLICATION_CREDENTIALS``).
-* Spark gets a plain path made absolute (its JVM does not follow Python's ``os.chdir``), a
-  ``file:`` URI stays a ``file:`` URI. For object stores Spark needs the matching Hadoop
-  filesystem on its classpath (``hadoop-aws`` for ``s3a://``, ``hadoop-azure`` for
-  ``abfss://``, the GCS connector for ``gs://``) and must understand the same scheme
-  delta-rs does.
-* the driver's own file work (listing the files Spark committed, reading their Parquet footers,
-  removing a staging folder, vacuum's cleanup) goes through ``pyarrow.fs``
-  (``FileSystem.from_uri``), never ``os`` or ``shutil``, so it works wherever the table lives.
+* delta-rs (``deltalake``, the commits and the log) gets the location as given (it reads
+  ``s3://`` and ``s3a://`` alike) and the :class:`StorageOptions`; what they leave out it
+  takes from the environment (``AWS_*``, ``AZURE_STORAGE_*``, ``GOOGLE_*``).
+* Spark (the Parquet files) gets a plain path made absolute (its JVM does not follow Python's
+  ``os.chdir``), a ``file:`` URI unchanged, and ``s3://`` as ``s3a://``: Hadoop's S3
+  connector (``hadoop-aws``, on EMR and Databricks too) is ``s3a``; plain Apache Hadoop has no
+  ``s3://`` filesystem. Spark's own settings (``spark.hadoop.fs.s3a.*``) configure it:
+  :func:`s3a_conf` derives them from the same storage options where a user wants that.
+* the driver's own file work (listing the files Spark committed, reading their Parquet
+  footers, removing a staging folder, vacuum's cleanup) goes through ``pyarrow.fs``, never
+  ``os`` or ``shutil``: an S3 location gets a ``pyarrow.fs.S3FileSystem`` configured from the
+  storage options (endpoint, region, keys; the environment for what they leave out), other
+  URIs ``FileSystem.from_uri`` (credentials from the environment).
+
+Secrets stay out of sight: :class:`StorageOptions` shows the values of secret keys (any key
+naming a secret, key, token, password, signature or credential) as ``***`` in its ``repr``,
+and :func:`redact` scrubs them from a message, so an error or a log line that mentions the
+options never prints a secret. Nothing here writes options to a table's properties or commits.
 
 Object stores have no real folders: an "empty folder" may not exist at all, and folders carry
 no modification time, so callers treat a missing folder as empty and fall back to the files'
@@ -25,11 +33,169 @@ from __future__ import annotations
 
 import contextlib
 import os
-from dataclasses import dataclass
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 import pyarrow.fs as pafs
 
-__all__ = ["Location", "locate"]
+from spark_mlt.errors import MLTTypeError
+
+__all__ = ["Location", "StorageOptions", "locate", "redact", "s3a_conf", "spark_uri", "storage_options_of"]
+
+#: Keys whose values are secrets: never shown in a repr, a message or a log line.
+SECRET_KEY = re.compile(r"secret|key|token|password|passphrase|signature|credential|sas", re.IGNORECASE)
+_HIDDEN = "***"
+_S3_SCHEMES = ("s3", "s3a")
+
+
+class StorageOptions(Mapping[str, str]):
+    """Settings of a table's store, with delta-rs' keys (``AWS_ENDPOINT_URL``, ``AWS_REGION``,
+    ``AWS_ACCESS_KEY_ID``, ``AWS_SECRET_ACCESS_KEY``, ``AWS_SESSION_TOKEN``,
+    ``AWS_ALLOW_HTTP``, ...). delta-rs takes them as they are; pyarrow's S3 filesystem and
+    Spark's ``s3a`` settings are derived from the S3 ones (keys are matched without regard to
+    case). Its ``repr`` hides secret values.
+
+    Example::
+
+        options = StorageOptions({"AWS_ENDPOINT_URL": "http://127.0.0.1:9000", "AWS_REGION": "us-east-1"})
+        write_delta(tokens, "s3://bucket/ratings_mlt", codecs, storage_options=options)
+    """
+
+    __slots__ = ("_items",)
+
+    def __init__(self, options: Mapping[str, str] | None = None) -> None:
+        if options is not None and not isinstance(options, Mapping):
+            raise MLTTypeError(
+                f"storage_options must be a mapping of option names to values; got {type(options).__name__}",
+                parameter="storage_options",
+            )
+        items = {str(key): str(value) for key, value in (options or {}).items()}
+        self._items: dict[str, str] = items
+
+    def __getitem__(self, key: str) -> str:
+        return self._items[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._items)
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Mapping) and dict(self._items) == dict(other)
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted(self._items.items())))
+
+    def __repr__(self) -> str:
+        shown = {key: _HIDDEN if SECRET_KEY.search(key) else value for key, value in self._items.items()}
+        return f"StorageOptions({shown!r})"
+
+    def lookup(self, *keys: str) -> str | None:
+        """The value of the first of ``keys`` (any case) that is set here, else in the
+        environment (exact name); None when neither has one."""
+        lowered = {key.lower(): value for key, value in self._items.items()}
+        for key in keys:
+            if key.lower() in lowered:
+                return lowered[key.lower()]
+        for key in keys:
+            if os.environ.get(key):
+                return os.environ[key]
+        return None
+
+    def secrets(self) -> list[str]:
+        """The secret values (of keys naming a secret), longest first."""
+        values = {value for key, value in self._items.items() if SECRET_KEY.search(key) and value}
+        return sorted(values, key=len, reverse=True)
+
+
+def storage_options_of(options: Mapping[str, str] | None) -> StorageOptions:
+    """``options`` as :class:`StorageOptions` (itself when it is one already)."""
+    return options if isinstance(options, StorageOptions) else StorageOptions(options)
+
+
+#: Environment variables that configure stores for delta-rs, pyarrow and Spark's s3a.
+_STORE_ENVIRONMENT = ("AWS_", "AZURE_", "GOOGLE_", "GCS_")
+
+
+def redact(text: str, options: Mapping[str, str] | None = None) -> str:
+    """``text`` with every secret value replaced by ``***``: those of ``options`` (see
+    :class:`StorageOptions`) and those of the store settings in the environment (``AWS_*``,
+    ``AZURE_*``, ``GOOGLE_*``, ``GCS_*`` variables whose names name a secret).
+
+    Example::
+
+        redact(str(error), storage_options)
+    """
+    environment = {key: value for key, value in os.environ.items() if key.startswith(_STORE_ENVIRONMENT)}
+    secrets = {*storage_options_of(options).secrets(), *StorageOptions(environment).secrets()}
+    for secret in sorted(secrets, key=len, reverse=True):
+        text = text.replace(secret, _HIDDEN)
+    return text
+
+
+def _truthy(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")
+
+
+def _s3_endpoint(options: StorageOptions) -> tuple[str | None, bool]:
+    """The S3 endpoint URL (None: AWS's own) and whether it is plain HTTP."""
+    endpoint = options.lookup("AWS_ENDPOINT_URL", "AWS_ENDPOINT", "AWS_ENDPOINT_URL_S3")
+    return endpoint, bool(endpoint and endpoint.lower().startswith("http://"))
+
+
+def s3a_conf(storage_options: Mapping[str, str] | None, *, prefix: str = "spark.hadoop.") -> dict[str, str]:
+    """Spark's ``s3a`` settings for the S3 storage options: endpoint, region, path-style
+    access and plain HTTP for a custom endpoint, and the keys (with the matching credentials
+    provider) when the options hold them. For a session builder, ``spark-submit --conf`` or a
+    properties file; ``prefix=""`` gives the Hadoop keys themselves.
+
+    Example::
+
+        spark = local_session("job", extra_conf=s3a_conf({"AWS_ENDPOINT_URL": "http://127.0.0.1:9000"}))
+    """
+    options = storage_options_of(storage_options)
+    conf: dict[str, str] = {}
+    endpoint, plain_http = _s3_endpoint(options)
+    if endpoint:
+        conf["fs.s3a.endpoint"] = endpoint
+        if not _truthy(options.lookup("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")):
+            conf["fs.s3a.path.style.access"] = "true"
+        if plain_http:
+            conf["fs.s3a.connection.ssl.enabled"] = "false"
+    region = options.lookup("AWS_REGION", "AWS_DEFAULT_REGION")
+    if region:
+        conf["fs.s3a.endpoint.region"] = region
+    key, secret = options.lookup("AWS_ACCESS_KEY_ID"), options.lookup("AWS_SECRET_ACCESS_KEY")
+    token = options.lookup("AWS_SESSION_TOKEN")
+    if key and secret:
+        conf["fs.s3a.access.key"], conf["fs.s3a.secret.key"] = key, secret
+        if token:
+            conf["fs.s3a.session.token"] = token
+            conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.TemporaryAWSCredentialsProvider"
+        else:
+            conf["fs.s3a.aws.credentials.provider"] = "org.apache.hadoop.fs.s3a.SimpleAWSCredentialsProvider"
+    return {prefix + name: value for name, value in conf.items()}
+
+
+def _s3_filesystem(options: StorageOptions) -> pafs.S3FileSystem:
+    """pyarrow's S3 filesystem for the storage options (the environment fills the gaps)."""
+    endpoint = _s3_endpoint(options)[0]
+    kwargs: dict[str, object] = {}
+    key, secret = options.lookup("AWS_ACCESS_KEY_ID"), options.lookup("AWS_SECRET_ACCESS_KEY")
+    if key and secret:
+        kwargs.update(access_key=key, secret_key=secret, session_token=options.lookup("AWS_SESSION_TOKEN"))
+    region = options.lookup("AWS_REGION", "AWS_DEFAULT_REGION")
+    if region:
+        kwargs["region"] = region
+    if endpoint:
+        parts = urlsplit(endpoint if "://" in endpoint else f"https://{endpoint}")
+        kwargs.update(endpoint_override=parts.netloc + parts.path.rstrip("/"), scheme=parts.scheme or "https")
+    if _truthy(options.lookup("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")):
+        kwargs["force_virtual_addressing"] = True
+    return pafs.S3FileSystem(**kwargs)
 
 
 @dataclass(frozen=True)
@@ -37,14 +203,26 @@ class Location:
     """A table's location.
 
     Attributes:
-        uri: the location as the caller gave it; what delta-rs and Spark are given.
+        uri: the location as the caller gave it; what delta-rs is given.
         filesystem: the pyarrow filesystem that holds the table.
         root: the table folder's path inside ``filesystem``, without a trailing slash.
+        storage_options: the store's settings for delta-rs (and pyarrow's S3 filesystem).
     """
 
     uri: str
     filesystem: pafs.FileSystem
     root: str
+    storage_options: StorageOptions = field(default_factory=StorageOptions)
+
+    @property
+    def scheme(self) -> str:
+        """The URI's scheme in lower case (``s3``, ``s3a``, ``file``, ...); ``""`` for a plain path."""
+        return self.uri.split("://", 1)[0].lower() if "://" in self.uri else ""
+
+    @property
+    def delta_options(self) -> dict[str, str] | None:
+        """The storage options as delta-rs takes them (None when there are none)."""
+        return dict(self.storage_options) or None
 
     def path(self, relative: str) -> str:
         """The ``filesystem`` path of ``relative`` (``/``-separated, relative to the table)."""
@@ -55,12 +233,11 @@ class Location:
         return path[len(self.root) :].lstrip("/")
 
     def spark_path(self, relative: str = "") -> str:
-        """What Spark is given for ``relative``: an absolute path for a plain location (Spark's
-        JVM keeps the working directory it started in, which Python may since have left),
-        else a URI."""
-        if "://" in self.uri:
-            return f"{self.uri.rstrip('/')}/{relative}" if relative else self.uri
-        return os.path.join(self.root, *relative.split("/")) if relative else self.root
+        """What Spark is given for ``relative`` (see :func:`spark_uri`)."""
+        base = spark_uri(self.uri) if "://" in self.uri else self.root
+        if not relative:
+            return base
+        return f"{base.rstrip('/')}/{relative}" if "://" in base else os.path.join(base, *relative.split("/"))
 
     def exists(self, relative: str) -> bool:
         """Whether a file or folder ``relative`` to the table exists."""
@@ -87,16 +264,37 @@ class Location:
         self.filesystem.delete_file(path)
 
 
-def locate(path: str | os.PathLike[str]) -> Location:
-    """The :class:`Location` of a plain path or a URI.
+def spark_uri(path: str | os.PathLike[str]) -> str:
+    """What Spark is given for a location: an absolute path for a plain path (Spark's JVM keeps
+    the working directory it started in, which Python may since have left), ``s3a://`` for
+    ``s3://`` and ``s3a://`` URIs, any other URI as given.
+
+    Example::
+
+        spark_uri("s3://bucket/ratings_mlt")  # "s3a://bucket/ratings_mlt"
+    """
+    uri = os.fspath(path)
+    if "://" not in uri:
+        return os.path.abspath(uri)
+    scheme, rest = uri.split("://", 1)
+    return f"s3a://{rest}".rstrip("/") if scheme.lower() in _S3_SCHEMES else uri.rstrip("/")
+
+
+def locate(path: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> Location:
+    """The :class:`Location` of a plain path or a URI, with the store's options.
 
     Example::
 
         locate("file:///data/ratings_mlt").root  # "/data/ratings_mlt"
+        locate("s3a://bucket/ratings_mlt", {"AWS_REGION": "eu-west-1"}).spark_path()  # "s3a://bucket/ratings_mlt"
     """
     uri = os.fspath(path)
-    if "://" in uri:
+    options = storage_options_of(storage_options)
+    if "://" in uri and uri.split("://", 1)[0].lower() in _S3_SCHEMES:
+        filesystem: pafs.FileSystem = _s3_filesystem(options)
+        root = uri.split("://", 1)[1]
+    elif "://" in uri:
         filesystem, root = pafs.FileSystem.from_uri(uri)
     else:  # pyarrow's local filesystem wants absolute paths; Spark and delta-rs keep the one given
         filesystem, root = pafs.LocalFileSystem(), os.path.abspath(uri)
-    return Location(uri=uri, filesystem=filesystem, root=root.rstrip("/") or "/")
+    return Location(uri=uri, filesystem=filesystem, root=root.rstrip("/") or "/", storage_options=options)

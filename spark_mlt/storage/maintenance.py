@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Mapping
 
+import pyarrow.fs as pafs
 from pyspark.sql import SparkSession
 
 from spark_mlt.errors import MLTError
@@ -32,7 +34,7 @@ from spark_mlt.storage.table import open_table
 __all__ = ["orphan_files", "vacuum"]
 
 
-def orphan_files(path: str | os.PathLike[str]) -> list[str]:
+def orphan_files(path: str | os.PathLike[str], *, storage_options: Mapping[str, str] | None = None) -> list[str]:
     """Data files under the table that no version of its log references.
 
     They are left by writes that died between writing their files and committing them (a
@@ -45,13 +47,23 @@ def orphan_files(path: str | os.PathLike[str]) -> list[str]:
 
         orphan_files("/data/ratings_mlt")   # ['mlt-20261122T031200-1a2b3c4d5e6f/part-00000-....parquet']
     """
-    table = open_table(path)
+    table = open_table(path, storage_options=storage_options)
     versions = sorted({int(entry["version"]) for entry in table.history() if "version" in entry})
-    return sorted(
-        table.vacuum(
-            retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True, keep_versions=versions
-        )
+    found = table.vacuum(
+        retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True, keep_versions=versions
     )
+    return _files_only(locate(resolve_location(path), storage_options), found)
+
+
+def _files_only(location: Location, names: list[str]) -> list[str]:
+    """``names`` (relative to the table) that are files in the store, sorted. delta-rs' full
+    listing also returns folders where they are objects of their own (the "directory
+    markers" Hadoop's ``s3a`` leaves on S3) and removed files whose tombstones are still in
+    the log; neither holds data to delete."""
+    if not names:
+        return []
+    infos = location.filesystem.get_file_info([location.path(name) for name in names])
+    return sorted(name for name, info in zip(names, infos, strict=True) if info.type == pafs.FileType.File)
 
 
 def vacuum(
@@ -60,6 +72,7 @@ def vacuum(
     retention_hours: int = 168,
     dry_run: bool = True,
     spark: SparkSession | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> list[str]:
     """Files to delete (or, with ``dry_run=False``, deleted) older than ``retention_hours``:
     orphans of failed writes and files no version within the retention period needs.
@@ -78,13 +91,15 @@ def vacuum(
     """
     if retention_hours < 0:
         raise MLTError(f"retention_hours must be >= 0, got {retention_hours}", parameter="retention_hours")
-    location = locate(resolve_location(path, spark=spark))
+    location = locate(resolve_location(path, spark=spark), storage_options)
     if spark is not None and has_delta_jars(spark):
         files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
     else:
-        files = open_table(location.uri).vacuum(
-            retention_hours=retention_hours, dry_run=dry_run, enforce_retention_duration=False, full=True
-        )
+        table = open_table(location.uri, storage_options=storage_options)
+        listed = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False, full=True)
+        files = _files_only(location, listed)  # before deleting: a folder is told from a file while it exists
+        if not dry_run:
+            table.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False, full=True)
     if not dry_run:
         _remove_empty_staging(location, cutoff=time.time() - retention_hours * 3600)
     return sorted(files)
@@ -97,7 +112,16 @@ def _delta_vacuum(spark: SparkSession, location: Location, *, retention_hours: i
         listed = spark.sql(f"VACUUM {target} RETAIN {retention_hours} HOURS DRY RUN").collect()
         if not dry_run:
             spark.sql(f"VACUUM {target} RETAIN {retention_hours} HOURS").collect()
-    return [location.relative(locate(local_uri(str(row[0]))).root) for row in listed]
+    return [_relative_to(location, str(row[0])) for row in listed]
+
+
+def _relative_to(location: Location, uri: str) -> str:
+    """The path relative to the table of a file URI Delta lists (``file:/t/x``,
+    ``s3a://bucket/t/x``)."""
+    path = local_uri(uri)
+    if "://" in path:
+        path = path.split("://", 1)[1]
+    return location.relative(path)
 
 
 def _remove_empty_staging(location: Location, *, cutoff: float) -> None:

@@ -10,6 +10,7 @@ cannot be used: the files sit in the writes' staging subfolders, not one Hive la
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
@@ -26,13 +27,21 @@ from spark_mlt.storage.table import TableSnapshot, open_table
 __all__ = ["read_delta", "read_snapshot_rows"]
 
 
-def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: int | None = None) -> DataFrame:
+def read_delta(
+    spark: SparkSession,
+    path: str | os.PathLike[str],
+    *,
+    version: int | None = None,
+    storage_options: Mapping[str, str] | None = None,
+) -> DataFrame:
     """A Delta table (or one of its versions) as a Spark DataFrame, read in parallel.
 
     Args:
         spark: the session to read with.
         path: the table's location: a plain path, a URI or a catalog table's name.
         version: the version to read (time travel); the latest when None.
+        storage_options: the store's settings for delta-rs, which lists the version's files
+            without Delta's jars (Spark reads them with its own ``s3a`` settings).
 
     Raises:
         MissingTableError: there is no Delta table at ``path`` (without Delta's jars), or no
@@ -43,7 +52,7 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
 
         ratings = read_delta(spark, "/data/ratings_mlt", version=3)
     """
-    location = locate(resolve_location(path, spark=spark))
+    location = locate(resolve_location(path, spark=spark), storage_options)
     if has_delta_jars(spark):
         reader = spark.read.format("delta")
         if version is not None:
@@ -51,7 +60,7 @@ def read_delta(spark: SparkSession, path: str | os.PathLike[str], *, version: in
         return reader.load(location.spark_path())
     # Not read_snapshot: reading rows does not need the codecs, so a table whose stored codec
     # is corrupt can still be read (and repaired).
-    return _read_files(spark, location, open_table(location.uri, version=version))
+    return _read_files(spark, location, open_table(location.uri, version=version, storage_options=storage_options))
 
 
 def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot) -> DataFrame:
@@ -64,7 +73,7 @@ def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot) -> DataFram
         snapshot = read_snapshot("/data/ratings_mlt")
         ratings = read_snapshot_rows(spark, snapshot)
     """
-    location = locate(snapshot.path)
+    location = locate(snapshot.path, snapshot.storage_options)
     if has_delta_jars(spark):
         return spark.read.format("delta").option("versionAsOf", snapshot.version).load(location.spark_path())
     return _read_files(spark, location, snapshot.table)

@@ -12,18 +12,21 @@ A stored codec whose JSON is corrupt or whose fingerprint does not match is refu
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from deltalake import DeltaTable
+from deltalake.exceptions import DeltaError
 from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from pyspark.sql import SparkSession
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import MissingTableError
+from spark_mlt.errors import MissingTableError, StorageError
 from spark_mlt.storage.catalog import is_table_name, resolve_location, table_location
+from spark_mlt.storage.fs import StorageOptions, redact, storage_options_of
 from spark_mlt.storage.properties import codecs_from_properties, run_app_id
 
 __all__ = [
@@ -51,6 +54,8 @@ class TableSnapshot:
         rows: the rows of this version (the sum of its files' ``numRecords`` statistics; files
             without statistics count 0).
         table: the delta-rs handle the snapshot was read with.
+        storage_options: the store's settings the handle was opened with (secrets hidden in
+            the repr).
     """
 
     path: str
@@ -61,6 +66,7 @@ class TableSnapshot:
     partition_columns: list[str]
     rows: int
     table: DeltaTable = field(repr=False, compare=False)
+    storage_options: StorageOptions = field(default_factory=StorageOptions, compare=False)
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The table's commits, newest first, with spark-mlt's ``spark_mlt.*`` commit metadata.
@@ -76,22 +82,28 @@ class TableSnapshot:
         return self.table.transaction_version(run_app_id(run_id)) is not None
 
 
-def open_table(path: str | os.PathLike[str], *, version: int | None = None) -> DeltaTable:
+def open_table(
+    path: str | os.PathLike[str], *, version: int | None = None, storage_options: Mapping[str, str] | None = None
+) -> DeltaTable:
     """A delta-rs handle on the table at ``path`` (a plain path, a URI, or a catalog table's
     name: its location from the active session's catalog, see :mod:`~spark_mlt.storage.catalog`).
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
         TableError: ``path`` is a table name and no session with Delta's catalog is active.
+        StorageError: the store refused the request (the message holds no secret).
     """
     location = resolve_location(path)
+    options = storage_options_of(storage_options)
     try:
-        return DeltaTable(location, version=version)
+        return DeltaTable(location, version=version, storage_options=dict(options) or None)
     except DeltaTableNotFoundError:
         raise MissingTableError(f"no Delta table at {location}", parameter="path") from None
+    except (OSError, DeltaError) as error:
+        raise StorageError(f"cannot open the Delta table at {location}: {redact(str(error), options)}") from None
 
 
-def snapshot_of(table: DeltaTable, location: str) -> TableSnapshot:
+def snapshot_of(table: DeltaTable, location: str, storage_options: Mapping[str, str] | None = None) -> TableSnapshot:
     """The snapshot of an open handle's current version (its metadata is already loaded)."""
     metadata = table.metadata()
     properties = _properties_of(table)
@@ -105,6 +117,7 @@ def snapshot_of(table: DeltaTable, location: str) -> TableSnapshot:
         partition_columns=list(metadata.partition_columns),
         rows=int(pc.sum(records).as_py() or 0),
         table=table,
+        storage_options=storage_options_of(storage_options),
     )
 
 
@@ -112,15 +125,20 @@ def _properties_of(table: DeltaTable) -> dict[str, str]:
     return {key: value for key, value in table.metadata().configuration.items() if value is not None}
 
 
-def read_snapshot(path: str | os.PathLike[str], *, version: int | None = None) -> TableSnapshot:
+def read_snapshot(
+    path: str | os.PathLike[str], *, version: int | None = None, storage_options: Mapping[str, str] | None = None
+) -> TableSnapshot:
     """A table's version, properties, codecs, schema, partitioning and rows, read once.
 
     ``path`` is a plain path, a URI or a catalog table's name (resolved through the active
-    session's catalog); the snapshot's ``path`` is the table's location.
+    session's catalog); the snapshot's ``path`` is the table's location. ``storage_options``
+    configure its store (see :class:`~spark_mlt.storage.fs.StorageOptions`); the snapshot
+    keeps them for the writes and reads that use it.
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
         CodecFormatError: a stored codec is corrupt or tampered with.
+        StorageError: the store refused the request.
 
     Example::
 
@@ -128,20 +146,25 @@ def read_snapshot(path: str | os.PathLike[str], *, version: int | None = None) -
         snapshot.codecs["userId"], snapshot.version
     """
     location = resolve_location(path)  # a snapshot holds the location, also of a named table
-    return snapshot_of(open_table(location, version=version), location)
+    table = open_table(location, version=version, storage_options=storage_options)
+    return snapshot_of(table, location, storage_options)
 
 
-def read_properties(path: str | os.PathLike[str], *, version: int | None = None) -> dict[str, str]:
+def read_properties(
+    path: str | os.PathLike[str], *, version: int | None = None, storage_options: Mapping[str, str] | None = None
+) -> dict[str, str]:
     """A Delta table's properties (its metadata configuration), codecs unchecked: this is how
     to look at a table whose stored codec :func:`read_snapshot` refuses.
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
     """
-    return _properties_of(open_table(path, version=version))
+    return _properties_of(open_table(path, version=version, storage_options=storage_options))
 
 
-def read_codecs(path: str | os.PathLike[str], *, version: int | None = None) -> dict[str, MLTCodec]:
+def read_codecs(
+    path: str | os.PathLike[str], *, version: int | None = None, storage_options: Mapping[str, str] | None = None
+) -> dict[str, MLTCodec]:
     """The codecs stored in a Delta table's properties, by id column.
 
     Raises:
@@ -153,11 +176,15 @@ def read_codecs(path: str | os.PathLike[str], *, version: int | None = None) -> 
         codecs = read_codecs("/data/ratings_mlt")
         codecs["userId"].decode(tokens)
     """
-    return read_snapshot(path, version=version).codecs
+    return read_snapshot(path, version=version, storage_options=storage_options).codecs
 
 
-def table_exists(path: str | os.PathLike[str]) -> bool:
+def table_exists(path: str | os.PathLike[str], *, storage_options: Mapping[str, str] | None = None) -> bool:
     """Whether a Delta table exists at ``path`` (a plain path, a URI, or a catalog table's name)."""
     if is_table_name(path):
         return table_location(SparkSession.getActiveSession(), str(path)) is not None
-    return bool(DeltaTable.is_deltatable(os.fspath(path)))
+    options = storage_options_of(storage_options)
+    try:
+        return bool(DeltaTable.is_deltatable(os.fspath(path), storage_options=dict(options) or None))
+    except (OSError, DeltaError) as error:
+        raise StorageError(f"cannot reach {os.fspath(path)}: {redact(str(error), options)}") from None

@@ -15,6 +15,8 @@ A tokenised table records the vocabulary path of each string column in its table
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
@@ -26,23 +28,34 @@ from spark_mlt.storage.writer import WriteOptions, write_delta
 __all__ = ["VocabularyError", "assign_ids", "check_vocabulary", "keys_for_ids", "read_vocabulary"]
 
 
-def read_vocabulary(spark: SparkSession, path: str) -> DataFrame | None:
+def read_vocabulary(
+    spark: SparkSession, path: str, *, storage_options: Mapping[str, str] | None = None
+) -> DataFrame | None:
     """The vocabulary at ``path`` as ``key, id``, or None when it does not exist yet."""
-    if not table_exists(path):
+    if not table_exists(path, storage_options=storage_options):
         return None
-    return read_delta(spark, path)
+    return read_delta(spark, path, storage_options=storage_options)
 
 
-def assign_ids(spark: SparkSession, df: DataFrame, column: str, path: str, *, id_column: str) -> DataFrame:
+def assign_ids(
+    spark: SparkSession,
+    df: DataFrame,
+    column: str,
+    path: str,
+    *,
+    id_column: str,
+    storage_options: Mapping[str, str] | None = None,
+) -> DataFrame:
     """``df`` with ``id_column``: each key's id from the vocabulary at ``path``, extended first
     with the keys it has not seen (appended in one Delta commit). Null keys get null ids.
+    ``storage_options`` configure the vocabulary's store (see :func:`write_delta`).
 
     Example::
 
         orders = assign_ids(spark, orders, "sku", "/data/vocab/sku", id_column="sku_id")
     """
     keys = df.select(F.col(column).cast("string").alias("key")).where(F.col("key").isNotNull()).distinct()
-    known = read_vocabulary(spark, path)
+    known = read_vocabulary(spark, path, storage_options=storage_options)
     if known is None:
         new, start = keys, 0
     else:
@@ -54,23 +67,31 @@ def assign_ids(spark: SparkSession, df: DataFrame, column: str, path: str, *, id
     numbered = numbered.select("key", F.col("id").cast("bigint").alias("id"))
     if known is None or numbered.limit(1).count():
         options = WriteOptions(commit_info={"spark_mlt.vocabulary_of": column})
-        write_delta(numbered, path, {}, mode="append", options=options)
-    vocabulary = read_delta(spark, path)
+        write_delta(numbered, path, {}, mode="append", options=options, storage_options=storage_options)
+    vocabulary = read_delta(spark, path, storage_options=storage_options)
     lookup = vocabulary.select(F.col("key").alias(f"__{column}_key"), F.col("id").alias(id_column))
     return df.join(lookup, F.col(column).cast("string") == F.col(f"__{column}_key"), "left").drop(f"__{column}_key")
 
 
-def keys_for_ids(spark: SparkSession, df: DataFrame, id_column: str, path: str, *, key_column: str) -> DataFrame:
+def keys_for_ids(
+    spark: SparkSession,
+    df: DataFrame,
+    id_column: str,
+    path: str,
+    *,
+    key_column: str,
+    storage_options: Mapping[str, str] | None = None,
+) -> DataFrame:
     """``df`` with ``key_column``: the key of each id in ``id_column`` (null where unknown)."""
-    vocabulary = read_delta(spark, path)
+    vocabulary = read_delta(spark, path, storage_options=storage_options)
     lookup = vocabulary.select(F.col("id").alias(f"__{id_column}_vid"), F.col("key").alias(key_column))
     joined = df.join(lookup, F.col(id_column) == F.col(f"__{id_column}_vid"), "left")
     return joined.drop(f"__{id_column}_vid")
 
 
-def check_vocabulary(spark: SparkSession, path: str) -> None:
+def check_vocabulary(spark: SparkSession, path: str, *, storage_options: Mapping[str, str] | None = None) -> None:
     """Raise :class:`VocabularyError` if an id maps to two keys or a key to two ids."""
-    vocabulary = read_delta(spark, path)
+    vocabulary = read_delta(spark, path, storage_options=storage_options)
     for by, other in (("id", "key"), ("key", "id")):
         clash = vocabulary.groupBy(by).agg(F.countDistinct(other).alias("n")).where("n > 1").first()
         if clash is not None:

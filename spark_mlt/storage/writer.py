@@ -84,10 +84,13 @@ class WriteOptions:
         check_choice("backend", self.backend, _BACKENDS)
 
 
-def snapshot_for_write(path: str | os.PathLike[str], mode: WriteMode) -> TableSnapshot | None:
+def snapshot_for_write(
+    path: str | os.PathLike[str], mode: WriteMode, *, storage_options: Mapping[str, str] | None = None
+) -> TableSnapshot | None:
     """The table at ``path`` as a write with ``mode`` finds it: its snapshot, or None when
     there is no table yet. A job reads it once, before any Spark work, and hands it to
     :func:`write_delta` (``snapshot=``), which then does not open the table again.
+    ``storage_options`` configure the table's store (see :func:`write_delta`).
 
     Raises:
         OptionError: ``mode`` is no write mode.
@@ -100,7 +103,7 @@ def snapshot_for_write(path: str | os.PathLike[str], mode: WriteMode) -> TableSn
     """
     check_mode(mode)
     try:
-        snapshot = read_snapshot(path)
+        snapshot = read_snapshot(path, storage_options=storage_options)
     except MissingTableError:
         return None
     if mode == "error":
@@ -118,6 +121,7 @@ def write_delta(
     run_id: str | None = None,
     options: WriteOptions | None = None,
     snapshot: TableSnapshot | Literal["read"] | None = "read",
+    storage_options: Mapping[str, str] | None = None,
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -138,12 +142,21 @@ def write_delta(
         snapshot: the table as the caller already read it with :func:`snapshot_for_write`
             (None: there was no table), so the write does not open it again; by default
             (``"read"``) the write reads it itself.
+        storage_options: the table's store settings with delta-rs' keys
+            (``AWS_ENDPOINT_URL``, ``AWS_REGION``, keys, ...; see
+            :class:`~spark_mlt.storage.fs.StorageOptions`), for delta-rs' commits and the
+            driver's file work; what they leave out comes from the environment. Spark's own
+            access to the files is configured on the session (``spark.hadoop.fs.s3a.*``,
+            :func:`~spark_mlt.storage.fs.s3a_conf`). Never written to the table or its log.
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
         CodecMismatchError: the table stores a different codec for one of the columns.
         TableSchemaError: the DataFrame's schema does not match the existing table's.
         TableError: ``path`` is a table name and the session has no Delta catalog.
+        ConcurrentWriteError: other writers' commits kept winning, or one changed the table's
+            codecs or schema meanwhile: nothing was committed.
+        StorageError: the table's store refused a request (the message holds no secret).
 
     Example::
 
@@ -165,12 +178,13 @@ def write_delta(
             options=opts,
             backend=backend,
             snapshot=snapshot,
+            storage_options=storage_options,
         )
-        location = locate(snapshot.path)
+        location = locate(snapshot.path, storage_options)
     else:
-        location = locate(path)
+        location = locate(path, storage_options)
         if snapshot == "read":
-            snapshot = snapshot_for_write(location.uri, mode)
+            snapshot = snapshot_for_write(location.uri, mode, storage_options=storage_options)
         elif snapshot is not None and mode == "error":
             raise refuse_existing_table(location.uri)
     wanted = dict(codecs or {})
@@ -206,6 +220,7 @@ def _named_table(
     options: WriteOptions,
     backend: Backend,
     snapshot: TableSnapshot | Literal["read"] | None,
+    storage_options: Mapping[str, str] | None,
 ) -> TableSnapshot:
     """The snapshot of the catalog table ``name``, created first (version 0: schema and
     properties, no data) when the catalog has no such table. Creating a table in a catalog
@@ -213,7 +228,7 @@ def _named_table(
     spark = df.sparkSession
     if snapshot == "read":
         location = table_location(spark, name)
-        snapshot = None if location is None else read_snapshot(location)
+        snapshot = None if location is None else read_snapshot(location, storage_options=storage_options)
     if snapshot is not None:
         if mode == "error":
             raise refuse_existing_table(name)
@@ -226,7 +241,7 @@ def _named_table(
         )
     properties = {**options.properties, **codec_properties(dict(codecs or {}))}
     _delta_spark.create_table(spark, name, df.schema, tuple(partition_by), properties)
-    created = read_snapshot(resolve_location(name, spark=spark))
+    created = read_snapshot(resolve_location(name, spark=spark), storage_options=storage_options)
     merge_codecs(name, created.codecs, dict(codecs or {}))  # another writer may have created it first
     return created
 

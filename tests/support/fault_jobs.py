@@ -10,6 +10,10 @@ and prints one JSON line with the write's result.
   Delta commit: ``deltalake.DeltaTable.create_write_transaction``, the data commit, is
   replaced in this process by a function that prints the staging folder and exits.
 * ``append``: a plain append (run twice at once to race two writers).
+
+OUTPUT may be an S3 URI: ``MLT_FAULT_S3_CONF`` (JSON) then holds the session's ``s3a``
+settings, the line's s3a jars are added, and delta-rs and pyarrow take the store's settings
+from the environment (``AWS_ENDPOINT_URL``, ...), as a job without ``storage_options`` does.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from pyspark.sql.functions import arrow_udf
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import local_session
+from spark_mlt.batch.jars import spark_jars
 from spark_mlt.column import mlt_encode
 from spark_mlt.storage import write_delta
 
@@ -58,7 +63,7 @@ def _die_at_the_delta_commit(output: str) -> None:
 
     def die(table: DeltaTable, actions: list[object], *args: object, **kwargs: object) -> None:
         staging = str(getattr(actions[0], "path", "")).split("/", 1)[0]
-        print(json.dumps({"crashed": True, "staging": os.path.join(output, staging)}), flush=True)
+        print(json.dumps({"crashed": True, "staging": f"{output.rstrip('/')}/{staging}"}), flush=True)
         os._exit(3)
 
     DeltaTable.create_write_transaction = die  # type: ignore[method-assign,assignment]
@@ -72,6 +77,8 @@ def main(argv: list[str]) -> int:
         "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
         "spark.python.worker.reuse": "false",
     }
+    if os.environ.get("MLT_FAULT_S3_CONF"):
+        conf.update({**json.loads(os.environ["MLT_FAULT_S3_CONF"]), "spark.jars": spark_jars("s3")})
     spark = local_session(f"spark-mlt-fault-{scenario}", master="local[2,4]", extra_conf=conf)
     codec = MLTCodec.from_seed(CODEC_P, CODEC_N, CODEC_SEED)
     ids = spark.range(start, start + rows, numPartitions=4).withColumnRenamed("id", "userId")

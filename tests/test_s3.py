@@ -1,0 +1,333 @@
+"""Tables on S3 (a local moto server, started by the tests): the jobs end to end, storage
+options as a first-class argument, secrets kept out of everything, and the writers' races
+(the races run on local disk too).
+
+The jar-free backend is what runs here: Spark writes the files through ``s3a``, the driver
+commits with delta-rs through S3's conditional writes. ``tests/test_delta_spark.py`` runs the
+same on delta-spark.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from deltalake import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from spark_mlt import MLTCodec
+from spark_mlt.batch import (
+    DecodeOptions,
+    MovieLensOptions,
+    TokenizeOptions,
+    decode_table,
+    generate_synthetic,
+    tokenize_movielens,
+    tokenize_table,
+)
+from spark_mlt.batch.cli import main as cli_main
+from spark_mlt.batch.inspect import inspect_table
+from spark_mlt.column import mlt_encode
+from spark_mlt.storage import (
+    CodecMismatchError,
+    StorageOptions,
+    orphan_files,
+    read_delta,
+    read_snapshot,
+    s3a_conf,
+    vacuum,
+    write_delta,
+)
+from spark_mlt.storage.fs import locate, redact
+from tests.support import s3 as local_s3
+
+CODEC = MLTCodec.from_seed(13, 6, 42)
+OTHER = MLTCodec.from_seed(13, 6, 43)
+FAULT_JOBS = Path(__file__).parent / "support" / "fault_jobs.py"
+
+
+def _ids(spark: SparkSession, start: int, rows: int) -> DataFrame:
+    ids = spark.range(start, start + rows, numPartitions=2).withColumnRenamed("id", "userId")
+    return ids.withColumn("userId_mlt", mlt_encode("userId", CODEC)).withColumn("batch", F.lit(start))
+
+
+def _user_ids(path: str, options: StorageOptions | None = None) -> list[int]:
+    table = DeltaTable(path, storage_options=dict(options or {}) or None).to_pyarrow_table()
+    return sorted(table.column("userId").to_pylist())
+
+
+# ---------------------------------------------------------------------- the jobs on S3
+@pytest.mark.slow
+def test_movielens_and_tokenize_into_s3_then_decode_append_inspect_vacuum_and_read_with_delta_rs(
+    spark: SparkSession, s3: local_s3.MotoServer, tmp_path: Path
+) -> None:
+    bucket, options = s3.bucket(), local_s3.storage_options()
+    release = tmp_path / "ml"
+    generate_synthetic(release, ratings=600, users=40, movies=30)
+    ratings = f"s3a://{bucket}/ratings_mlt"  # Spark's scheme; delta-rs and pyarrow are handed s3://
+    first = tokenize_movielens(spark, str(release), ratings, MovieLensOptions(storage_options=options))
+    assert first.write is not None
+    assert (first.write.backend, first.write.version, first.rows_out) == ("delta-rs", 1, 600)
+    assert decode_table(spark, ratings, DecodeOptions(verify=True, storage_options=options)).mismatches == 0
+
+    # the same table named with s3:// appends, the codec check included
+    same = f"s3://{bucket}/ratings_mlt"
+    again = tokenize_movielens(spark, str(release), same, MovieLensOptions(mode="append", storage_options=options))
+    assert again.write is not None
+    assert again.write.version == 2
+    other = read_delta(spark, same, storage_options=options).limit(5)
+    with pytest.raises(CodecMismatchError, match="userId"):
+        write_delta(other, same, {"userId": OTHER}, mode="append", storage_options=options)
+    info = inspect_table(ratings, storage_options=options)
+    assert (info["version"], info["rows"]) == (2, 1200)
+    plain = DeltaTable(same, storage_options=dict(options))  # plain delta-rs reads it back
+    assert plain.to_pyarrow_table().num_rows == 1200
+    assert plain.metadata().configuration["mlt.codec.userId"] == first.codecs["userId"].to_json()
+
+    # any table, with a string key's vocabulary and a quarantine, all on S3
+    source = tmp_path / "orders.parquet"
+    spark.createDataFrame(
+        [(1, "SKU-3", "a"), (2, "SKU-1", "b"), (-5, "SKU-3", "c")], "customer_id bigint, sku string, note string"
+    ).write.parquet(str(source))
+    orders = f"s3://{bucket}/orders_mlt"
+    job = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", storage_options=options)
+    report = tokenize_table(spark, str(source), orders, ["customer_id", "sku"], job)
+    assert (report.rows_out, report.rows_rejected) == (2, 1)
+    assert [r.note for r in read_delta(spark, f"{orders}_quarantine", storage_options=options).collect()] == ["c"]
+    assert read_snapshot(orders, storage_options=options).properties["mlt.vocabulary.sku"] == f"{orders}_vocab/sku"
+    decoded = decode_table(spark, orders, DecodeOptions(output=f"{orders}_ids", storage_options=options))
+    assert decoded.rows_out == 2
+    keys = read_delta(spark, f"{orders}_ids", storage_options=options).select("note", "sku").collect()
+    assert sorted((r.note, r.sku) for r in keys) == [("a", "SKU-3"), ("b", "SKU-1")]
+
+    # maintenance: an overwrite leaves the old files to vacuum; nothing is an orphan
+    tokenize_table(spark, str(source), orders, ["customer_id", "sku"], dataclasses.replace(job, mode="overwrite"))
+    assert orphan_files(orders, storage_options=options) == []
+    expired = vacuum(orders, retention_hours=0, storage_options=options)
+    assert expired
+    assert vacuum(orders, retention_hours=0, dry_run=False, storage_options=options) == expired
+    assert vacuum(orders, retention_hours=0, storage_options=options) == []
+    assert decode_table(spark, orders, DecodeOptions(verify=True, storage_options=options)).mismatches == 0
+
+
+def _s3(options: TokenizeOptions) -> dict[str, Any]:
+    return {
+        "p": options.p,
+        "n": options.n,
+        "handle_invalid": options.handle_invalid,
+        "storage_options": options.storage_options,
+    }
+
+
+# ---------------------------------------------------------------------- storage options and secrets
+def test_storage_options_configure_pyarrow_and_spark_and_hide_their_secrets() -> None:
+    options = local_s3.storage_options(AWS_SESSION_TOKEN="mlt-test-session-token")
+    assert local_s3.SECRET_KEY not in repr(options)
+    assert "mlt-test-session-token" not in repr(TokenizeOptions(storage_options=options))
+    assert redact(f"failed with {local_s3.SECRET_KEY}", options) == "failed with ***"
+    location = locate("s3://bucket/t", options)
+    assert (location.root, location.spark_path("x"), location.delta_options) == (
+        "bucket/t",
+        "s3a://bucket/t/x",
+        dict(options),
+    )
+    assert location.filesystem.region == local_s3.REGION
+    conf = s3a_conf(options)
+    assert conf["spark.hadoop.fs.s3a.endpoint"] == local_s3.ENDPOINT
+    assert conf["spark.hadoop.fs.s3a.path.style.access"] == "true"
+    assert conf["spark.hadoop.fs.s3a.connection.ssl.enabled"] == "false"
+    assert conf["spark.hadoop.fs.s3a.session.token"] == "mlt-test-session-token"
+    assert conf["spark.hadoop.fs.s3a.aws.credentials.provider"].endswith("TemporaryAWSCredentialsProvider")
+    with pytest.raises(TypeError, match="storage_options must be a mapping"):
+        StorageOptions(["AWS_REGION=x"])  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+def test_secrets_never_reach_the_table_its_log_the_output_or_an_error(
+    spark: SparkSession,
+    s3: local_s3.MotoServer,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The CLI gets the secret as a flag; nothing it writes, prints or logs (at INFO, the
+    CLI's level: py4j's DEBUG log echoes every call into the JVM, settings included) holds it."""
+    caplog.set_level(logging.INFO)
+    bucket = s3.bucket()
+    source = tmp_path / "in.parquet"
+    spark.range(20).withColumnRenamed("id", "sku").write.parquet(str(source))
+    flags = ["--storage-options", *(f"{key}={value}" for key, value in local_s3.storage_options().items())]
+    output = f"s3://{bucket}/skus_mlt"
+    assert cli_main(["tokenize", "--input", str(source), "--columns", "sku", "--output", output, *flags]) == 0
+    assert cli_main(["inspect", output, *flags]) == 0
+    assert cli_main(["vacuum", output, *flags]) == 0
+    assert cli_main(["decode", "--input", output, "--verify", *flags]) == 0
+    missing = f"s3://{bucket}-missing/skus_mlt"
+    assert cli_main(["decode", "--input", missing, "--verify", *flags]) == 1
+    printed = capsys.readouterr()
+    assert "spark-mlt: error:" in printed.err
+    stored = b"".join(s3.objects(bucket).values())
+    for text in (printed.out, printed.err, caplog.text, stored.decode("latin-1")):
+        assert local_s3.SECRET_KEY not in text
+    assert local_s3.ACCESS_KEY not in json.dumps(
+        read_snapshot(output, storage_options=local_s3.storage_options()).properties
+    )
+
+
+# ---------------------------------------------------------------------- writers at once, on S3
+def _launch(scenario: str, output: str, start: int, rows: int) -> subprocess.Popen[str]:
+    env = {**os.environ, **local_s3.storage_options(), "MLT_FAULT_S3_CONF": json.dumps(local_s3.spark_conf())}
+    return subprocess.Popen(
+        [sys.executable, str(FAULT_JOBS), scenario, output, str(start), str(rows)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def _finish(process: subprocess.Popen[str], timeout: float = 300) -> tuple[int, dict[str, Any], str]:
+    out, err = process.communicate(timeout=timeout)
+    lines = [line for line in out.splitlines() if line.startswith("{")]
+    return process.returncode, json.loads(lines[-1]) if lines else {}, err[-3000:]
+
+
+@pytest.mark.slow
+def test_two_processes_appending_to_an_s3_table_at_once_both_land_without_loss_or_duplicates(
+    s3: local_s3.MotoServer,
+) -> None:
+    table = f"s3a://{s3.bucket()}/race"  # does not exist yet: both also race to create it
+    first, second = _launch("append", table, 0, 3_000), _launch("append", table, 3_000, 3_000)
+    for code, _, err in (_finish(first), _finish(second)):
+        assert code == 0, err
+    assert _user_ids(table, local_s3.storage_options()) == list(range(6_000))
+
+
+@pytest.mark.slow
+def test_a_writer_killed_before_its_commit_leaves_the_s3_table_unchanged_and_its_files_orphans(
+    spark: SparkSession, s3: local_s3.MotoServer
+) -> None:
+    options = local_s3.storage_options()
+    table = f"s3://{s3.bucket()}/crash"
+    write_delta(_ids(spark, 0, 500), table, {"userId": CODEC}, storage_options=options)
+    code, result, err = _finish(_launch("crash", table, 500, 500))
+    assert code == 3, err  # died between Spark's job commit and the Delta commit
+    assert read_snapshot(table, storage_options=options).version == 1
+    assert _user_ids(table, options) == list(range(500))
+    orphans = orphan_files(table, storage_options=options)
+    staging = str(result["staging"]).rsplit("/", 1)[-1]
+    assert orphans
+    assert all(name.startswith(staging + "/") for name in orphans)
+    assert sorted(vacuum(table, retention_hours=0, dry_run=False, storage_options=options)) == orphans
+    assert orphan_files(table, storage_options=options) == []
+    write_delta(_ids(spark, 500, 500), table, mode="append", storage_options=options)  # the re-run
+    assert _user_ids(table, options) == list(range(1_000))
+
+
+# ---------------------------------------------------------------------- races at one instant
+@pytest.fixture
+def commit_race(monkeypatch: pytest.MonkeyPatch) -> Callable[[], None]:
+    """Arms a race between the threads ``first`` and ``second`` (see :func:`_in_threads`): each
+    reads and checks the table, and only when both are about to commit does ``first`` commit;
+    ``second`` then commits what it prepared against the table as it was before ``first``'s
+    commit, so it loses the version and must reload, check again and retry."""
+    second_ready, first_done = threading.Event(), threading.Event()
+    armed: list[bool] = []
+    waited = threading.local()
+    original = DeltaTable.create_write_transaction
+
+    def racing(self: DeltaTable, *args: Any, **kwargs: Any) -> Any:
+        if not armed or getattr(waited, "done", False):
+            return original(self, *args, **kwargs)
+        waited.done = True
+        if threading.current_thread().name == "second":
+            second_ready.set()
+            first_done.wait(timeout=120)
+            return original(self, *args, **kwargs)
+        second_ready.wait(timeout=120)
+        try:
+            return original(self, *args, **kwargs)
+        finally:
+            first_done.set()
+
+    monkeypatch.setattr(DeltaTable, "create_write_transaction", racing)
+    return lambda: armed.append(True)
+
+
+def _in_threads(first: Callable[[], Any], second: Callable[[], Any]) -> tuple[Any, Any]:
+    """Runs two writes in threads named ``first`` and ``second``; their results or errors."""
+    results: dict[str, Any] = {}
+
+    def run(name: str, write: Callable[[], Any]) -> None:
+        try:
+            results[name] = write()
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            results[name] = error
+
+    threads = [threading.Thread(target=run, args=(n, w), name=n) for n, w in (("first", first), ("second", second))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    for result in results.values():
+        if isinstance(result, BaseException):
+            raise result
+    return results["first"], results["second"]
+
+
+@pytest.fixture(params=["local", "s3"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, StorageOptions | None]:
+    """A table location on local disk or on the local S3 server, and its storage options."""
+    if request.param == "local":
+        return str(tmp_path / "table"), None
+    server: local_s3.MotoServer = request.getfixturevalue("s3")
+    return f"s3://{server.bucket()}/table", local_s3.storage_options()
+
+
+def test_two_writers_with_the_same_run_id_at_the_same_instant_commit_once(
+    spark: SparkSession, commit_race: Callable[[], None], where: tuple[str, StorageOptions | None]
+) -> None:
+    """Both have checked that the table lacks the run id when they commit; the first lands,
+    the second finds the run id when it retries and writes nothing. (With delta-rs' own retry
+    both would land: it rebases a commit without looking at application transactions.)"""
+    table, options = where
+    write_delta(_ids(spark, 0, 10), table, {"userId": CODEC}, storage_options=options)
+    commit_race()
+    first, second = _in_threads(
+        lambda: write_delta(_ids(spark, 100, 10), table, mode="append", run_id="day-1", storage_options=options),
+        lambda: write_delta(_ids(spark, 200, 10), table, mode="append", run_id="day-1", storage_options=options),
+    )
+    assert (first.skipped, second.skipped) == (False, True)
+    assert read_snapshot(table, storage_options=options).version == first.version == 2  # 0: create, 1: first rows
+    assert _user_ids(table, options) == [*range(10), *range(100, 110)]
+
+
+@pytest.mark.parametrize("winner", ["overwrite", "append"])
+def test_an_overwrite_racing_an_append_lands_as_if_one_ran_after_the_other(
+    spark: SparkSession, commit_race: Callable[[], None], where: tuple[str, StorageOptions | None], winner: str
+) -> None:
+    """The loser of the commit race checks the table again and commits after the winner: an
+    append after an overwrite adds its rows to the overwrite's; an overwrite after an append
+    replaces both. Never a half state, nothing to retry by hand."""
+    table, options = where
+    write_delta(_ids(spark, 0, 10), table, {"userId": CODEC}, storage_options=options)
+    commit_race()
+    writes = {
+        "overwrite": lambda: write_delta(_ids(spark, 100, 10), table, mode="overwrite", storage_options=options),
+        "append": lambda: write_delta(_ids(spark, 200, 10), table, mode="append", storage_options=options),
+    }
+    loser = "append" if winner == "overwrite" else "overwrite"
+    first, second = _in_threads(writes[winner], writes[loser])
+    assert (first.version, second.version) == (2, 3)  # 0: create, 1: first rows
+    expected = [*range(100, 110), *range(200, 210)] if winner == "overwrite" else list(range(100, 110))
+    assert _user_ids(table, options) == expected
