@@ -25,8 +25,8 @@ check-java: ## Check that Java 17+ is available (Spark needs it); says how to in
 line_python = $(if $(1),"$$(PYTHON=$(PYTHON) tests/compat/venv.sh $(1))/bin/python",$(BIN)/python)
 # the newest PySpark line that Delta publishes jars for (none for 4.3 yet)
 DELTA_LINE ?= 4.2.1
-# $(call with_delta_jars,PY): make jars for the line of the python PY, delta group only
-with_delta_jars = $(MAKE) --no-print-directory jars JARS_GROUPS=delta \
+# $(call line_jars,PY,GROUPS): make jars of GROUPS for the Spark line of the python PY
+line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
     JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
 
 DELTA ?=
@@ -37,21 +37,24 @@ demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., o
 	        echo "== Delta has no build for the PySpark in $(VENV): the demo runs on PySpark $(DELTA_LINE) (.compat/)"; \
 	        py=$(call line_python,$(DELTA_LINE)) || exit 1; \
 	    fi; \
-	    $(call with_delta_jars,$$py) || exit 1; \
+	    $(call line_jars,$$py,delta) || exit 1; \
 	fi; \
 	echo "SPARK_MLT_DELTA=$(DELTA) $$py jobs/demo.py"; \
 	SPARK_MLT_DELTA=$(DELTA) PYSPARK_PYTHON=$$py $$py jobs/demo.py
 
 venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 
-test: check-java $(STAMP) ## Run the whole test suite, slow tests included
+test: check-java $(STAMP) ## Run the whole test suite, slow tests included (fetches the line's s3a jars first)
+	@$(call line_jars,$(BIN)/python,s3)
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 COMPAT_LINES ?= 3.5.0 4.0.0 4.1.0 4.2.1
-test-compat: check-java ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...), one venv each
+test-compat: check-java ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...), one venv each, with their jars
+	@$(MAKE) --no-print-directory jars JARS_LINE="$(foreach line,$(COMPAT_LINES),$(basename $(line)))"
 	@for line in $(COMPAT_LINES); do PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; done
 
 test-fast: $(STAMP) ## Run the test suite without the slow tests
+	@$(call line_jars,$(BIN)/python,s3)
 	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
@@ -71,7 +74,7 @@ bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, 
 	py=$(call line_python,$(BENCH_LINE)); PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_functions $(BENCH_ARGS)
 
 bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and delta-spark against plain Parquet (20M ratings; on PySpark 4.2.1 unless BENCH_LINE=...)
-	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call with_delta_jars,$$py) && \
+	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call line_jars,$$py,delta s3) && \
 	    PYSPARK_PYTHON=$$py $$py benchmarks/benchmark_delta.py $(BENCH_ARGS)
 
 bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat

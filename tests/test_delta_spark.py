@@ -1,15 +1,22 @@
-"""The delta-spark backend and catalog tables, on a session with Delta's jars.
+"""The delta-spark backend, catalog tables and S3, on a session with Delta's jars.
 
 Run by ``tests/compat/run-line.sh`` on each Spark line Delta publishes jars for
-(``MLT_TEST_DELTA_SPARK=1``); skipped elsewhere. One shared session, tiny tables.
+(``MLT_TEST_DELTA_SPARK=1``); skipped elsewhere. One shared session, tiny tables. On S3
+(the local moto server of ``tests/support/s3.py``) Delta writes through its default S3 log
+store, which is safe for one driver: every writer here is in this one.
 """
 
 from __future__ import annotations
 
 import glob
 import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -26,6 +33,7 @@ from spark_mlt.column import mlt_encode
 from spark_mlt.storage import (
     CodecMismatchError,
     MissingTableError,
+    StorageOptions,
     TableExistsError,
     TableSchemaError,
     WriteOptions,
@@ -39,6 +47,7 @@ from spark_mlt.storage import (
     vacuum,
     write_delta,
 )
+from tests.support import s3 as local_s3
 
 pytestmark = pytest.mark.delta_spark
 
@@ -265,3 +274,157 @@ def test_a_dotted_path_written_as_a_path_stays_a_path(
     write_delta(_ratings(spark), "./ratings.delta", {"userId": CODEC})
     assert (tmp_path / "ratings.delta" / "_delta_log").is_dir()
     assert read_codecs("./ratings.delta") == {"userId": CODEC}
+
+
+# S3: Spark and Delta through s3a, delta-rs and pyarrow with the storage options
+
+
+def test_tokenize_into_s3_then_decode_append_inspect_vacuum_and_read_with_delta_rs(
+    spark: SparkSession, s3: local_s3.MotoServer, tmp_path: Path
+) -> None:
+    options = local_s3.storage_options()
+    source = str(tmp_path / "orders.parquet")
+    spark.createDataFrame(
+        [(1, "SKU-3", "a"), (2, "SKU-1", "b"), (-5, "SKU-3", "c")], "customer_id bigint, sku string, note string"
+    ).write.parquet(source)
+    output = f"s3://{s3.bucket()}/orders_mlt"  # s3:// as a user names it; Spark and Delta get s3a://
+    job = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", storage_options=options)
+    report = tokenize_table(spark, source, output, ["customer_id", "sku"], job)
+    assert report.write is not None
+    assert (report.write.backend, report.rows_out, report.rows_rejected) == ("delta-spark", 2, 1)
+    assert decode_table(spark, output, DecodeOptions(verify=True, storage_options=options)).mismatches == 0
+    again = TokenizeOptions(mode="append", handle_invalid="quarantine", storage_options=options)
+    assert tokenize_table(spark, source, output, ["customer_id", "sku"], again).rows_out == 2
+    with pytest.raises(CodecMismatchError, match="customer_id"):
+        write_delta(
+            read_delta(spark, output).limit(1), output, {"customer_id": OTHER}, mode="append", storage_options=options
+        )
+    info = inspect_table(output, storage_options=options)
+    assert (info["version"], info["rows"]) == (2, 4)
+    assert "Delta-Lake/" in str(info["history"][0].get("engineInfo", "Delta-Lake/"))
+    plain = DeltaTable(output, storage_options=dict(options))
+    assert plain.to_pyarrow_table().num_rows == 4
+    assert all("Delta-Lake/" in str(entry.get("engineInfo", "")) for entry in plain.history())
+    assert [r.note for r in read_delta(spark, f"{output}_quarantine").collect()] == ["c", "c"]
+    assert orphan_files(output, storage_options=options) == []
+    assert vacuum(output, spark=spark, storage_options=options) == []  # Delta's VACUUM on S3
+
+
+# Races: a write whose Spark job is held open while another write commits
+
+
+class Gate:
+    """Holds a write's Spark job: :meth:`hold` wraps a DataFrame in an identity UDF that, in
+    the job's tasks, waits until the test calls :meth:`release`. Delta's transaction of such a
+    write has read the table before the job ran, so another write that commits meanwhile is a
+    concurrent commit to it."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+
+    def hold(self, df: DataFrame) -> DataFrame:
+        folder = self.folder  # the UDF's closure holds the path only
+
+        @F.pandas_udf("long")  # type: ignore[call-overload]
+        def wait_for_release(ids: pd.Series) -> pd.Series:
+            (folder / "started").touch()
+            deadline = time.monotonic() + 120
+            while not (folder / "released").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            return ids
+
+        # one task: the other of local[2]'s two slots stays free for the concurrent write
+        return df.coalesce(1).withColumn("userId", wait_for_release("userId"))
+
+    def started(self) -> bool:
+        return (self.folder / "started").exists()
+
+    def release(self) -> None:
+        (self.folder / "released").touch()
+
+
+@pytest.fixture
+def gate(tmp_path: Path) -> Iterator[Gate]:
+    folder = tmp_path / "gate"
+    folder.mkdir()
+    held = Gate(folder)
+    yield held
+    held.release()
+
+
+@pytest.fixture(params=["local", "s3"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, StorageOptions | None]:
+    if request.param == "local":
+        return str(tmp_path / "table"), None
+    server: local_s3.MotoServer = request.getfixturevalue("s3")
+    return f"s3a://{server.bucket()}/table", local_s3.storage_options()
+
+
+def _while_held(gate: Gate, slow: Callable[[], Any], fast: Callable[[], Any]) -> Any:
+    """Runs ``slow`` (whose job ``gate`` holds) in a thread, ``fast`` once that job runs, then
+    releases ``slow``; returns both results."""
+    result: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            result["slow"] = slow()
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            result["slow"] = error
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not gate.started() and thread.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    result["fast"] = fast()
+    gate.release()
+    thread.join(timeout=300)
+    if isinstance(result["slow"], BaseException):
+        raise result["slow"]
+    return result["slow"], result["fast"]
+
+
+def test_a_run_id_committed_by_another_writer_meanwhile_is_not_written_again(
+    spark: SparkSession, gate: Gate, where: tuple[str, StorageOptions | None]
+) -> None:
+    """Delta refuses the held write's commit (the run id's transaction changed under it);
+    spark-mlt reloads the table, finds the run id and writes nothing."""
+    table, options = where
+    write_delta(_ratings(spark), table, {"userId": CODEC}, storage_options=options)
+    slow, fast = _while_held(
+        gate,
+        lambda: write_delta(gate.hold(_ratings(spark, 100)), table, mode="append", run_id="r", storage_options=options),
+        lambda: write_delta(_ratings(spark, 200), table, mode="append", run_id="r", storage_options=options),
+    )
+    assert (fast.skipped, slow.skipped) == (False, True)
+    ids = sorted(r.userId for r in read_delta(spark, table).collect())
+    assert ids == [*range(20), *range(200, 220)]
+
+
+@pytest.mark.parametrize("held_mode", ["overwrite", "append"])
+def test_an_overwrite_racing_an_append_lands_as_if_one_ran_after_the_other_on_delta_spark(
+    spark: SparkSession,
+    gate: Gate,
+    where: tuple[str, StorageOptions | None],
+    held_mode: str,
+) -> None:
+    """A held overwrite loses to an append that commits meanwhile (Delta: ConcurrentAppendException)
+    and is run again, replacing both; a held append commits after an overwrite by itself."""
+    table, options = where
+    write_delta(_ratings(spark), table, {"userId": CODEC}, storage_options=options)
+    other = "append" if held_mode == "overwrite" else "overwrite"
+    starts = {"overwrite": 100, "append": 200}
+    slow, fast = _while_held(
+        gate,
+        lambda: write_delta(
+            gate.hold(_ratings(spark, starts[held_mode])),
+            table,
+            mode=held_mode,
+            storage_options=options,  # type: ignore[arg-type]
+        ),
+        lambda: write_delta(_ratings(spark, starts[other]), table, mode=other, storage_options=options),  # type: ignore[arg-type]
+    )
+    assert fast.version < slow.version
+    ids = sorted(r.userId for r in read_delta(spark, table).collect())
+    expected = [*range(100, 120), *range(200, 220)] if held_mode == "append" else list(range(100, 120))
+    assert ids == expected

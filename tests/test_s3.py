@@ -129,6 +129,21 @@ def _s3(options: TokenizeOptions) -> dict[str, Any]:
     }
 
 
+def test_files_larger_than_a_part_go_up_in_parts_and_commit(spark: SparkSession, s3: local_s3.MotoServer) -> None:
+    """s3a uploads a file above its part size in parts (the AWS Java SDK's multipart upload,
+    which the local server must accept as S3 does); the commit and the reads see every row."""
+    bucket, options = s3.bucket("parts"), local_s3.storage_options()
+    for key, value in {"multipart.size": "5M", "multipart.threshold": "5M", "fast.upload.active.blocks": "2"}.items():
+        spark.conf.set(f"fs.s3a.bucket.{bucket}.{key}", value)  # this bucket only: a new s3a instance
+    rows = 1_500_000  # about 12 MB of incompressible longs in one file
+    df = spark.range(rows, numPartitions=1).select(F.col("id").alias("userId"), F.rand(7).alias("noise"))
+    result = write_delta(df, f"s3://{bucket}/parts", storage_options=options)
+    assert result.rows == rows
+    (size,) = [len(body) for key, body in s3.objects(bucket).items() if key.endswith(".parquet")]
+    assert size > 10 * 2**20
+    assert read_delta(spark, f"s3://{bucket}/parts", storage_options=options).count() == rows
+
+
 # ---------------------------------------------------------------------- storage options and secrets
 def test_storage_options_configure_pyarrow_and_spark_and_hide_their_secrets() -> None:
     options = local_s3.storage_options(AWS_SESSION_TOKEN="mlt-test-session-token")

@@ -54,9 +54,9 @@ def sql_string(value: str) -> str:
 
 def path_target(location: Location) -> str:
     """The SQL name of the Delta table at ``location``: ``delta.`<absolute path or URI>```
-    (Delta reads a relative path there as a table name)."""
-    where = location.uri if "://" in location.uri else location.root
-    return "delta.`" + where.replace("`", "``") + "`"
+    in Spark's form (Delta reads a relative path there as a table name; ``s3://`` is
+    ``s3a://`` to Spark)."""
+    return "delta.`" + location.spark_path().replace("`", "``") + "`"
 
 
 def _column(name: str) -> str:
