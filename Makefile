@@ -73,9 +73,9 @@ BENCH_LINE ?=
 bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2]); BENCH_LINE=3.5.0 runs it on a compat venv
 	py=$(call line_python,$(BENCH_LINE)); PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_functions $(BENCH_ARGS)
 
-bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and delta-spark against plain Parquet (20M ratings; on PySpark 4.2.1 unless BENCH_LINE=...)
+bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and delta-spark, local disk and local S3, against plain Parquet (20M ratings; PySpark 4.2.1 unless BENCH_LINE=...)
 	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call line_jars,$$py,delta s3) && \
-	    PYSPARK_PYTHON=$$py $$py benchmarks/benchmark_delta.py $(BENCH_ARGS)
+	    PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_delta $(BENCH_ARGS)
 
 bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
 	$(BIN)/python benchmarks/benchmark_scale.py

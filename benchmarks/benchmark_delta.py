@@ -19,8 +19,14 @@ On a Spark line without Delta's jars (4.3: none published yet), or with ``--back
 delta-rs``, only the delta-rs cases run. ``make bench-delta`` runs on PySpark 4.2.1 (its
 compatibility venv, with the jars ``make jars`` copies) for that reason.
 
+With ``--storage local,s3`` (the default) the plain write and both backends' packed job also
+run against a local S3 server (moto, on 127.0.0.1, started here): Spark writes through
+``s3a``, delta-rs commits with conditional writes. A loopback server in Python measures the
+protocol's overheads (requests, the committer's copies), not a network or S3's throughput.
+
 Run: ``make bench-delta`` (``BENCH_LINE=3.5.0`` for another line) or
-``python benchmarks/benchmark_delta.py --rows 20000000`` in a venv with the jars.
+``python -m benchmarks.benchmark_delta --rows 20000000`` from the repository root, in a venv
+with the jars and the test extra (moto).
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ import shutil
 import statistics
 import tempfile
 import time
+from dataclasses import dataclass
 
 import pyspark
 from pyspark.sql import DataFrame, SparkSession
@@ -38,14 +45,16 @@ from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import local_session, tokenize_dataframe
-from spark_mlt.batch.jars import delta_session_conf
+from spark_mlt.batch.jars import delta_session_conf, spark_jars
 from spark_mlt.errors import MissingJarsError
 from spark_mlt.storage import WriteOptions, has_delta_jars, token_write_options, write_delta
+from spark_mlt.storage.fs import spark_uri
+from tests.support import s3 as local_s3
 
 USERS, MOVIES = 138_493, 27_278
 BACKENDS = ("delta-rs", "delta-spark")
 
-#: case -> label; the job's cases are "<layout>@<backend>"
+#: what each kind of write is; a job's kind is "<layout>@<backend>"
 LABELS = {
     "plain": "plain Parquet (Spark)",
     "plain_v2": "plain Parquet, v2 data pages",
@@ -55,6 +64,22 @@ LABELS = {
     "array@delta-rs": "tokenise + Delta, array<int>, delta-rs",
     "array@delta-spark": "tokenise + Delta, array<int>, delta-spark",
 }
+
+
+@dataclass(frozen=True)
+class Case:
+    """One write: what (:data:`LABELS`) and where (``local`` disk or the local ``s3`` server)."""
+
+    kind: str
+    storage: str = "local"
+
+    def __str__(self) -> str:
+        return self.kind if self.storage == "local" else f"{self.kind} on s3"
+
+    @property
+    def baseline(self) -> Case:
+        """The plain write on the same storage, which this case is compared with."""
+        return Case("plain", self.storage)
 
 
 def ratings_frame(spark: SparkSession, rows: int) -> DataFrame:
@@ -75,65 +100,89 @@ def ratings_frame(spark: SparkSession, rows: int) -> DataFrame:
     return ratings
 
 
-def session(backends: list[str]) -> SparkSession:
+def session(backends: list[str], storages: list[str]) -> SparkSession:
     """A local[2] session, with Delta's jars when delta-spark is among ``backends`` and the
-    line has them (else delta-spark is dropped from ``backends``, saying why)."""
+    line has them (else delta-spark is dropped from ``backends``, saying why), and with s3a
+    set up for the local S3 server when ``s3`` is among ``storages``."""
     conf = {"spark.ui.showConsoleProgress": "false"}
+    jars = []
     if "delta-spark" in backends:
         try:
             conf.update(delta_session_conf())
+            jars.append(conf["spark.jars"])
         except MissingJarsError as error:
             print(f"no delta-spark on PySpark {pyspark.__version__}: {error}")
             backends.remove("delta-spark")
+    if "s3" in storages:
+        conf.update(local_s3.spark_conf())
+        jars.append(spark_jars("s3"))
+    if jars:
+        conf["spark.jars"] = ",".join(jars)
     spark = local_session("spark-mlt-bench-delta", extra_conf=conf)
     if "delta-spark" in backends and not has_delta_jars(spark):
         raise SystemExit("the session has no Delta jars")
     return spark
 
 
-def write_case(case: str, ratings: DataFrame, codecs: dict[str, MLTCodec], folder: str) -> float | None:
-    """Writes one case into ``folder``; for the delta-rs job, returns its delta-rs seconds."""
-    if case == "plain":
-        ratings.write.parquet(f"{folder}/{case}")
-    elif case == "plain_v2":  # like for like: the jobs write Parquet v2 data pages
-        ratings.write.option("parquet.writer.version", "v2").parquet(f"{folder}/{case}")
-    elif case == "floor":  # two bigint columns that cost nothing to compute, written as the jobs do
+def write_case(case: Case, ratings: DataFrame, codecs: dict[str, MLTCodec], root: str) -> float | None:
+    """Writes one case under ``root`` (a folder or an S3 prefix); for a delta-rs job, returns
+    its delta-rs seconds (footers and commit)."""
+    name = case.kind.replace("@", "-")
+    spark_root = spark_uri(root)
+    if case.kind == "plain":
+        ratings.write.parquet(f"{spark_root}/{name}")
+    elif case.kind == "plain_v2":  # like for like: the jobs write Parquet v2 data pages
+        ratings.write.option("parquet.writer.version", "v2").parquet(f"{spark_root}/{name}")
+    elif case.kind == "floor":  # two bigint columns that cost nothing to compute, written as the jobs do
         floor = ratings.withColumn("userId_x", F.col("userId") * 2 + 1)
         floor = floor.withColumn("movieId_x", F.col("movieId") * 2 + 1)
-        floor.write.options(**token_write_options(floor, ["userId_x", "movieId_x"])).parquet(f"{folder}/{case}")
+        floor.write.options(**token_write_options(floor, ["userId_x", "movieId_x"])).parquet(f"{spark_root}/{name}")
     else:
-        layout, backend = case.split("@")
+        layout, backend = case.kind.split("@")
         tokens, _ = tokenize_dataframe(ratings, codecs, layouts=dict.fromkeys(codecs, layout))
         options = WriteOptions(
             parquet_options=token_write_options(tokens, ["userId_mlt", "movieId_mlt"]),  # as the jobs write them
             backend=backend,  # type: ignore[arg-type]
         )
-        result = write_delta(tokens, f"{folder}/{layout}-{backend}", codecs, options=options)
+        storage_options = local_s3.storage_options() if case.storage == "s3" else None
+        result = write_delta(tokens, f"{root}/{name}", codecs, options=options, storage_options=storage_options)
         if backend == "delta-rs":
             return result.seconds["footers"] + result.seconds["commit"]
     return None
 
 
-def report(times: dict[str, list[float]], backends: list[str], shares: list[float]) -> None:
-    """Prints each case's best and median time and its ratios to the plain write."""
-    print(f"{'write':42s} {'best':>8s} {'median':>8s} {'best/best':>10s} {'median of round ratios':>24s}")
+def report(times: dict[Case, list[float]], shares: dict[str, list[float]]) -> None:
+    """Prints each case's best and median time and its ratios to the plain write on its storage."""
+    print(f"{'write':50s} {'best':>8s} {'median':>8s} {'best/best':>10s} {'median of round ratios':>24s}")
     for case, seconds in times.items():
-        ratios = [t / plain for t, plain in zip(seconds, times["plain"], strict=True)]
+        plain = times[case.baseline]
+        ratios = [t / base for t, base in zip(seconds, plain, strict=True)]
+        where = "" if case.storage == "local" else " (S3)"
         print(
-            f"{LABELS[case]:42s} {min(seconds):7.2f}s {statistics.median(seconds):7.2f}s "
-            f"{min(seconds) / min(times['plain']):10.2f} {statistics.median(ratios):24.2f}"
-            + ("   (target <= 1.30)" if case.startswith("packed@") else "")
+            f"{LABELS[case.kind] + where:50s} {min(seconds):7.2f}s {statistics.median(seconds):7.2f}s "
+            f"{min(seconds) / min(plain):10.2f} {statistics.median(ratios):24.2f}"
+            + ("   (target <= 1.30)" if case.kind.startswith("packed@") else "")
         )
-    for backend in backends:
-        job = times.get(f"packed@{backend}", [])
-        if job:
-            v2 = [t / base for t, base in zip(job, times["plain_v2"], strict=True)]
+    v2 = Case("plain_v2")
+    for case, seconds in times.items():
+        if case.kind.startswith("packed@") and case.storage == "local" and v2 in times:
+            like = [t / base for t, base in zip(seconds, times[v2], strict=True)]
             print(
-                f"like for like, packed job ({backend}) / plain v2 pages: best/best "
-                f"{min(job) / min(times['plain_v2']):.2f}, median of round ratios {statistics.median(v2):.2f}"
+                f"like for like, {case} / plain v2 pages: best/best "
+                f"{min(seconds) / min(times[v2]):.2f}, median of round ratios {statistics.median(like):.2f}"
             )
-    if shares:
-        print(f"delta-rs footers + commit: {max(shares) * 100:.2f}% of the packed job at most (target < 2%)")
+    for storage, share in shares.items():
+        print(f"delta-rs footers + commit ({storage}): {max(share) * 100:.2f}% of the packed job at most (target < 2%)")
+
+
+def _cases(backends: list[str], layouts: list[str], storages: list[str]) -> list[Case]:
+    cases = []
+    if "local" in storages:
+        cases += [Case("plain"), Case("plain_v2"), Case("floor")]
+        cases += [Case(f"{layout}@{backend}") for layout in layouts for backend in backends]
+    if "s3" in storages:  # the plain write and the jobs' default layout
+        cases += [Case("plain", "s3"), *(Case(f"packed@{backend}", "s3") for backend in backends)]
+    return cases
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,37 +191,43 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--backends", default=",".join(BACKENDS), help="delta-rs, delta-spark or both (default)")
     parser.add_argument("--layouts", default="packed,array", help="token layouts of the job (default: packed,array)")
+    parser.add_argument("--storage", default="local,s3", help="local, s3 (a local moto server) or both (default)")
     args = parser.parse_args(argv)
 
     backends = [b for b in args.backends.split(",") if b]
-    spark = session(backends)
+    storages = [s for s in args.storage.split(",") if s]
+    spark = session(backends, storages)
+    server = local_s3.server() if "s3" in storages else None
     ratings = ratings_frame(spark, args.rows)
     users, movies = MLTCodec.for_cardinality(USERS, n=7), MLTCodec.for_cardinality(MOVIES, n=7)
     print(
-        f"{args.rows:,} ratings, local[2], PySpark {pyspark.__version__}, backends {', '.join(backends)}; "
-        f"codecs users p={users.p} n={users.n}, movies p={movies.p} n={movies.n}"
+        f"{args.rows:,} ratings, local[2], PySpark {pyspark.__version__}, backends {', '.join(backends)}, "
+        f"storage {', '.join(storages)}; codecs users p={users.p} n={users.n}, movies p={movies.p} n={movies.n}"
     )
     codecs = {"userId": users, "movieId": movies}
-    jobs = [f"{layout}@{backend}" for layout in args.layouts.split(",") if layout for backend in backends]
-    cases = ["plain", "plain_v2", "floor", *jobs]
-    times: dict[str, list[float]] = {case: [] for case in cases}
-    shares: list[float] = []
+    cases = _cases(backends, [layout for layout in args.layouts.split(",") if layout], storages)
+    times: dict[Case, list[float]] = {case: [] for case in cases}
+    shares: dict[str, list[float]] = {}
     order = random.Random(7)
     for round_ in range(args.repeats):
         folder = tempfile.mkdtemp(prefix="mlt-bench-")
+        bucket = server.bucket("bench") if server is not None else ""
         try:
             for case in order.sample(cases, len(cases)):  # interleaved, in a new order each round
+                root = f"s3://{bucket}" if case.storage == "s3" else folder
                 started = time.perf_counter()
-                delta_rs = write_case(case, ratings, codecs, folder)
+                delta_rs = write_case(case, ratings, codecs, root)
                 times[case].append(time.perf_counter() - started)
-                if delta_rs is not None and case.startswith("packed@"):
-                    shares.append(delta_rs / times[case][-1])
+                if delta_rs is not None and case.kind.startswith("packed@"):
+                    shares.setdefault(case.storage, []).append(delta_rs / times[case][-1])
             print(
                 f"  round {round_ + 1}: " + ", ".join(f"{case} {times[case][-1]:.2f} s" for case in cases), flush=True
             )
         finally:
             shutil.rmtree(folder, ignore_errors=True)
-    report(times, backends, shares)
+            if server is not None:
+                server.filesystem.delete_dir(bucket)  # moto keeps objects in memory
+    report(times, shares)
     spark.stop()
     return 0
 

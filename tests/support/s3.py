@@ -83,6 +83,7 @@ class MotoServer:
             endpoint_override=f"127.0.0.1:{PORT}",
             scheme="http",
             allow_bucket_creation=True,
+            allow_bucket_deletion=True,
         )
 
     def bucket(self, prefix: str = "mlt") -> str:
