@@ -13,7 +13,7 @@ import pytest
 
 from spark_mlt import MLTError
 from spark_mlt.batch import DecodeOptions, MovieLensOptions, TokenizeOptions
-from spark_mlt.batch.cli import JOBS, UsageError, _reason, build_parser, flag_of, main
+from spark_mlt.batch.cli import JOBS, UsageError, _reason, _values, build_parser, flag_of, main
 from spark_mlt.errors import OptionError, TableExistsError
 from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 
@@ -112,6 +112,17 @@ def test_flags_parse_to_the_fields_types() -> None:
         parse(["movielens", "--layout", "struct"])
     with pytest.raises(SystemExit):  # one word per concept: the old flag names are gone
         parse(["movielens", "--token-layout", "array"])
+
+
+def test_storage_options_merge_from_the_conf_file_and_flags_and_hide_their_secrets(tmp_path: Path) -> None:
+    config = tmp_path / "job.yaml"
+    config.write_text("storage_options:\n  AWS_REGION: eu-west-1\n  AWS_SECRET_ACCESS_KEY: conf-s3cret\n")
+    argv = ["decode", "--input", "s3://b/t", "--verify", "--config", str(config)]
+    args = build_parser().parse_args([*argv, "--storage-options", "AWS_REGION=us-east-1"])
+    values = _values(JOBS["decode"], args)
+    options = DecodeOptions(**{name: value for name, value in values.items() if name != "input"})
+    assert options.storage_options == {"AWS_REGION": "us-east-1", "AWS_SECRET_ACCESS_KEY": "conf-s3cret"}
+    assert "conf-s3cret" not in repr(options)
 
 
 def test_a_library_error_names_the_flag_of_its_parameter_in_the_cli() -> None:

@@ -290,7 +290,11 @@ def _values(job: Job, args: argparse.Namespace) -> dict[str, Any]:
     missing = [flag_of(flag.name) for flag in flags.values() if flag.required and not merged.get(flag.name)]
     if missing:
         raise UsageError(f"missing required option(s) {', '.join(missing)}")
-    return {name: _value(flag, merged[name]) for name, flag in flags.items() if name in merged}
+    values = {name: _value(flag, merged[name]) for name, flag in flags.items() if name in merged}
+    for name, flag in flags.items():  # a mapping's keys merge: the flag's win over the conf file's
+        if name in config and name in given and _is_mapping(_unwrap_optional(flag.hint)):
+            values[name] = {**_value(flag, config[name]), **_value(flag, given[name])}
+    return values
 
 
 def _print_report(command: str, report: JobReport) -> int:
