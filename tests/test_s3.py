@@ -68,6 +68,7 @@ def _user_ids(path: str, options: StorageOptions | None = None) -> list[int]:
 
 # ---------------------------------------------------------------------- the jobs on S3
 @pytest.mark.slow
+@pytest.mark.compat
 def test_movielens_and_tokenize_into_s3_then_decode_append_inspect_vacuum_and_read_with_delta_rs(
     spark: SparkSession, s3: local_s3.MotoServer, tmp_path: Path
 ) -> None:

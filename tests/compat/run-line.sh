@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The compatibility suite on one PySpark line: builds (or reuses) its venv with
 # tests/compat/venv.sh (that pyspark and stack first, then spark-mlt, which must replace
-# none of them), runs the tests every line must pass, then on a line Delta publishes jars for
+# none of them), runs the tests every line must pass (the jobs on a local S3 server among
+# them), then on a line Delta publishes jars for
 # the delta-spark tests (local disk, catalog tables, S3). The jars come from `make jars`
 # (make test-compat runs it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
 set -euo pipefail
@@ -12,7 +13,7 @@ venv=$(tests/compat/venv.sh "$version")
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" \
     tests/test_functions.py tests/test_ml.py tests/test_jobs.py tests/test_delta.py tests/test_sqlgen.py \
-    tests/test_connect.py tests/test_compositions.py
+    tests/test_connect.py tests/test_compositions.py tests/test_s3.py
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
 line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
