@@ -96,9 +96,11 @@ def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], co
         meta[seed] = report.meta
         for r in report.results:
             rows.setdefault(r.key, []).append(r)
+            v = r.validation or {}
             print(
-                f"seed {seed}: {r.name}: epochs {r.epochs}, accuracy {r.accuracy:.2%}, ROC AUC {r.roc_auc:.4f},"
-                f" log loss {r.log_loss:.4f}, {r.seconds_per_epoch:.2f} s/epoch",
+                f"seed {seed}: {r.name}: epochs {r.epochs} (validation: accuracy {v['accuracy']:.2%}, ROC AUC"
+                f" {v['roc_auc']:.4f}, log loss {v['log_loss']:.4f}); test: accuracy {r.accuracy:.2%}, ROC AUC"
+                f" {r.roc_auc:.4f}, log loss {r.log_loss:.4f}; {r.seconds_per_epoch:.2f} s/epoch",
                 flush=True,
             )
     first = meta[seeds[0]]
