@@ -30,6 +30,7 @@ from typing import Any
 from spark_mlt.batch import MovieLensOptions, local_session, reproduce_paper
 from spark_mlt.paper import METHODS, PaperOptions, PaperReport
 from spark_mlt.paper.methods import MethodResult
+from spark_mlt.paper.models import DEFAULT_RANK
 
 TOKEN_METHODS = ("mlt", "mlt_autoencoder", "mlt_categories", "mlt_pairs", "mlt_compositional")
 TOP_METHODS = ("one_hot", "embeddings", "qr_embeddings", "mlt_pairs", "mlt_compositional")
@@ -88,11 +89,12 @@ def codecs_study(runner: Runner, codecs: Sequence[str], methods: Sequence[str], 
             )
 
 
-def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], codec: str) -> None:
+def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], codec: str, rank: int) -> None:
     rows: dict[str, list[MethodResult]] = {}
     meta = {}
     for seed in seeds:
-        report = runner.run(PaperOptions(methods=tuple(methods), epoch_selection="validation", seed=seed), codec)
+        options = PaperOptions(methods=tuple(methods), epoch_selection="validation", seed=seed, mlt_rank=rank)
+        report = runner.run(options, codec)
         meta[seed] = report.meta
         for r in report.results:
             rows.setdefault(r.key, []).append(r)
@@ -166,13 +168,14 @@ def main() -> None:
     parser.add_argument("--codecs", nargs="+", default=["2:", "7:", "13:", "31:", "101:", "13:7", "47:7"])
     parser.add_argument("--combinations", nargs="+", default=["path", "product"])
     parser.add_argument("--ranks", type=int, nargs="+", default=[4, 8, 12, 16])
+    parser.add_argument("--mlt-rank", type=int, default=DEFAULT_RANK, help="seeds: the compositional model's rank")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="paper-quality-") as work:
         runner = Runner(args.input, Path(work))
         if args.study == "codecs":
             codecs_study(runner, args.codecs, args.methods or TOKEN_METHODS, args.seeds[0])
         elif args.study == "seeds":
-            seeds_study(runner, args.seeds, args.methods or TOP_METHODS, args.codec)
+            seeds_study(runner, args.seeds, args.methods or TOP_METHODS, args.codec, args.mlt_rank)
         else:
             ablation_study(runner, args.combinations, args.ranks, args.seeds, args.codec)
 

@@ -42,8 +42,8 @@ DEFAULT_EPOCHS = {
     "embeddings": 3,
     "mlt_categories": 3,
     "mlt_pairs": 3,
-    "mlt_compositional": 10,
-    "qr_embeddings": 6,
+    "mlt_compositional": 7,
+    "qr_embeddings": 7,
 }
 BATCH_SIZE = {"mlt": 2048}  # every other method: 1024
 #: Choosing epochs on validation stops this many epochs after the best one.

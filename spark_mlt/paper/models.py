@@ -225,10 +225,10 @@ def _composition(keras: Any, codec: tuple[int, int], rank: int, combination: str
                 self.rows = self.add_weight(shape=(n * p, rank), initializer=normal(1.0), name="rows")
                 return
             self.first = self.add_weight(shape=(p, rank), initializer=normal(1.0), name="first")
-            # I + B: a path starts as the first token's row and each matrix bends it a little
-            self.matrices = self.add_weight(
-                shape=((n - 1) * p, rank, rank), initializer=normal(0.3 / rank**0.5), name="matrices"
-            )
+            if n > 1:  # I + B: a path starts as the first token's row and each matrix bends it a little
+                self.matrices = self.add_weight(
+                    shape=((n - 1) * p, rank, rank), initializer=normal(0.3 / rank**0.5), name="matrices"
+                )
 
         def call(self, tokens: Any) -> Any:
             tokens = ops.cast(tokens, "int32")
