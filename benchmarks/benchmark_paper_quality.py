@@ -71,15 +71,17 @@ def _codes(result: MethodResult) -> str:
 
 
 def codecs_study(runner: Runner, codecs: Sequence[str], methods: Sequence[str], seed: int) -> None:
-    print(
-        "| codec (p, n: user / movie) | method | encoder params | epochs | val. accuracy | val. AUC | val. log loss |"
-    )
+    """One row per codec and method as it runs, then one row per codec: each method's validation
+    accuracy (its encoder parameters, where it has any)."""
+    print("| codec (p, n: user / movie) | method | encoder params | epochs | val. accuracy | val. AUC | val. loss |")
     print("|---|---|---:|---:|---:|---:|---:|")
+    table: dict[str, list[MethodResult]] = {}
     for codec in codecs:
         options = PaperOptions(methods=tuple(methods), epoch_selection="validation", seed=seed)
         report = runner.run(options, codec)
         (user, movie) = report.meta["codecs"]
         label = f"p = {user['p']}, n = {user['n']} / {movie['n']}"
+        table[label] = report.results
         for r in report.results:
             v = r.validation or {}
             print(
@@ -87,6 +89,15 @@ def codecs_study(runner: Runner, codecs: Sequence[str], methods: Sequence[str], 
                 f" | {v['log_loss']:.4f} |",
                 flush=True,
             )
+    names = [r.name for r in next(iter(table.values()))]
+    print(f"\nValidation accuracy (encoder parameters), split seed {seed}:\n")
+    print("| codec | " + " | ".join(names) + " |")
+    print("|---|" + "---:|" * len(names))
+    for label, results in table.items():
+        cells = [
+            f"{(r.validation or {})['accuracy']:.2%}" + (f" ({_codes(r)})" if r.encoder_params else "") for r in results
+        ]
+        print(f"| {label} | " + " | ".join(cells) + " |")
 
 
 def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], codec: str, rank: int) -> None:

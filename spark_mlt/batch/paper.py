@@ -5,8 +5,9 @@ with that job's defaults: p = 13, n sized per column, as ``spark-mlt movielens``
 into ``<output>/ratings_mlt``, so the reproduction always reads the codecs and tokens from a
 Delta table, as a warehouse user would. The paper's codec (:data:`PAPER_P`, :data:`PAPER_N`: its
 14 dimensions and its autoencoder's prime) is one ``tokenize`` option away; on
-ml-latest-small's validation splits it learned no better than the default (README, "Choosing p
-and n for learning"). Training then runs on this machine (:mod:`spark_mlt.paper`).
+ml-latest-small's validation splits, compositional embeddings of the same size learned no better
+with it than with the default (README, "Choosing p and n for learning"). Training then runs on
+this machine (:mod:`spark_mlt.paper`).
 """
 
 from __future__ import annotations
