@@ -137,6 +137,17 @@ def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], co
             f" | {statistics.mean(r.seconds_per_epoch for r in results):.2f} |",
             flush=True,
         )
+    baseline = rows.get("embeddings")
+    if baseline and len(seeds) > 1:
+        print("\nPaired with the supervised embeddings (same split, seed by seed): mean ± sd of the difference")
+        for key, results in rows.items():
+            if key != "embeddings":
+                acc = [r.accuracy - b.accuracy for r, b in zip(results, baseline, strict=True)]
+                auc = [r.roc_auc - b.roc_auc for r, b in zip(results, baseline, strict=True)]
+                print(
+                    f"- {results[0].name}: accuracy {statistics.mean(acc):+.2%} ± {statistics.stdev(acc):.2%},"
+                    f" ROC AUC {statistics.mean(auc):+.4f} ± {statistics.stdev(auc):.4f}"
+                )
 
 
 def ablation_study(

@@ -3,16 +3,18 @@
 ``reproduce(table, output)`` reads the table the MovieLens job writes (ids, ratings, tokens
 and the codecs from its properties), splits it 80/20 at random with a fixed seed, trains the
 paper's shared head (Dense 64 relu, Dense 32 relu, Dense 1 sigmoid; Adam; binary
-cross-entropy; threshold 0.5) on each representation, and writes ``report.json``,
-``report.md`` and ``report.png`` into ``output``. Training runs on one machine (the driver),
-in Keras 3 on JAX's CPU backend, with scikit-learn's hashing trick and metrics: the optional
-extra ``spark-mlt[paper]``. The Spark ML stages (:mod:`spark_mlt.ml`) remain the way to
+cross-entropy; threshold 0.5) on each representation, for the paper's epochs or for the count
+each method does best with on a validation split carved from the training split, and writes
+``report.json``, ``report.md`` and ``report.png`` into ``output``. Training runs on one machine
+(the driver), in Keras 3 on JAX's CPU backend, with scikit-learn's hashing trick and metrics:
+the optional extra ``spark-mlt[paper]``. The Spark ML stages (:mod:`spark_mlt.ml`) remain the way to
 produce the same features on a cluster.
 
 Example::
 
     from spark_mlt.paper import PaperOptions, reproduce
     reproduce("out/ratings_mlt", "out/paper", PaperOptions(methods=("mlt", "mlt_categories")))
+    reproduce("out/ratings_mlt", "out/fair", PaperOptions(epoch_selection="validation"))
 """
 
 from __future__ import annotations

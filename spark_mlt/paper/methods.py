@@ -197,9 +197,9 @@ def _qr(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
 def _categories(train: Ratings, test: Ratings, options: PaperOptions, *, pairs: bool = False) -> Prepared:
     p = max(codec.p for codec in train.codecs)
     model = models.mlt_categories_model(p, tuple(codec.n for codec in train.codecs), pairs=pairs)
-    params = sum(layer.count_params() for layer in model.layers if layer.name.endswith("_embedding"))
     dims = sum(int(layer.output.shape[-1]) for layer in model.layers if layer.name.endswith("_embedding"))
-    return Prepared(model, train.tokens.astype(np.int32), test.tokens.astype(np.int32), dims, params, True)
+    tokens = train.tokens.astype(np.int32), test.tokens.astype(np.int32)
+    return Prepared(model, *tokens, dims, models.encoder_parameters(model), True)
 
 
 def _pairs(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
