@@ -61,17 +61,15 @@ def test_the_sparse_first_layer_is_dense_on_the_one_hot_vector() -> None:
 
 @pytest.mark.parametrize("combination", ["path", "product"])
 def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_only(combination: str) -> None:
-    """All 125 token tuples of a (p=5, n=3) column get distinct codes, freshly initialised as
-    after training (a code is a smooth function of the weights, equal for two ids only on a
-    null set of weights, unlike hashed ids, which share a row for every weight); a column's code
-    does not move when the other column's tokens do; parameters as the module counts them."""
-    from keras import Model
-
+    """All 125 token tuples of a (p=5, n=3) column get distinct codes from freshly drawn weights
+    (a code is a polynomial in the weights, equal for two ids only on a null set of them, where
+    hashed ids share a row whatever the weights; trained tables are counted by the every-method
+    test); a column's code does not move when the other column's tokens do; parameters per
+    column as the module's formulas count them, plus each column's 2-number projection."""
+    Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
     model = paper_models.mlt_compositional_model(((5, 3), (7, 2)), combination=combination, rank=4)
-    per_row = 5 * 4 + 2 * 5 * 4 * 4 if combination == "path" else 3 * 5 * 4
-    assert paper_models.encoder_parameters(model) == per_row + (
-        7 * 4 + 7 * 4 * 4 if combination == "path" else 2 * 7 * 4
-    ) + 2 * (4 * 2 + 2)
+    tables = [5 * 4 + 2 * 5 * 4**2, 7 * 4 + 1 * 7 * 4**2] if combination == "path" else [3 * 5 * 4, 2 * 7 * 4]
+    assert paper_models.encoder_parameters(model) == sum(tables) + 2 * (4 * 2 + 2)
     users = np.array([[a, b, c] for a in range(5) for b in range(5) for c in range(5)], dtype=np.int32)
     coder = Model(model.inputs, model.get_layer("user_code").output)
     codes = [
@@ -84,8 +82,7 @@ def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_onl
 def test_the_qr_trick_multiplies_the_rows_of_quotient_and_remainder() -> None:
     """Index i of a column with 611 rows reads row i // 25 of one table and i % 25 of the other
     (m = ceil(sqrt(611)) = 25) and multiplies them: (25 + 25) * 32 parameters; 9,000 rows: 95 + 95."""
-    from keras import Model
-
+    Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
     model = paper_models.qr_model((611, 9000))
     assert paper_models.encoder_parameters(model) == (25 + 25) * 32 + (95 + 95) * 32
     quotient, remainder = (np.asarray(model.get_layer(f"user_qr_{part}_embedding").get_weights()[0]) for part in (0, 1))
