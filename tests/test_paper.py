@@ -59,17 +59,25 @@ def test_the_sparse_first_layer_is_dense_on_the_one_hot_vector() -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("combination", ["path", "product"])
-def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_only(combination: str) -> None:
+@pytest.mark.parametrize("combination", paper_models.COMBINATIONS)
+@pytest.mark.parametrize("code_width", [2, 0])
+def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_only(
+    combination: str, code_width: int
+) -> None:
     """All 125 token tuples of a (p=5, n=3) column get distinct codes from freshly drawn weights
     (a code is a polynomial in the weights, equal for two ids only on a null set of them, where
     hashed ids share a row whatever the weights; trained tables are counted by the every-method
     test); a column's code does not move when the other column's tokens do; parameters per
-    column as the module's formulas count them, plus each column's 2-number projection."""
+    column as the module's formulas count them, plus each column's projection to a 2-number
+    code (none when the code is the whole 4-wide vector)."""
     Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
-    model = paper_models.mlt_compositional_model(((5, 3), (7, 2)), combination=combination, rank=4)
+    model = paper_models.mlt_compositional_model(
+        ((5, 3), (7, 2)), combination=combination, rank=4, code_width=code_width
+    )
     tables = [5 * 4 + 2 * 5 * 4**2, 7 * 4 + 1 * 7 * 4**2] if combination == "path" else [3 * 5 * 4, 2 * 7 * 4]
-    assert paper_models.encoder_parameters(model) == sum(tables) + 2 * (4 * 2 + 2)
+    projections = 2 * (4 * code_width + code_width)
+    assert paper_models.encoder_parameters(model) == sum(tables) + projections
+    assert model.get_layer("user_code").output.shape[-1] == (code_width or 4)
     users = np.array([[a, b, c] for a in range(5) for b in range(5) for c in range(5)], dtype=np.int32)
     coder = Model(model.inputs, model.get_layer("user_code").output)
     codes = [
@@ -77,6 +85,22 @@ def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_onl
     ]
     assert len(np.unique(codes[0], axis=0)) == 125
     np.testing.assert_array_equal(codes[0], codes[1])
+
+
+def test_the_qr_combination_multiplies_one_row_per_token_position_drawn_for_n_factors() -> None:
+    """qr's vector for tokens (a, b, c) is rows[a] * rows[p + b] * rows[2p + c], and its rows start
+    uniform in +-b_n with (b_n / sqrt 3)^n = (0.05 / sqrt 3)^2: a product of n rows as small as the
+    QR trick's product of two Keras Embedding rows."""
+    Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
+    model = paper_models.mlt_compositional_model(((5, 3), (7, 2)), combination="qr", rank=4, code_width=0)
+    rows = np.asarray(model.get_layer("user_composition").get_weights()[0])
+    assert rows.shape == (3 * 5, 4)
+    bound = 3**0.5 * (paper_models.QR_INIT / 3**0.5) ** (2 / 3)
+    assert 0.5 * bound < np.abs(rows).max() <= bound
+    tokens = np.array([[0, 4, 2, 1, 6], [3, 3, 3, 0, 0]], dtype=np.int32)
+    vectors = np.asarray(Model(model.inputs, model.get_layer("user_code").output).predict(tokens, verbose=0))
+    expected = rows[tokens[:, 0]] * rows[5 + tokens[:, 1]] * rows[10 + tokens[:, 2]]
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5)
 
 
 def test_the_qr_trick_multiplies_the_rows_of_quotient_and_remainder() -> None:
@@ -144,13 +168,16 @@ def test_paper_options_name_the_field_at_fault() -> None:
     with pytest.raises(OptionError, match=r"epoch_selection must be one of .*got 'best'") as caught:
         PaperOptions(epoch_selection="best")  # type: ignore[arg-type]
     assert caught.value.parameter == "epoch_selection"
-    with pytest.raises(OptionError, match=r"mlt_combination must be one of 'path', 'product'; got 'sum'") as caught:
+    combinations = r"mlt_combination must be one of 'qr', 'path', 'product'; got 'sum'"
+    with pytest.raises(OptionError, match=combinations) as caught:
         PaperOptions(mlt_combination="sum")  # type: ignore[arg-type]
     assert caught.value.parameter == "mlt_combination"
     for name in ("mlt_rank", "max_epochs"):
         with pytest.raises(MLTError, match=rf"{name} must be a whole number >= 1, got 0") as caught:
             PaperOptions(**{name: 0})  # type: ignore[arg-type]
         assert caught.value.parameter == name
+    with pytest.raises(MLTError, match=r"mlt_code_width must be a whole number >= 0 \(0: the whole vector\), got -1"):
+        PaperOptions(mlt_code_width=-1)
 
 
 @pytest.fixture(scope="module")
@@ -246,9 +273,9 @@ def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> 
     assert 0 <= rows["mlt_autoencoder"]["exact_recovery"] <= 1
     assert rows["mlt_categories"]["encoder_params"] == 14 * 47 * 8
     assert rows["mlt_pairs"]["encoder_params"] == 14 * 47 * 8 + 12 * 47**2 * 8  # 6 neighbour pairs per id
-    rank = paper_models.DEFAULT_RANK
-    assert rows["mlt_compositional"]["encoder_params"] == 2 * (47 * rank + 6 * 47 * rank**2 + rank * 2 + 2)
-    assert rows["mlt_compositional"]["dims"] == 4
+    rank, _ = paper_models.COMPOSITION_DEFAULTS["qr"]  # the default: qr, its whole vector the code
+    assert rows["mlt_compositional"]["encoder_params"] == 2 * 7 * 47 * rank
+    assert rows["mlt_compositional"]["dims"] == 2 * rank
     ids = load_ratings(tokenised)
     assert rows["mlt_compositional"]["extra"]["distinct_codes"] == {
         "user": [len(np.unique(ids.users))] * 2,

@@ -42,7 +42,7 @@ DEFAULT_EPOCHS = {
     "embeddings": 3,
     "mlt_categories": 3,
     "mlt_pairs": 3,
-    "mlt_compositional": 7,
+    "mlt_compositional": 16,
     "qr_embeddings": 7,
 }
 BATCH_SIZE = {"mlt": 2048}  # every other method: 1024
@@ -208,7 +208,10 @@ def _pairs(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
 
 def _compositional(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
     codecs = tuple((codec.p, codec.n) for codec in train.codecs)
-    model = models.mlt_compositional_model(codecs, combination=options.mlt_combination, rank=options.mlt_rank)
+    combination = options.mlt_combination
+    rank, width = models.composition_settings(combination, options.mlt_rank, options.mlt_code_width)
+    model = models.mlt_compositional_model(codecs, combination=combination, rank=rank, code_width=width)
+    code = f"code {width}" if width else "whole vector"
 
     def check(trained: Any) -> dict[str, Any]:
         return {"distinct_codes": distinct_codes(trained, train, test)}
@@ -217,10 +220,10 @@ def _compositional(train: Ratings, test: Ratings, options: PaperOptions) -> Prep
         model,
         train.tokens.astype(np.int32),
         test.tokens.astype(np.int32),
-        len(codecs) * models.CODE_WIDTH,
+        len(codecs) * (width or rank),
         models.encoder_parameters(model),
         True,
-        name=f"{METHODS['mlt_compositional'][0]} ({options.mlt_combination}, rank {options.mlt_rank})",
+        name=f"{METHODS['mlt_compositional'][0]} ({combination}, rank {rank}, {code})",
         check=check,
     )
 

@@ -13,13 +13,13 @@ from typing import Literal
 from spark_mlt.errors import MLTError
 from spark_mlt.options import check_choice
 from spark_mlt.paper.methods import DEFAULT_EPOCHS, METHODS
-from spark_mlt.paper.models import COMBINATIONS, DEFAULT_RANK
+from spark_mlt.paper.models import COMBINATIONS, COMPOSITION_DEFAULTS
 
 __all__ = ["EPOCH_SELECTIONS", "EpochSelection", "PaperOptions"]
 
 EpochSelection = Literal["fixed", "validation"]
 EPOCH_SELECTIONS: tuple[EpochSelection, ...] = ("fixed", "validation")
-Combination = Literal["path", "product"]
+Combination = Literal["qr", "path", "product"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -59,15 +59,26 @@ class PaperOptions:
     )
     max_epochs: int = field(default=20, metadata={"help": "most epochs tried per method when choosing on validation"})
     mlt_combination: Combination = field(
-        default="path",
+        default="qr",
         metadata={
-            "help": "how compositional MLT embeddings combine an id's token rows: path (a row times one matrix per "
-            "further token) or product (element-wise)"
+            "help": "how compositional MLT embeddings combine an id's token rows: qr (their element-wise product), "
+            "path (a row times one matrix per further token) or product (element-wise, of 1 + each row)"
         },
     )
-    mlt_rank: int = field(
-        default=DEFAULT_RANK,
-        metadata={"help": "width of the vectors in the compositional MLT embeddings' tables (the path's r x r)"},
+    mlt_rank: int | None = field(
+        default=None,
+        metadata={
+            "help": "width of the vectors in the compositional MLT embeddings' tables (the path's r x r); default: "
+            + ", ".join(f"{name} {rank}" for name, (rank, _) in COMPOSITION_DEFAULTS.items())
+        },
+    )
+    mlt_code_width: int | None = field(
+        default=None,
+        metadata={
+            "help": "numbers per id the head reads from the compositional MLT embeddings: a learned projection "
+            "of the table vector to this width, or 0 for the whole --mlt-rank-wide vector; default: "
+            + ", ".join(f"{name} {width}" for name, (_, width) in COMPOSITION_DEFAULTS.items())
+        },
     )
     seed: int = field(default=42, metadata={"help": "seed of the train/test split and of the models' initial weights"})
     test_fraction: float = field(default=0.2, metadata={"help": "the share of rows held out for testing, in (0, 1)"})
@@ -91,7 +102,14 @@ class PaperOptions:
         check_choice("epoch_selection", self.epoch_selection, EPOCH_SELECTIONS)
         check_choice("mlt_combination", self.mlt_combination, COMBINATIONS)
         _check_count("max_epochs", self.max_epochs, "max_epochs must be a whole number >= 1")
-        _check_count("mlt_rank", self.mlt_rank, "mlt_rank must be a whole number >= 1")
+        if self.mlt_rank is not None:
+            _check_count("mlt_rank", self.mlt_rank, "mlt_rank must be a whole number >= 1")
+        width = self.mlt_code_width
+        if width is not None and (isinstance(width, bool) or not isinstance(width, int) or width < 0):
+            raise MLTError(
+                f"mlt_code_width must be a whole number >= 0 (0: the whole vector), got {self.mlt_code_width!r}",
+                parameter="mlt_code_width",
+            )
         for name in ("test_fraction", "validation_fraction"):
             value = getattr(self, name)
             if not 0 < value < 1:
