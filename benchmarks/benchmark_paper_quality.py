@@ -10,7 +10,8 @@ on a validation split carved from the training split (``epoch_selection="validat
   for each column from its largest id, as the job does when only ``--p`` is given).
 * ``seeds``: test scores over split seeds (each seed draws the split, the validation split and
   the initial weights): mean, standard deviation, range, and the epochs chosen.
-* ``ablation``: validation scores of compositional MLT embeddings per combination and rank.
+* ``ablation``: validation scores of compositional MLT embeddings per combination, rank and
+  code width.
 
 Choosing on validation scores and reporting test scores once keeps the test split out of every
 choice. Run one study at a time, pinned to a core::
@@ -30,7 +31,7 @@ from typing import Any
 from spark_mlt.batch import MovieLensOptions, local_session, reproduce_paper
 from spark_mlt.paper import METHODS, PaperOptions, PaperReport
 from spark_mlt.paper.methods import MethodResult
-from spark_mlt.paper.models import DEFAULT_RANK
+from spark_mlt.paper.models import COMBINATIONS
 
 TOKEN_METHODS = ("mlt", "mlt_autoencoder", "mlt_categories", "mlt_pairs", "mlt_compositional")
 TOP_METHODS = ("one_hot", "embeddings", "qr_embeddings", "mlt_pairs", "mlt_compositional")
@@ -100,7 +101,7 @@ def codecs_study(runner: Runner, codecs: Sequence[str], methods: Sequence[str], 
         print(f"| {label} | " + " | ".join(cells) + " |")
 
 
-def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], codec: str, rank: int) -> None:
+def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], codec: str, rank: int | None) -> None:
     rows: dict[str, list[MethodResult]] = {}
     meta = {}
     for seed in seeds:
@@ -151,33 +152,39 @@ def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], co
 
 
 def ablation_study(
-    runner: Runner, combinations: Sequence[str], ranks: Sequence[int], seeds: Sequence[int], codec: str
+    runner: Runner,
+    *,
+    combinations: Sequence[str],
+    ranks: Sequence[int | None],
+    widths: Sequence[int | None],
+    seeds: Sequence[int],
+    codec: str,
 ) -> None:
     print(
-        f"| combination | rank | encoder params | val. accuracy (seeds {', '.join(map(str, seeds))}) | mean"
+        f"| setting | encoder params | val. accuracy (seeds {', '.join(map(str, seeds))}) | mean"
         " | val. ROC AUC, mean | val. log loss, mean |"
     )
-    print("|---|---:|---:|---|---:|---:|---:|")
-    for combination in combinations:
-        for rank in ranks:
-            found = []
-            for seed in seeds:
-                options = PaperOptions(
-                    methods=("mlt_compositional",),
-                    epoch_selection="validation",
-                    seed=seed,
-                    mlt_combination=combination,  # type: ignore[arg-type]
-                    mlt_rank=rank,
-                )
-                found.append(runner.run(options, codec).results[0])
-            v = [r.validation or {} for r in found]
-            accuracies = " ".join(f"{x['accuracy']:.2%}" for x in v)
-            print(
-                f"| {combination} | {rank} | {_codes(found[0])} | {accuracies}"
-                f" | {statistics.mean(x['accuracy'] for x in v):.2%} | {statistics.mean(x['roc_auc'] for x in v):.4f}"
-                f" | {statistics.mean(x['log_loss'] for x in v):.4f} |",
-                flush=True,
+    print("|---|---:|---|---:|---:|---:|")
+    for combination, rank, width in ((c, r, w) for c in combinations for r in ranks for w in widths):
+        found = []
+        for seed in seeds:
+            options = PaperOptions(
+                methods=("mlt_compositional",),
+                epoch_selection="validation",
+                seed=seed,
+                mlt_combination=combination,  # type: ignore[arg-type]
+                mlt_rank=rank,
+                mlt_code_width=width,
             )
+            found.append(runner.run(options, codec).results[0])
+        v = [r.validation or {} for r in found]
+        accuracies = " ".join(f"{x['accuracy']:.2%}" for x in v)
+        print(
+            f"| {found[0].name} | {_codes(found[0])} | {accuracies}"
+            f" | {statistics.mean(x['accuracy'] for x in v):.2%} | {statistics.mean(x['roc_auc'] for x in v):.4f}"
+            f" | {statistics.mean(x['log_loss'] for x in v):.4f} |",
+            flush=True,
+        )
 
 
 def main() -> None:
@@ -188,9 +195,11 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", choices=list(METHODS), help="default: the study's")
     parser.add_argument("--codec", default=":", help="seeds, ablation: the codec p:n of a release (default: sized)")
     parser.add_argument("--codecs", nargs="+", default=["2:", "7:", "13:", "31:", "101:", "13:7", "47:7"])
-    parser.add_argument("--combinations", nargs="+", default=["path", "product"])
-    parser.add_argument("--ranks", type=int, nargs="+", default=[4, 8, 12, 16])
-    parser.add_argument("--mlt-rank", type=int, default=DEFAULT_RANK, help="seeds: the compositional model's rank")
+    parser.add_argument("--combinations", nargs="+", choices=COMBINATIONS, default=list(COMBINATIONS))
+    own = "(default: the combination's)"
+    parser.add_argument("--ranks", type=int, nargs="+", default=[None], help=f"ablation {own}")
+    parser.add_argument("--code-widths", type=int, nargs="+", default=[None], help=f"ablation {own}")
+    parser.add_argument("--mlt-rank", type=int, help=f"seeds: the compositional model's rank {own}")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="paper-quality-") as work:
         runner = Runner(args.input, Path(work))
@@ -199,7 +208,14 @@ def main() -> None:
         elif args.study == "seeds":
             seeds_study(runner, args.seeds, args.methods or TOP_METHODS, args.codec, args.mlt_rank)
         else:
-            ablation_study(runner, args.combinations, args.ranks, args.seeds, args.codec)
+            ablation_study(
+                runner,
+                combinations=args.combinations,
+                ranks=args.ranks,
+                widths=args.code_widths,
+                seeds=args.seeds,
+                codec=args.codec,
+            )
 
 
 if __name__ == "__main__":
