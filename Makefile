@@ -30,7 +30,7 @@ line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
     JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
 
 DELTA ?=
-demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR=..., or synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
+demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
 	@py=$(BIN)/python; \
 	if [[ "$(DELTA)" == spark ]]; then \
 	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, spark_line; raise SystemExit("delta" not in LINE_GROUPS[spark_line()])'; then \
@@ -83,7 +83,7 @@ bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's 
 bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated
 	$(BIN)/python benchmarks/benchmark_paper.py $(BENCH_ARGS)
 
-paper: check-java $(STAMP) ## Reproduce the paper's Table 1 (ML_DIR=..., else synthetic) into output/paper
+paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (ML_DIR, data/ml-*, ../shared/movielens/ml-*) else synthetic; PAPER_EPOCHS=fixed for the paper's epochs
 	$(BIN)/python jobs/paper_demo.py
 
 bench: bench-codec bench-functions bench-delta bench-scale bench-paper ## Run every benchmark

@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from spark_mlt import MLTCodec
-from spark_mlt.paper import DEFAULT_EPOCHS, METHODS
+from spark_mlt.paper import DEFAULT_EPOCHS, METHODS, PaperOptions
 from spark_mlt.paper.data import Ratings, split
 from spark_mlt.paper.methods import run_method
 from spark_mlt.paper.models import keras_module
@@ -47,14 +47,14 @@ def main() -> None:
     parser.add_argument("--methods", nargs="+", default=list(METHODS))
     args = parser.parse_args()
     keras = keras_module()
+    one_epoch = PaperOptions(epochs=dict.fromkeys(METHODS, 1))
     print(f"Keras {keras.__version__} on {keras.backend.backend()}; one epoch per method; 20M = {PAPER_ROWS:,} rows")
     print(f"{'rows':>10} {'method':<28} {'s/epoch':>9} {'µs/sample':>10} {'accuracy':>9} {'20M, paper epochs':>18}")
     for rows in args.rows:
         train, test = split(synthetic(rows))
         for method in args.methods:
-            keras.utils.set_random_seed(42)
             started = time.perf_counter()
-            result = run_method(method, train, test, dict.fromkeys(METHODS, 1))
+            result = run_method(method, train, test, one_epoch)
             per_epoch = result.seconds_per_epoch + result.extra.get("autoencoder_seconds_per_epoch", 0.0)
             at_20m = per_epoch * PAPER_ROWS * 0.8 / len(train) * DEFAULT_EPOCHS[method]
             print(

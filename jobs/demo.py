@@ -1,9 +1,12 @@
 """`make demo`: the MovieLens tokenise job end to end on the embedded default.
 
 Local Spark, Delta through delta-rs, no network. Uses a real MovieLens release when one is
-found (``ML_DIR=...``, or the first ``data/ml-*`` folder), else generates a seeded synthetic
-release in the real ml-latest format and says so. Prints where the table is, its codecs, row
-counts, a sample of tokens and a decode round-trip check (0 mismatches expected).
+found (``ML_DIR=...``, the first ``data/ml-*`` folder, else the first ``../shared/movielens/ml-*``
+beside the clone, where this project's machines keep ml-latest-small: its license lets it be
+redistributed only under its own non-commercial terms, so the Apache-2.0 repository does not
+ship it), else generates a seeded synthetic release in the real ml-latest format and says so.
+Prints where the table is, its codecs, row counts, a sample of tokens and a decode round-trip
+check (0 mismatches expected).
 """
 
 from __future__ import annotations
@@ -27,12 +30,15 @@ from spark_mlt.batch import (
 from spark_mlt.errors import SourceError
 from spark_mlt.storage import read_delta
 
+#: Where real releases are looked for, in this order (``ML_DIR`` first).
+RELEASE_DIRS = (Path("data"), Path("..", "shared", "movielens"))
+
 
 def find_release() -> tuple[Path, bool]:
     """(folder, synthetic?) of the ratings to tokenise."""
     if os.environ.get("ML_DIR"):
         return Path(os.environ["ML_DIR"]), False
-    for folder in sorted(Path("data").glob("ml-*")):
+    for folder in (folder for where in RELEASE_DIRS for folder in sorted(where.glob("ml-*"))):
         try:
             detect_release(folder)
         except SourceError:

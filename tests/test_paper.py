@@ -1,10 +1,12 @@
 """The paper's Table 1 reproduction: model sizes as the paper counts them, the hashing trick as
-scikit-learn computes it, the metrics, the label rule, and a small seeded run of every method
-from a tokenised Delta table through the ``spark-mlt paper`` command."""
+scikit-learn computes it, compositional MLT embeddings (a code per id from its tokens only) and
+the QR trick, the metrics, the label rule, epochs chosen on validation, and a small seeded run
+of every method from a tokenised Delta table through the ``spark-mlt paper`` command."""
 
 from __future__ import annotations
 
 import json
+import math
 import os
 import subprocess
 import sys
@@ -23,7 +25,7 @@ from spark_mlt.paper import METHODS, PaperOptions
 from spark_mlt.paper import models as paper_models
 from spark_mlt.paper.data import LABEL_RULE_PROPERTY, Ratings, load_ratings, split
 from spark_mlt.paper.hashing import hashed_features
-from spark_mlt.paper.methods import scores
+from spark_mlt.paper.methods import PATIENCE, run_method, scores
 from spark_mlt.storage import read_snapshot, write_delta
 
 
@@ -55,6 +57,62 @@ def test_the_sparse_first_layer_is_dense_on_the_one_hot_vector() -> None:
     expected = np.maximum(dense @ kernel + bias, 0)
     got = np.asarray(layer(indices, values))
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("combination", paper_models.COMBINATIONS)
+@pytest.mark.parametrize("code_width", [2, 0])
+def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_only(
+    combination: str, code_width: int
+) -> None:
+    """All 125 token tuples of a (p=5, n=3) column get distinct codes from freshly drawn weights
+    (a code is a polynomial in the weights, equal for two ids only on a null set of them, where
+    hashed ids share a row whatever the weights; trained tables are counted by the every-method
+    test); a column's code does not move when the other column's tokens do; parameters per
+    column as the module's formulas count them, plus each column's projection to a 2-number
+    code (none when the code is the whole 4-wide vector)."""
+    Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
+    model = paper_models.mlt_compositional_model(
+        ((5, 3), (7, 2)), combination=combination, rank=4, code_width=code_width
+    )
+    tables = [5 * 4 + 2 * 5 * 4**2, 7 * 4 + 1 * 7 * 4**2] if combination == "path" else [3 * 5 * 4, 2 * 7 * 4]
+    projections = 2 * (4 * code_width + code_width)
+    assert paper_models.encoder_parameters(model) == sum(tables) + projections
+    assert model.get_layer("user_code").output.shape[-1] == (code_width or 4)
+    users = np.array([[a, b, c] for a in range(5) for b in range(5) for c in range(5)], dtype=np.int32)
+    coder = Model(model.inputs, model.get_layer("user_code").output)
+    codes = [
+        np.asarray(coder.predict(np.hstack([users, np.full((125, 2), movie, np.int32)]), verbose=0)) for movie in (0, 6)
+    ]
+    assert len(np.unique(codes[0], axis=0)) == 125
+    np.testing.assert_array_equal(codes[0], codes[1])
+
+
+def test_the_qr_combination_multiplies_one_row_per_token_position_drawn_for_n_factors() -> None:
+    """qr's vector for tokens (a, b, c) is rows[a] * rows[p + b] * rows[2p + c], and its rows start
+    uniform in +-b_n with (b_n / sqrt 3)^n = (0.05 / sqrt 3)^2: a product of n rows as small as the
+    QR trick's product of two Keras Embedding rows."""
+    Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
+    model = paper_models.mlt_compositional_model(((5, 3), (7, 2)), combination="qr", rank=4, code_width=0)
+    rows = np.asarray(model.get_layer("user_composition").get_weights()[0])
+    assert rows.shape == (3 * 5, 4)
+    bound = 3**0.5 * (paper_models.QR_INIT / 3**0.5) ** (2 / 3)
+    assert 0.5 * bound < np.abs(rows).max() <= bound
+    tokens = np.array([[0, 4, 2, 1, 6], [3, 3, 3, 0, 0]], dtype=np.int32)
+    vectors = np.asarray(Model(model.inputs, model.get_layer("user_code").output).predict(tokens, verbose=0))
+    expected = rows[tokens[:, 0]] * rows[5 + tokens[:, 1]] * rows[10 + tokens[:, 2]]
+    np.testing.assert_allclose(vectors, expected, rtol=1e-5)
+
+
+def test_the_qr_trick_multiplies_the_rows_of_quotient_and_remainder() -> None:
+    """Index i of a column with 611 rows reads row i // 25 of one table and i % 25 of the other
+    (m = ceil(sqrt(611)) = 25) and multiplies them: (25 + 25) * 32 parameters; 9,000 rows: 95 + 95."""
+    Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
+    model = paper_models.qr_model((611, 9000))
+    assert paper_models.encoder_parameters(model) == (25 + 25) * 32 + (95 + 95) * 32
+    quotient, remainder = (np.asarray(model.get_layer(f"user_qr_{part}_embedding").get_weights()[0]) for part in (0, 1))
+    index = np.array([0, 24, 25, 610], dtype=np.int32)[:, None]
+    vectors = np.asarray(Model(model.inputs, model.get_layer("user_qr").output).predict([index, index], verbose=0))
+    np.testing.assert_allclose(vectors, quotient[index[:, 0] // 25] * remainder[index[:, 0] % 25], rtol=1e-6)
 
 
 def test_a_hashed_feature_is_murmurhash3_of_the_prefixed_id() -> None:
@@ -104,6 +162,22 @@ def test_paper_options_name_the_field_at_fault() -> None:
     with pytest.raises(MLTError, match=r"test_fraction must be in \(0, 1\)") as caught:
         PaperOptions(test_fraction=1.0)
     assert caught.value.parameter == "test_fraction"
+    with pytest.raises(MLTError, match=r"validation_fraction must be in \(0, 1\), got 0") as caught:
+        PaperOptions(validation_fraction=0)
+    assert caught.value.parameter == "validation_fraction"
+    with pytest.raises(OptionError, match=r"epoch_selection must be one of .*got 'best'") as caught:
+        PaperOptions(epoch_selection="best")  # type: ignore[arg-type]
+    assert caught.value.parameter == "epoch_selection"
+    combinations = r"mlt_combination must be one of 'qr', 'path', 'product'; got 'sum'"
+    with pytest.raises(OptionError, match=combinations) as caught:
+        PaperOptions(mlt_combination="sum")  # type: ignore[arg-type]
+    assert caught.value.parameter == "mlt_combination"
+    for name in ("mlt_rank", "max_epochs"):
+        with pytest.raises(MLTError, match=rf"{name} must be a whole number >= 1, got 0") as caught:
+            PaperOptions(**{name: 0})  # type: ignore[arg-type]
+        assert caught.value.parameter == name
+    with pytest.raises(MLTError, match=r"mlt_code_width must be a whole number >= 0 \(0: the whole vector\), got -1"):
+        PaperOptions(mlt_code_width=-1)
 
 
 @pytest.fixture(scope="module")
@@ -165,6 +239,24 @@ def test_the_split_is_seeded_and_disjoint(tokenised: str) -> None:
     assert rows(other) != rows(train)
 
 
+def test_epochs_chosen_on_validation_have_the_lowest_validation_log_loss(tokenised: str) -> None:
+    """Each epoch is scored on a validation split of the training rows (10%, drawn apart from
+    the test split); training stops PATIENCE epochs after the best, and the method is then
+    retrained on all training rows for the best epoch's count."""
+    train, test = split(load_ratings(tokenised), seed=42)
+    result = run_method("mlt", train, test, PaperOptions(epoch_selection="validation", max_epochs=6))
+    validation = result.validation
+    assert validation is not None
+    losses = [loss for _, _, _, loss in validation["curve"]]
+    best = int(np.argmin(losses))
+    assert result.epochs == validation["epochs"] == best + 1
+    assert validation["log_loss"] == losses[best]
+    assert len(losses) == min(best + 1 + PATIENCE, 6)
+    assert validation["rows"] == 480  # 10% of the 4,800 training rows
+    fixed = run_method("mlt", train, test, PaperOptions(epochs={"mlt": 1}))
+    assert (fixed.epochs, fixed.validation) == (1, None)
+
+
 @pytest.mark.slow
 def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> None:
     """The command reads tokens and codecs from the table, trains each method for one epoch
@@ -181,6 +273,18 @@ def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> 
     assert 0 <= rows["mlt_autoencoder"]["exact_recovery"] <= 1
     assert rows["mlt_categories"]["encoder_params"] == 14 * 47 * 8
     assert rows["mlt_pairs"]["encoder_params"] == 14 * 47 * 8 + 12 * 47**2 * 8  # 6 neighbour pairs per id
+    rank, _ = paper_models.COMPOSITION_DEFAULTS["qr"]  # the default: qr, its whole vector the code
+    assert rows["mlt_compositional"]["encoder_params"] == 2 * 7 * 47 * rank
+    assert rows["mlt_compositional"]["dims"] == 2 * rank
+    ids = load_ratings(tokenised)
+    assert rows["mlt_compositional"]["extra"]["distinct_codes"] == {
+        "user": [len(np.unique(ids.users))] * 2,
+        "movie": [len(np.unique(ids.movies))] * 2,
+    }
+    train, _ = split(ids, seed=42)
+    qr_rows = [len(np.unique(part)) + 1 for part in (train.users, train.movies)]  # + the unseen id's row
+    qr_tables = [-(-count // (math.isqrt(count - 1) + 1)) + math.isqrt(count - 1) + 1 for count in qr_rows]
+    assert rows["qr_embeddings"]["encoder_params"] == 32 * sum(qr_tables)
     assert rows["hashing"]["dims"] == 512
     for row in rows.values():
         assert 0 < row["accuracy"] <= 1

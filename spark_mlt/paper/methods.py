@@ -1,31 +1,39 @@
-"""The representations of the paper's Table 1 (and MLT tokens as categories), trained and
-scored the same way: the shared head, Adam, binary cross-entropy, threshold 0.5.
+"""The representations of the paper's Table 1, ours (MLT tokens as categories, compositional
+MLT embeddings) and the quotient-remainder trick, trained and scored the same way: the shared
+head, Adam, binary cross-entropy, threshold 0.5.
 
 Each method turns the train and test ratings into the model's inputs, builds its model and
-says how the paper counts its parameters; :func:`run_method` trains and scores it.
+says how the paper counts its parameters; :func:`run_method` trains and scores it, for a fixed
+number of epochs or for the number that gave the lowest log loss on a validation split carved
+from the training split (then retrained on the whole training split, and tested once).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import numpy.typing as npt
 
 from spark_mlt.paper import models
-from spark_mlt.paper.data import Ratings
+from spark_mlt.paper.data import Ratings, split
 from spark_mlt.paper.hashing import hashed_features
 
-__all__ = ["DEFAULT_EPOCHS", "METHODS", "PAPER_FIGURES", "MethodResult", "run_method"]
+if TYPE_CHECKING:
+    from spark_mlt.paper.options import PaperOptions
+
+__all__ = ["DEFAULT_EPOCHS", "METHODS", "PAPER_FIGURES", "MethodResult", "run_method", "scores"]
 
 HASH_WIDTH = 512
 
 #: Epochs and batch size per method, as the paper's code trains them (the autoencoder: its own
 #: 10 epochs, then the head's 10). MLT as categories (and token pairs) is ours: trained like
-#: the embeddings.
+#: the embeddings. Compositional MLT embeddings and the QR trick share rows between ids, which
+#: takes more epochs: their counts are the median of the counts chosen on validation splits of
+#: ml-latest-small (``epoch_selection="validation"``).
 DEFAULT_EPOCHS = {
     "one_hot": 3,
     "hashing": 3,
@@ -34,8 +42,12 @@ DEFAULT_EPOCHS = {
     "embeddings": 3,
     "mlt_categories": 3,
     "mlt_pairs": 3,
+    "mlt_compositional": 16,
+    "qr_embeddings": 7,
 }
 BATCH_SIZE = {"mlt": 2048}  # every other method: 1024
+#: Choosing epochs on validation stops this many epochs after the best one.
+PATIENCE = 3
 
 #: The paper's Table 1 and 2: dimensions, parameters, s/epoch, µs/sample, accuracy (MovieLens 20M).
 PAPER_FIGURES: dict[str, dict[str, float | int | None]] = {
@@ -63,14 +75,17 @@ PAPER_FIGURES: dict[str, dict[str, float | int | None]] = {
         "accuracy": 0.7440,
     },
     # not in the paper
-    "mlt_categories": dict.fromkeys(("dims", "params", "seconds_per_epoch", "us_per_sample", "accuracy")),
-    "mlt_pairs": dict.fromkeys(("dims", "params", "seconds_per_epoch", "us_per_sample", "accuracy")),
+    **{
+        key: dict.fromkeys(("dims", "params", "seconds_per_epoch", "us_per_sample", "accuracy"))
+        for key in ("mlt_categories", "mlt_pairs", "mlt_compositional", "qr_embeddings")
+    },
 }
 
 
 @dataclass
 class MethodResult:
-    """One row of the report."""
+    """One row of the report. ``validation``, when epochs were chosen on a validation split:
+    the chosen count, its validation scores and every epoch's (``curve``)."""
 
     key: str
     name: str
@@ -86,11 +101,14 @@ class MethodResult:
     log_loss: float
     exact_recovery: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    validation: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
 class Prepared:
-    """A method's model and inputs, and what the report says of it."""
+    """A method's model and inputs, and what the report says of it: ``name`` if the method's
+    setting belongs in it, ``encode_us`` per sample spent before the model (the autoencoder's
+    encoder), ``check`` what to measure on the trained model (``extra`` of the result)."""
 
     model: Any
     train: Any
@@ -98,6 +116,11 @@ class Prepared:
     dims: int
     encoder_params: int
     reversible: bool
+    name: str | None = None
+    encode_us: float = 0.0
+    extra: dict[str, Any] = field(default_factory=dict)
+    exact_recovery: float | None = None
+    check: Callable[[Any], dict[str, Any]] | None = None
 
 
 def _index(train_ids: npt.NDArray[np.int64], ids: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
@@ -107,7 +130,7 @@ def _index(train_ids: npt.NDArray[np.int64], ids: npt.NDArray[np.int64]) -> npt.
     return np.where(known[at] == ids, at + 1, 0)
 
 
-def _one_hot(train: Ratings, test: Ratings) -> Prepared:
+def _one_hot(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
     users, movies = len(np.unique(train.users)), len(np.unique(train.movies))
 
     def inputs(r: Ratings) -> list[npt.NDArray[Any]]:
@@ -118,7 +141,7 @@ def _one_hot(train: Ratings, test: Ratings) -> Prepared:
     return Prepared(models.sparse_model(users + movies), inputs(train), inputs(test), users + movies, 0, False)
 
 
-def _hashing(train: Ratings, test: Ratings) -> Prepared:
+def _hashing(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
     def inputs(r: Ratings) -> list[npt.NDArray[Any]]:
         (ui, us), (mi, ms) = (
             hashed_features("user_", r.users, HASH_WIDTH),
@@ -129,7 +152,7 @@ def _hashing(train: Ratings, test: Ratings) -> Prepared:
     return Prepared(models.sparse_model(HASH_WIDTH), inputs(train), inputs(test), HASH_WIDTH, 0, False)
 
 
-def _mlt(train: Ratings, test: Ratings) -> Prepared:
+def _mlt(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
     mean = train.tokens.mean(axis=0)
     sd = train.tokens.std(axis=0)
     sd[sd == 0] = 1.0
@@ -141,10 +164,8 @@ def _mlt(train: Ratings, test: Ratings) -> Prepared:
     return Prepared(models.numeric_model(dims), inputs(train), inputs(test), dims, 0, True)
 
 
-def _embeddings(train: Ratings, test: Ratings) -> Prepared:
-    users, movies = len(np.unique(train.users)), len(np.unique(train.movies))
-    model = models.embedding_model(users, movies)
-    params = (users + 1 + movies + 1) * models.EMBEDDING_WIDTH
+def _id_inputs(train: Ratings) -> Callable[[Ratings], list[npt.NDArray[np.int32]]]:
+    """The 1-based indexes of a split's users and movies among the training ids (0: unseen)."""
 
     def inputs(r: Ratings) -> list[npt.NDArray[np.int32]]:
         return [
@@ -152,29 +173,126 @@ def _embeddings(train: Ratings, test: Ratings) -> Prepared:
             _index(train.movies, r.movies).astype(np.int32)[:, None],
         ]
 
-    return Prepared(model, inputs(train), inputs(test), 2 * models.EMBEDDING_WIDTH, params, False)
+    return inputs
 
 
-def _categories(train: Ratings, test: Ratings, *, pairs: bool = False) -> Prepared:
+def _embeddings(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
+    users, movies = len(np.unique(train.users)), len(np.unique(train.movies))
+    model = models.embedding_model(users, movies)
+    inputs = _id_inputs(train)
+    return Prepared(
+        model, inputs(train), inputs(test), 2 * models.EMBEDDING_WIDTH, models.encoder_parameters(model), False
+    )
+
+
+def _qr(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
+    rows = (len(np.unique(train.users)) + 1, len(np.unique(train.movies)) + 1)  # + the unseen id's row
+    model = models.qr_model(rows)
+    inputs = _id_inputs(train)
+    return Prepared(
+        model, inputs(train), inputs(test), 2 * models.EMBEDDING_WIDTH, models.encoder_parameters(model), False
+    )
+
+
+def _categories(train: Ratings, test: Ratings, options: PaperOptions, *, pairs: bool = False) -> Prepared:
     p = max(codec.p for codec in train.codecs)
     model = models.mlt_categories_model(p, tuple(codec.n for codec in train.codecs), pairs=pairs)
-    params = sum(layer.count_params() for layer in model.layers if layer.name.endswith("_embedding"))
     dims = sum(int(layer.output.shape[-1]) for layer in model.layers if layer.name.endswith("_embedding"))
-    return Prepared(model, train.tokens.astype(np.int32), test.tokens.astype(np.int32), dims, params, True)
+    tokens = train.tokens.astype(np.int32), test.tokens.astype(np.int32)
+    return Prepared(model, *tokens, dims, models.encoder_parameters(model), True)
 
 
-def _pairs(train: Ratings, test: Ratings) -> Prepared:
-    return _categories(train, test, pairs=True)
+def _pairs(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
+    return _categories(train, test, options, pairs=True)
 
 
-METHODS: dict[str, tuple[str, Callable[[Ratings, Ratings], Prepared]]] = {
+def _compositional(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
+    codecs = tuple((codec.p, codec.n) for codec in train.codecs)
+    combination = options.mlt_combination
+    rank, width = models.composition_settings(combination, options.mlt_rank, options.mlt_code_width)
+    model = models.mlt_compositional_model(codecs, combination=combination, rank=rank, code_width=width)
+    code = f"code {width}" if width else "whole vector"
+
+    def check(trained: Any) -> dict[str, Any]:
+        return {"distinct_codes": distinct_codes(trained, train, test)}
+
+    return Prepared(
+        model,
+        train.tokens.astype(np.int32),
+        test.tokens.astype(np.int32),
+        len(codecs) * (width or rank),
+        models.encoder_parameters(model),
+        True,
+        name=f"{METHODS['mlt_compositional'][0]} ({combination}, rank {rank}, {code})",
+        check=check,
+    )
+
+
+def distinct_codes(model: Any, *parts: Ratings) -> dict[str, list[int]]:
+    """Per id column, [distinct codes, distinct ids] over the ids of ``parts``: a compositional
+    model gives every id its own code when the two are equal."""
+    keras = models.keras_module()
+    tokens = np.concatenate([part.tokens for part in parts]).astype(np.int32)
+    counts, start = {}, 0
+    for column, codec in zip(("user", "movie"), parts[0].codecs, strict=True):
+        ids = np.unique(tokens[:, start : start + codec.n], axis=0)
+        batch = np.zeros((len(ids), tokens.shape[1]), dtype=np.int32)
+        batch[:, start : start + codec.n] = ids  # a column's code reads only its own tokens
+        coder = keras.Model(model.inputs, model.get_layer(f"{column}_code").output)
+        codes = np.asarray(coder.predict(batch, batch_size=8192, verbose=0))
+        counts[column] = [len(np.unique(codes, axis=0)), len(ids)]
+        start += codec.n
+    return counts
+
+
+def _autoencoder(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
+    """The paper's MLT+Autoencoder: the autoencoder learns to reconstruct the tokens (its own
+    epochs, batch 1024, 10% validation); its frozen 16-wide codes are the head's input; ids are
+    recovered through decoder + rounding + MLT decode."""
+    epochs = options.epochs.get("mlt_autoencoder", DEFAULT_EPOCHS["mlt_autoencoder"])
+    p = max(codec.p for codec in train.codecs)
+    autoencoder = models.autoencoder(p, train.tokens.shape[1])
+    x_train, x_test = train.tokens.astype(np.int32), test.tokens.astype(np.int32)
+    started = time.perf_counter()
+    autoencoder.fit(
+        x_train, x_train.astype(np.float32), epochs=epochs, batch_size=1024, validation_split=0.1, verbose=0
+    )
+    pretrain = (time.perf_counter() - started) / epochs
+    encoder = models.encoder_of(autoencoder)
+    codes_train = encoder.predict(x_train, batch_size=8192, verbose=0)
+    started = time.perf_counter()
+    codes_test = encoder.predict(x_test, batch_size=8192, verbose=0)
+    encode_us = (time.perf_counter() - started) / max(len(test), 1) * 1e6
+    reconstruction = np.asarray(autoencoder.predict(x_test, batch_size=8192, verbose=0), dtype=np.float64)
+    both, users, movies = exact_recovery(reconstruction, test)
+    return Prepared(
+        models.numeric_model(models.AE_BOTTLENECK),
+        codes_train,
+        codes_test,
+        models.AE_BOTTLENECK,
+        autoencoder.count_params(),
+        both == 1.0,  # reversible only where every test id came back
+        encode_us=encode_us,
+        exact_recovery=both,
+        extra={
+            "autoencoder_epochs": epochs,
+            "autoencoder_seconds_per_epoch": pretrain,
+            "user_recovery": users,
+            "movie_recovery": movies,
+        },
+    )
+
+
+METHODS: dict[str, tuple[str, Callable[[Ratings, Ratings, PaperOptions], Prepared]]] = {
     "one_hot": ("One-hot", _one_hot),
     "hashing": ("Hashing (512)", _hashing),
     "mlt": ("MLT (tokens as numbers)", _mlt),
-    "mlt_autoencoder": ("MLT + Autoencoder", _mlt),  # see run_autoencoder
+    "mlt_autoencoder": ("MLT + Autoencoder", _autoencoder),
     "embeddings": ("Supervised embeddings", _embeddings),
     "mlt_categories": ("MLT tokens as categories", _categories),
     "mlt_pairs": ("MLT tokens and token pairs as categories", _pairs),
+    "mlt_compositional": ("MLT compositional embeddings", _compositional),
+    "qr_embeddings": ("QR trick (ids, not tokens)", _qr),
 }
 
 
@@ -196,43 +314,79 @@ def scores(labels: npt.NDArray[np.uint8], probabilities: npt.NDArray[np.float64]
     return accuracy, auc, loss
 
 
-def _fit_and_score(
-    model: Any, data: tuple[Any, Any, Ratings, Ratings], epochs: int, batch_size: int
-) -> tuple[float, float, tuple[float, float, float]]:
-    """Seconds per epoch, µs per predicted sample, and the test scores."""
-    x_train, x_test, train, test = data
+def _fit(prepared: Prepared, labels: npt.NDArray[np.uint8], epochs: int, batch_size: int) -> float:
+    """Train ``epochs`` more epochs; seconds per epoch."""
     started = time.perf_counter()
-    model.fit(x_train, train.labels.astype(np.float32), epochs=epochs, batch_size=batch_size, shuffle=True, verbose=0)
-    per_epoch = (time.perf_counter() - started) / max(epochs, 1)
-    started = time.perf_counter()
-    probabilities = np.asarray(model.predict(x_test, batch_size=8192, verbose=0), dtype=np.float64).ravel()
-    per_sample = (time.perf_counter() - started) / max(len(test), 1) * 1e6
-    return per_epoch, per_sample, scores(test.labels, probabilities)
-
-
-def run_method(key: str, train: Ratings, test: Ratings, epochs: Mapping[str, int]) -> MethodResult:
-    """Train and score one method (``key`` in :data:`METHODS`)."""
-    if key == "mlt_autoencoder":
-        return run_autoencoder(train, test, epochs.get(key, DEFAULT_EPOCHS[key]))
-    name, prepare = METHODS[key]
-    prepared = prepare(train, test)
-    count = epochs.get(key, DEFAULT_EPOCHS[key])
-    per_epoch, per_sample, (accuracy, auc, loss) = _fit_and_score(
-        prepared.model, (prepared.train, prepared.test, train, test), count, BATCH_SIZE.get(key, 1024)
+    prepared.model.fit(
+        prepared.train, labels.astype(np.float32), epochs=epochs, batch_size=batch_size, shuffle=True, verbose=0
     )
+    return (time.perf_counter() - started) / epochs
+
+
+def _predict(prepared: Prepared) -> tuple[npt.NDArray[np.float64], float]:
+    """The test inputs' probabilities and the µs per sample it took (with the encoder's)."""
+    started = time.perf_counter()
+    probabilities = np.asarray(prepared.model.predict(prepared.test, batch_size=8192, verbose=0), dtype=np.float64)
+    per_sample = (time.perf_counter() - started) / max(len(probabilities), 1) * 1e6
+    return probabilities.ravel(), prepared.encode_us + per_sample
+
+
+def choose_epochs(key: str, train: Ratings, options: PaperOptions) -> dict[str, Any]:
+    """The epoch count of method ``key`` with the lowest log loss on a validation split (a
+    ``validation_fraction`` of ``train``, drawn with ``seed + 1``), trained on the rest for up to
+    ``max_epochs``, stopping :data:`PATIENCE` epochs after the best; with that epoch's
+    validation scores and every epoch's (``curve``: epoch, accuracy, ROC AUC, log loss)."""
+    fit, held = split(train, test_fraction=options.validation_fraction, seed=options.seed + 1)
+    models.keras_module().utils.set_random_seed(options.seed)
+    prepared = METHODS[key][1](fit, held, options)
+    curve: list[tuple[int, float, float, float]] = []
+    best = 0
+    for epoch in range(1, options.max_epochs + 1):
+        _fit(prepared, fit.labels, 1, BATCH_SIZE.get(key, 1024))
+        curve.append((epoch, *scores(held.labels, _predict(prepared)[0])))
+        if curve[-1][3] < curve[best][3]:
+            best = epoch - 1
+        elif epoch - 1 - best >= PATIENCE:
+            break
+    _, accuracy, auc, loss = curve[best]
+    return {
+        "epochs": best + 1,
+        "rows": len(held),
+        "accuracy": accuracy,
+        "roc_auc": auc,
+        "log_loss": loss,
+        "curve": [list(point) for point in curve],
+    }
+
+
+def run_method(key: str, train: Ratings, test: Ratings, options: PaperOptions) -> MethodResult:
+    """Train and score one method (``key`` in :data:`METHODS`) as ``options`` say: its fixed
+    epochs, or the count :func:`choose_epochs` picks; the weights start from ``options.seed``."""
+    validation = choose_epochs(key, train, options) if options.epoch_selection == "validation" else None
+    epochs = validation["epochs"] if validation else options.epochs.get(key, DEFAULT_EPOCHS[key])
+    models.keras_module().utils.set_random_seed(options.seed)
+    name, prepare = METHODS[key]
+    prepared = prepare(train, test, options)
+    per_epoch = _fit(prepared, train.labels, epochs, BATCH_SIZE.get(key, 1024))
+    probabilities, per_sample = _predict(prepared)
+    accuracy, auc, loss = scores(test.labels, probabilities)
+    extra = {**prepared.extra, **(prepared.check(prepared.model) if prepared.check else {})}
     return MethodResult(
         key,
-        name,
+        prepared.name or name,
         prepared.dims,
         prepared.reversible,
         prepared.encoder_params,
         models.head_parameters(prepared.model),
-        count,
+        epochs,
         per_epoch,
         per_sample,
         accuracy,
         auc,
         loss,
+        exact_recovery=prepared.exact_recovery,
+        extra=extra,
+        validation=validation,
     )
 
 
@@ -249,45 +403,3 @@ def exact_recovery(reconstruction: npt.NDArray[np.float64], test: Ratings) -> tu
         recovered.append(valid & (decoded == ids))
     both = recovered[0] & recovered[1]
     return float(both.mean()), float(recovered[0].mean()), float(recovered[1].mean())
-
-
-def run_autoencoder(train: Ratings, test: Ratings, epochs: int) -> MethodResult:
-    """The paper's MLT+Autoencoder: the autoencoder learns to reconstruct the tokens
-    (``epochs`` epochs, batch 1024, 10% validation), its frozen 16-wide codes feed the head
-    (``epochs`` epochs, batch 1024); ids are recovered through decoder + rounding + MLT decode."""
-    p = max(codec.p for codec in train.codecs)
-    positions = train.tokens.shape[1]
-    autoencoder = models.autoencoder(p, positions)
-    x_train, x_test = train.tokens.astype(np.int32), test.tokens.astype(np.int32)
-    started = time.perf_counter()
-    autoencoder.fit(
-        x_train, x_train.astype(np.float32), epochs=epochs, batch_size=1024, validation_split=0.1, verbose=0
-    )
-    pretrain = (time.perf_counter() - started) / max(epochs, 1)
-    encoder = models.encoder_of(autoencoder)
-    codes_train = encoder.predict(x_train, batch_size=8192, verbose=0)
-    started = time.perf_counter()
-    codes_test = encoder.predict(x_test, batch_size=8192, verbose=0)
-    encode_us = (time.perf_counter() - started) / max(len(test), 1) * 1e6
-    head = models.numeric_model(models.AE_BOTTLENECK)
-    per_epoch, per_sample, (accuracy, auc, loss) = _fit_and_score(
-        head, (codes_train, codes_test, train, test), epochs, 1024
-    )
-    reconstruction = np.asarray(autoencoder.predict(x_test, batch_size=8192, verbose=0), dtype=np.float64)
-    both, users, movies = exact_recovery(reconstruction, test)
-    return MethodResult(
-        "mlt_autoencoder",
-        METHODS["mlt_autoencoder"][0],
-        models.AE_BOTTLENECK,
-        both == 1.0,  # reversible only where every test id came back
-        autoencoder.count_params(),
-        models.head_parameters(head),
-        epochs,
-        per_epoch,
-        encode_us + per_sample,
-        accuracy,
-        auc,
-        loss,
-        exact_recovery=both,
-        extra={"autoencoder_seconds_per_epoch": pretrain, "user_recovery": users, "movie_recovery": movies},
-    )

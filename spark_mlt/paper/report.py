@@ -1,9 +1,10 @@
 """The reproduction's report: ``report.json``, ``report.md`` and ``report.png``.
 
 One row per method: dimensions, reversibility (for MLT+Autoencoder the measured exact-recovery
-rate), encoder parameters as the paper counts them, head parameters, seconds per training
-epoch, µs per predicted sample, accuracy, ROC AUC and log loss on the test split; beside it,
-the majority-class rate of the test split and the paper's own figures.
+rate, for compositional MLT embeddings the measured count of distinct codes), encoder parameters
+as the paper counts them, head parameters, epochs (fixed, or chosen on validation), seconds per
+training epoch, µs per predicted sample, accuracy, ROC AUC and log loss on the test split;
+beside it, the majority-class rate of the test split and the paper's own figures.
 """
 
 from __future__ import annotations
@@ -29,7 +30,22 @@ def _number(value: float | int | None, digits: int = 2) -> str:
 def _reversible(result: MethodResult) -> str:
     if result.exact_recovery is not None:
         return f"{'yes' if result.reversible else 'no'} ({result.exact_recovery:.1%} of ids recovered)"
+    if "distinct_codes" in result.extra:
+        counts = result.extra["distinct_codes"]
+        codes = ", ".join(f"{codes:,} of {ids:,} {column}s" for column, (codes, ids) in counts.items())
+        return f"{'yes' if result.reversible else 'no'} (distinct codes: {codes})"
     return "yes" if result.reversible else "no"
+
+
+def _protocol(meta: dict[str, Any]) -> str:
+    if meta.get("epoch_selection") == "validation":
+        return (
+            "Epochs: each method's count has the lowest log loss on a validation split"
+            f" ({meta['validation_fraction']:.0%} of the training split, seed {meta['seed'] + 1};"
+            f" up to {meta['max_epochs']} epochs), then the method is retrained on the whole training split"
+            " and tested once."
+        )
+    return "Epochs: fixed (the paper's; ours as chosen on ml-latest-small's validation split)."
 
 
 def markdown(results: list[MethodResult], meta: dict[str, Any]) -> str:
@@ -40,6 +56,7 @@ def markdown(results: list[MethodResult], meta: dict[str, Any]) -> str:
         f"Data: {meta['source']} — {meta['rows']:,} ratings ({meta['train_rows']:,} train, {meta['test_rows']:,} test,"
         f" split seed {meta['seed']}); label `{meta['label_rule']}` (the table records: {meta['table_label_rule']}).",
         f"Majority-class rate on the test split: {meta['majority_rate']:.2%}. Machine: {meta['machine']}.",
+        _protocol(meta),
         "",
         "| method | dims | reversible | encoder params | head params | epochs | s/epoch | µs/sample"
         " | accuracy | ROC AUC | log loss | paper: accuracy | paper: params | paper: dims |",
