@@ -23,7 +23,7 @@ from spark_mlt.column.native import NativeEngine
 from spark_mlt.column.udf import UdfEngine
 from spark_mlt.options import ENGINES, check_choice
 
-__all__ = ["ColumnEngine", "engine_for"]
+__all__ = ["ColumnEngine", "auto_engine", "engine_for"]
 
 
 class ColumnEngine(Protocol):
@@ -41,6 +41,11 @@ class ColumnEngine(Protocol):
 
 
 _ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine()}
+
+
+def auto_engine(codec: MLTCodec, layout: Layout, operation: str) -> str:
+    """The engine ``"auto"`` runs for ``operation`` ("encode" or "decode") in ``layout``."""
+    return "native"
 
 
 def engine_for(name: object) -> ColumnEngine:

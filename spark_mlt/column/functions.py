@@ -15,9 +15,8 @@ from pyspark.sql import Column
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.builders import unpack_expr
 from spark_mlt.column.engine import engine_for
-from spark_mlt.column.inputs import as_input, bound
-from spark_mlt.column.layouts import LAYOUTS, UNPACK_LAYOUTS, Layout, vector_tokens
-from spark_mlt.column.targets import ColumnTarget
+from spark_mlt.column.inputs import Input, as_input, expression
+from spark_mlt.column.layouts import LAYOUTS, SQL_LAYOUTS, UNPACK_LAYOUTS, Layout
 from spark_mlt.errors import MLTTypeError
 from spark_mlt.options import Engine, HandleInvalid, check_choice
 
@@ -72,10 +71,11 @@ def mlt_encode(
     """
     codec = check_codec(codec)
     chosen = check_choice("layout", layout, LAYOUTS)
-    check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
+    handle = check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     if chosen == "packed":
         codec.require_packed_bits()
-    return engine_for(engine).encode(as_input(col), codec, chosen, handle_invalid)
+    source = as_input(col)
+    return engine_for(engine).encode(source, codec, chosen, handle).alias(_result_name("mlt_encode", source))
 
 
 def mlt_decode(
@@ -118,9 +118,14 @@ def mlt_decode(
     if chosen == "packed":
         codec.require_packed_bits()
     source = as_input(col)
-    if chosen == "vector":  # both engines decode the vector's tokens as an array
-        source, chosen = vector_tokens(source, codec), "array"
-    return engine_for(engine).decode(source, codec, chosen, handle_invalid)
+    return engine_for(engine).decode(source, codec, chosen, handle_invalid).alias(_result_name("mlt_decode", source))
+
+
+def _result_name(function: str, source: Input) -> str:
+    """The name of a function's result column, as Spark names its own: ``mlt_encode(user_id)``
+    (Spark's default, the expression's text, runs to kilobytes here)."""
+    argument = source.name.removeprefix("column ").strip("'") if source.simple else "..."
+    return f"{function}({argument})"
 
 
 def mlt_unpack(
@@ -153,7 +158,8 @@ def mlt_unpack(
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     codec.require_packed_bits()
     source = as_input(col)
-    t = ColumnTarget()
-    return bound(
-        source, lambda k: unpack_expr(t, k, codec, layout=chosen, handle_invalid=handle_invalid, sql_name=source.name)
-    )
+    return expression(
+        source,
+        lambda t, k: unpack_expr(t, k, codec, layout=chosen, handle_invalid=handle_invalid, sql_name=source.name),
+        text=chosen in SQL_LAYOUTS,
+    ).alias(_result_name("mlt_unpack", source))
