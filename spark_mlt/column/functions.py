@@ -54,7 +54,9 @@ def mlt_encode(
         handle_invalid: ``"error"`` fails the query naming the offending id and the valid
             range [0, capacity); ``"null"`` turns invalid ids into null.
         engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the
-            NumPy codec) or ``"auto"`` (native).
+            NumPy codec) or ``"auto"``: native, or the udf engine where the
+            input is a composed expression that it runs faster
+            (:func:`~spark_mlt.column.engine.auto_engine` states the rule).
 
     Returns:
         A Column; null where the id is null.
@@ -75,7 +77,11 @@ def mlt_encode(
     if chosen == "packed":
         codec.require_packed_bits()
     source = as_input(col)
-    return engine_for(engine).encode(source, codec, chosen, handle).alias(_result_name("mlt_encode", source))
+    return (
+        engine_for(engine, codec, chosen, "encode", source)
+        .encode(source, codec, chosen, handle)
+        .alias(_result_name("mlt_encode", source))
+    )
 
 
 def mlt_decode(
@@ -103,7 +109,7 @@ def mlt_decode(
             ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
             [0, p) (for a vector: a value that does not round into it), or one that decodes
             to 2**63 or more) into null.
-        engine: ``"native"``, ``"udf"`` or ``"auto"`` (native).
+        engine: ``"native"``, ``"udf"`` or ``"auto"`` (as for :func:`mlt_encode`).
 
     Returns:
         A bigint Column; null where the tokens are null.
@@ -118,7 +124,8 @@ def mlt_decode(
     if chosen == "packed":
         codec.require_packed_bits()
     source = as_input(col)
-    return engine_for(engine).decode(source, codec, chosen, handle_invalid).alias(_result_name("mlt_decode", source))
+    runner = engine_for(engine, codec, chosen, "decode", source)
+    return runner.decode(source, codec, chosen, handle_invalid).alias(_result_name("mlt_decode", source))
 
 
 def _result_name(function: str, source: Input) -> str:
