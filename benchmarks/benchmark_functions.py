@@ -1,142 +1,351 @@
-"""Benchmark: mlt_encode / mlt_decode in Spark against Spark's own hashing and a no-op UDF.
+"""Benchmark: mlt_encode / mlt_decode in Spark, a matrix of codec families, layouts, query shapes and engines.
 
-On local[2], ids from ``spark.range`` are cached, then each expression is written to the
-``noop`` sink and timed (best of ``--repeats``). Prints rows/s and ratios against
-``xxhash64`` (Spark's native hashing, the hashing-trick peer) and an identity pandas UDF
-(the cost floor of any Python UDF).
+Each codec family is measured on ``local[2]`` with ids from ``spark.range`` (spread over the
+codec's whole domain), each query written to the ``noop`` sink (best of ``--repeats``), in
+every layout the codec has and five query shapes, with both engines:
 
-Targets: udf engine >= 0.8x the identity UDF (array output); native engine >= 0.4x
-xxhash64; decode within 1.5x of encode's time for each engine.
+* ``encode``: ``mlt_encode`` of cached ids;
+* ``decode cached`` / ``decode Parquet``: ``mlt_decode`` of the tokens the native engine
+  wrote, cached or stored in Parquet;
+* ``chain``: ``withColumn("t", mlt_encode(...)).withColumn("back", mlt_decode("t", ...))``;
+* ``one expression``: ``mlt_decode(mlt_encode(id))`` in one expression.
 
-Decoding reads token arrays, and Spark's in-memory cache serves array columns row by row
-(about 15M rows/s for 6 ints here, before any decoding), while it serves the encoder's bigint
-ids as vectorised columns. So decode is also timed the way tables are used: ids and tokens
-stored in Parquet, encode reading the ids and decode reading the tokens from the same files;
-the decode-vs-encode check uses those Parquet-source figures.
+Every figure is printed beside its reference, measured in the same run at the start of the
+family's block (the machine is shared: ratios within a block are what compare): ``xxhash64``
+of the same input (the ids for encode and the compositions; the token column, cached or in
+Parquet, for decode), an identity UDF (Arrow on PySpark >= 4.1, pandas before: the floor of
+the udf engine), and for array, struct and vector output the write of n constant tokens in
+that layout (the floor of any function that outputs them). Each line also shows the engine
+``auto`` picks there.
 
-Each line also prints the seconds Spark takes to analyse, optimise and plan a fresh copy of
-the query and the number of expression nodes in its optimized plan, and the compositions
-``mlt_decode(mlt_encode(id))`` are timed for every layout: in one expression the decoder binds
-the encoder's output through a lambda (see the README's "Composing them").
+Targets, checked in the summary: native >= 0.5x ``xxhash64`` (an output of n values may be
+bounded by writing them: then within 1.5x of the constants' time); the one-expression round
+trip within 1.5x of the chain's time; ``auto`` picks the faster engine (a tie within 10%
+counts as either).
+
+The latency section runs each composition in a fresh process: a session, its first query
+(a 3-row ``xxhash64``), then the composition over 3 rows timed from building its Columns to
+the collected rows.
 
 Run: ``make bench-functions`` (``BENCH_LINE=3.5.0`` for an older PySpark line) or
-``python -m benchmarks.benchmark_functions --rows 20000000`` from the repository root.
+``python -m benchmarks.benchmark_functions --rows 2000000`` from the repository root;
+``--families 13,6 --shapes encode --layouts packed`` runs part of the matrix, ``--quick``
+a small one (200,000 rows, one run each, array and packed): at that size a query's fixed
+cost (a few tenths of a second) weighs on every figure, so ratios understate the gaps.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 
-import pandas as pd
 import pyspark
-from pyspark.sql import DataFrame
+from pyspark.ml import Pipeline, PipelineModel
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import LongType
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import local_session
-from spark_mlt.column import mlt_decode, mlt_encode
-from tests.support.plans import plan_figures
+from spark_mlt.codec import MAX_ID
+from spark_mlt.column import mlt_decode, mlt_encode, register_mlt_functions
+from spark_mlt.column.engine import auto_engine
+from spark_mlt.column.layouts import LAYOUTS, Layout, shape_tokens
+from spark_mlt.column.targets import ColumnTarget
+from spark_mlt.column.versions import has_arrow_udfs
+from spark_mlt.ml import MLTDecoder, MLTEncoder
+
+#: one codec per family: small p with large n, the default p, p around 1,000, two whose
+#: capacity exceeds 2^63 (they cover every bigint), and p = 2 with n = 40
+FAMILIES = [(3, 39), (13, 6), (1009, 5), (251, 8), (65521, 4), (2, 40)]
+SHAPES = ("encode", "decode cached", "decode Parquet", "chain", "one expression")
+ENGINES = ("native", "udf")
+TIE = 1.1  # engines within 10% of each other: either is the faster one
 
 
-def _time(df: DataFrame, repeats: int) -> float:
+def _rows_per_second(df: DataFrame, rows: int, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
         start = time.perf_counter()
         df.write.format("noop").mode("overwrite").save()
         best = min(best, time.perf_counter() - start)
-    return best
+    return rows / best
 
 
-@F.pandas_udf(LongType())  # type: ignore[call-overload]
-def identity_udf(ids: pd.Series) -> pd.Series:
+def _identity_udf() -> Callable[[Column], Column]:
+    """The cheapest vectorised UDF of the kind the udf engine runs (Arrow or pandas)."""
+    if has_arrow_udfs():
+        return F.arrow_udf(lambda ids: ids, "bigint")  # type: ignore[attr-defined,no-any-return]
+    return F.pandas_udf(lambda ids: ids, "bigint")  # type: ignore[call-overload,no-any-return]
+
+
+def _constants(codec: MLTCodec, layout: Layout) -> Column:
+    """n constant tokens in ``layout``: the floor of writing that output."""
+    t = ColumnTarget()
+    column: Column = shape_tokens(t, [t.lit(j % codec.p) for j in range(codec.n)], codec, layout)
+    return column
+
+
+def layouts_of(codec: MLTCodec, wanted: set[str]) -> list[Layout]:
+    return [layout for layout in LAYOUTS if layout in wanted and (layout != "packed" or codec.packed_bits is not None)]
+
+
+def auto_pick(codec: MLTCodec, layout: Layout, shape: str) -> str:
+    """The engine ``engine="auto"`` runs for the shape's decode (its encode, for ``encode``;
+    in the one-expression round trip the decode's input is composed, the encode's is not)."""
+    operation = "encode" if shape == "encode" else "decode"
+    return auto_engine(codec, layout, operation, composed=shape == "one expression")
+
+
+@dataclass
+class Cell:
+    family: tuple[int, int]
+    layout: str
+    shape: str
+    engine: str
+    rate: float
+    reference: float  # xxhash64 of the same input, rows/s
+    floor: float | None  # n constants in the output layout, rows/s (encode only)
+
+    @property
+    def ratio(self) -> float:
+        return self.rate / self.reference
+
+
+def _ids(spark: SparkSession, codec: MLTCodec, rows: int) -> DataFrame:
+    """``rows`` ids spread over the codec's domain (a hash of 0..rows-1), cached."""
+    hashed = F.xxhash64("id")
+    spread = hashed.bitwiseAND(F.lit(MAX_ID)) if codec.max_id == MAX_ID else F.pmod(hashed, F.lit(codec.max_id + 1))
+    ids = spark.range(rows).select(spread.alias("id")).cache()
+    ids.count()
     return ids
+
+
+def run_family(
+    spark: SparkSession, p: int, n: int, *, rows: int, repeats: int, shapes: set[str], wanted: set[str]
+) -> list[Cell]:
+    codec = MLTCodec.from_seed(p, n)
+    layouts = layouts_of(codec, wanted)
+    ids = _ids(spark, codec, rows)
+    cells: list[Cell] = []
+
+    def rate(df: DataFrame) -> float:
+        return _rows_per_second(df, rows, repeats)
+
+    xx_ids = rate(ids.select(F.xxhash64("id")))
+    identity = rate(ids.select(_identity_udf()(F.col("id"))))
+    floors = {layout: rate(ids.select(_constants(codec, layout))) for layout in layouts if layout != "packed"}
+    print(
+        f"\n== p={p}, n={n}: {rows:,} rows; xxhash64 {xx_ids / 1e6:.2f}M rows/s, identity UDF "
+        f"{identity / 1e6:.2f}M (udf floor: {identity / xx_ids:.2f}x xxhash64); constants "
+        + ", ".join(f"{layout} {value / 1e6:.2f}M" for layout, value in floors.items()),
+        flush=True,
+    )
+
+    def measure(layout: Layout, shape: str, engine: str, df: DataFrame, reference: float) -> None:
+        value = rate(df)
+        floor = floors.get(layout) if shape == "encode" else None
+        cell = Cell((p, n), layout, shape, engine, value, reference, floor)
+        cells.append(cell)
+        picked = auto_pick(codec, layout, shape)
+        print(
+            f"  {layout:<7} {shape:<15} {engine:<6} {value / 1e6:7.2f}M rows/s  {cell.ratio:5.2f}x xxhash64"
+            + (f"  {value / floor:5.2f}x constants" if floor else "")
+            + f"  (auto: {picked})",
+            flush=True,
+        )
+
+    def enc(column: str | Column, layout: Layout, engine: str) -> Column:
+        return mlt_encode(column, codec, layout=layout, engine=engine)  # type: ignore[arg-type]
+
+    def dec(column: str | Column, layout: Layout, engine: str) -> Column:
+        return mlt_decode(column, codec, layout=layout, engine=engine)  # type: ignore[arg-type]
+
+    for layout in layouts:
+        for engine in ENGINES:
+            if "encode" in shapes:
+                measure(layout, "encode", engine, ids.select(enc("id", layout, engine)), xx_ids)
+            if "chain" in shapes:
+                chain = ids.withColumn("t", enc("id", layout, engine)).withColumn("back", dec("t", layout, engine))
+                measure(layout, "chain", engine, chain.select("back"), xx_ids)
+            if "one expression" in shapes:
+                measure(
+                    layout, "one expression", engine, ids.select(dec(enc("id", layout, engine), layout, engine)), xx_ids
+                )
+
+    stored = ids.select(*[enc("id", layout, "native").alias(layout) for layout in layouts])
+    if "decode cached" in shapes:
+        cached = stored.cache()
+        cached.count()
+        for layout in layouts:
+            reference = rate(cached.select(F.xxhash64(layout)))
+            for engine in ENGINES:
+                measure(layout, "decode cached", engine, cached.select(dec(layout, layout, engine)), reference)
+        cached.unpersist()
+    if "decode Parquet" in shapes:
+        folder = tempfile.mkdtemp(prefix="mlt-bench-")
+        try:
+            stored.write.parquet(f"{folder}/tokens")
+            parquet = spark.read.parquet(f"{folder}/tokens")
+            for layout in layouts:
+                reference = rate(parquet.select(F.xxhash64(layout)))
+                for engine in ENGINES:
+                    measure(layout, "decode Parquet", engine, parquet.select(dec(layout, layout, engine)), reference)
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+    ids.unpersist()
+    return cells
+
+
+# --- latency: a 3-row composition in a fresh process ----------------------------------------
+
+LATENCY_CASES = {
+    "decode(encode(id)), p=2 n=40": "one",
+    "withColumn chain, p=2 n=40": "chain",
+    "encode(decode(encode(id))), p=2 n=40": "three",
+    "SQL decode(encode(id)), p=2 n=40": "sql",
+    "decode(encode(id)), p=65521 n=4": "one-65521",
+    "MLTEncoder -> MLTDecoder, saved and loaded, two p=13 n=9 columns": "pipeline",
+}
+
+
+def latency_case(case: str) -> dict[str, float]:
+    """Run one latency case in this process: the session's first query, then the case."""
+    spark = local_session("spark-mlt-latency", extra_conf={"spark.ui.enabled": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    three = spark.createDataFrame([(0,), (1,), (None,)], "id bigint")
+    three.select(F.xxhash64("id")).collect()  # the session's first query
+    folder = tempfile.mkdtemp(prefix="mlt-latency-")
+    start = time.perf_counter()
+    try:
+        query = _latency_query(spark, case, three, folder)
+        built = time.perf_counter() - start
+        query.collect()
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    total = time.perf_counter() - start
+    return {"build_s": built, "total_s": total}
+
+
+def _latency_query(spark: SparkSession, case: str, three: DataFrame, folder: str) -> DataFrame:
+    if case == "pipeline":
+        ratings = spark.createDataFrame([(1, 10), (2, 2000), (3, None)], "userId bigint, movieId bigint")
+        encoder = MLTEncoder(inputCols=["userId", "movieId"], outputCols=["u", "m"], p=13, n=9)
+        model = Pipeline(stages=[encoder]).fit(ratings)
+        decoder = MLTDecoder.from_codecs(model.stages[0].getCodecs(), inputCols=["u", "m"], outputCols=["ub", "mb"])
+        PipelineModel(stages=[*model.stages, decoder]).write().overwrite().save(f"{folder}/pipeline")
+        return PipelineModel.load(f"{folder}/pipeline").transform(ratings)
+    codec = MLTCodec.from_seed(65521, 4) if case == "one-65521" else MLTCodec.from_seed(2, 40)
+    if case == "sql":
+        register_mlt_functions(spark, codec, "latency")
+        three.createOrReplaceTempView("latency_ids")
+        return spark.sql("SELECT mlt_decode_latency(mlt_encode_latency(id)) AS back FROM latency_ids")
+    if case == "chain":
+        return three.withColumn("t", mlt_encode("id", codec)).withColumn("back", mlt_decode("t", codec))
+    if case == "three":
+        return three.select(mlt_encode(mlt_decode(mlt_encode("id", codec), codec), codec))
+    return three.select(mlt_decode(mlt_encode("id", codec), codec))
+
+
+def run_latency() -> None:
+    print("\n== latency: 3 rows, in a fresh process after the session's first query (target < 2 s)")
+    for label, case in LATENCY_CASES.items():
+        done = subprocess.run(
+            [sys.executable, "-m", "benchmarks.benchmark_functions", "--latency-case", case],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        lines = [line for line in done.stdout.splitlines() if line.startswith("RESULT ")]
+        if done.returncode != 0 or not lines:
+            print(f"  {label}: FAILED\n{done.stderr[-2000:]}")
+            continue
+        result = json.loads(lines[-1].removeprefix("RESULT "))
+        mark = "ok" if result["total_s"] < 2 else "MISSED"
+        print(f"  {label:<66} {result['total_s']:5.2f} s (building the Columns {result['build_s']:.2f} s) {mark}")
+
+
+# --- summary --------------------------------------------------------------------------------
+
+
+def summarise(cells: list[Cell]) -> None:
+    print("\n== summary: native / udf as x xxhash64 of the same input; faster engine; auto's pick; targets")
+    by_key = {(c.family, c.layout, c.shape, c.engine): c for c in cells}
+    missed: list[str] = []
+    for (family, layout, shape, engine), cell in by_key.items():
+        if engine != "native":
+            continue
+        other = by_key.get((family, layout, shape, "udf"))
+        line = f"  p={family[0]:<5} n={family[1]:<2} {layout:<7} {shape:<15} native {cell.ratio:5.2f}x"
+        if other is not None:
+            faster = "native" if cell.rate >= other.rate else "udf"
+            tie = max(cell.rate, other.rate) / min(cell.rate, other.rate) <= TIE
+            line += f"  udf {other.ratio:5.2f}x  faster: {faster + (' (tie)' if tie else ''):<12}"
+            picked = auto_pick(MLTCodec.from_seed(*family), layout, shape)  # type: ignore[arg-type]
+            line += f" auto: {picked:<6}"
+            if picked != faster and not tie:
+                missed.append(f"auto picks {picked} for p={family} {layout} {shape}, {faster} is faster")
+        ok = cell.ratio >= 0.5 or (cell.floor is not None and cell.rate * 1.5 >= cell.floor)
+        if shape in ("encode", "decode cached", "decode Parquet") and not ok:
+            missed.append(f"native {shape} p={family} {layout}: {cell.ratio:.2f}x xxhash64")
+            line += " MISSED"
+        if shape == "one expression":
+            chain = by_key.get((family, layout, "chain", engine))
+            if chain is not None:
+                line += f"  vs chain {cell.rate / chain.rate:4.2f}x"
+                if cell.rate * 1.5 < chain.rate:
+                    missed.append(f"one expression p={family} {layout}: {chain.rate / cell.rate:.2f}x the chain's time")
+        print(line)
+    print(f"\ntargets missed: {len(missed)}")
+    for item in missed:
+        print(f"  - {item}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    parser.add_argument("--rows", type=int, default=20_000_000)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--p", type=int, default=13)
-    parser.add_argument("--n", type=int, default=6)
-    args = parser.parse_args(argv)
-
-    spark = local_session("spark-mlt-bench", extra_conf={"spark.ui.showConsoleProgress": "false"})
-    codec = MLTCodec.from_seed(args.p, args.n)
-    ids = spark.range(args.rows).select((F.col("id") % (codec.max_id + 1)).alias("id")).cache()
-    ids.count()
-
-    results: dict[str, float] = {}
-
-    def run(label: str, df: DataFrame) -> None:
-        planning, nodes = plan_figures(df)
-        seconds = _time(df, args.repeats)
-        results[label] = args.rows / seconds
-        print(
-            f"{label:<40} {args.rows / seconds / 1e6:>8.2f} M rows/s  ({seconds:6.2f} s)"
-            f"  plan {planning:5.2f} s, {nodes:>6} nodes",
-            flush=True,
-        )
-
-    print(
-        f"{args.rows:,} ids, local[2], PySpark {pyspark.__version__}, p={codec.p}, n={codec.n}, "
-        f"best of {args.repeats}; plan = seconds to plan a fresh copy, nodes = optimized-plan expressions"
+    parser.add_argument("--rows", type=int, default=2_000_000)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--quick", action="store_true", help="200,000 rows, one run each, array and packed layouts (a quick look)"
     )
-    run("xxhash64 (native hashing)", ids.select(F.xxhash64("id")))
-    run("identity pandas UDF", ids.select(identity_udf("id")))
-    for engine in ("native", "udf"):
-        for output in ("array", "packed", "struct", "vector"):
-            run(f"mlt_encode {engine} {output}", ids.select(mlt_encode("id", codec, layout=output, engine=engine)))
-    for engine in ("native", "udf"):
-        for layout in ("array", "packed", "struct"):
-            tokens = mlt_encode("id", codec, layout=layout, engine=engine)
-            composed = mlt_decode(tokens, codec, layout=layout, engine=engine)
-            run(f"decode(encode) {engine} {layout}", ids.select(composed))
-    # Cached only now: Spark's cache manager would serve an identical encode plan from it.
-    tokens = ids.select(mlt_encode("id", codec, engine="native").alias("t")).cache()
-    tokens.count()
-    for engine in ("native", "udf"):
-        run(f"mlt_decode {engine} (cached arrays)", tokens.select(mlt_decode("t", codec, engine=engine)))
-    run("read 6 array items (cached)", tokens.select(*[F.get("t", j) for j in range(codec.n)]))
-    tokens.unpersist()
+    parser.add_argument("--layouts", nargs="*", choices=LAYOUTS, default=list(LAYOUTS))
+    parser.add_argument("--families", nargs="*", help="p,n pairs (default: every family)")
+    parser.add_argument("--shapes", nargs="*", choices=SHAPES, default=list(SHAPES))
+    parser.add_argument("--no-latency", action="store_true", help="skip the latency section")
+    parser.add_argument("--latency-case", help=argparse.SUPPRESS)  # internal: one latency case, as JSON
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.rows, args.repeats, args.layouts = 200_000, 1, ["array", "packed"]
+    if args.latency_case:
+        print("RESULT " + json.dumps(latency_case(args.latency_case)), flush=True)
+        return 0
 
-    folder = tempfile.mkdtemp(prefix="mlt-bench-")
-    try:
-        ids.select(
-            "id", mlt_encode("id", codec).alias("t"), mlt_encode("id", codec, layout="packed").alias("k")
-        ).write.parquet(f"{folder}/stored")
-        stored = spark.read.parquet(f"{folder}/stored")
-        for engine in ("native", "udf"):
-            run(f"mlt_encode {engine} (Parquet ids)", stored.select(mlt_encode("id", codec, engine=engine)))
-            run(f"mlt_decode {engine} (Parquet tokens)", stored.select(mlt_decode("t", codec, engine=engine)))
-            run(
-                f"mlt_decode {engine} (Parquet packed)",
-                stored.select(mlt_decode("k", codec, layout="packed", engine=engine)),
-            )
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
-
-    xx, floor = results["xxhash64 (native hashing)"], results["identity pandas UDF"]
-    checks = [
-        ("udf array >= 0.8x identity UDF", results["mlt_encode udf array"] / floor, 0.8),
-        ("native array >= 0.4x xxhash64", results["mlt_encode native array"] / xx, 0.4),
-        # decode time / encode time <= 1.5  <=>  decode rate / encode rate >= 1/1.5
-        *[
-            (
-                f"{engine} decode within 1.5x encode (Parquet)",
-                results[f"mlt_decode {engine} (Parquet tokens)"] / results[f"mlt_encode {engine} (Parquet ids)"],
-                1 / 1.5,
-            )
-            for engine in ("native", "udf")
-        ],
-    ]
-    print()
-    for label, ratio, target in checks:
-        print(f"{label:<44} ratio {ratio:5.2f} (target {target:.2f}) {'ok' if ratio >= target else 'MISSED'}")
+    families = [tuple(int(v) for v in f.split(",")) for f in args.families] if args.families else FAMILIES
+    spark = local_session("spark-mlt-bench", extra_conf={"spark.ui.showConsoleProgress": "false"})
+    spark.sparkContext.setLogLevel("ERROR")
+    print(
+        f"PySpark {pyspark.__version__}, local[2], noop sink, best of {args.repeats}; "
+        "the machine is shared: compare ratios within a block"
+    )
+    started = time.perf_counter()
+    for _ in range(3):  # warm the JVM up: the first family's references would pay for it
+        spark.range(args.rows).select(F.xxhash64("id")).write.format("noop").mode("overwrite").save()
+    cells: list[Cell] = []
+    for p, n in families:
+        cells += run_family(
+            spark, p, n, rows=args.rows, repeats=args.repeats, shapes=set(args.shapes), wanted=set(args.layouts)
+        )
     spark.stop()
+    summarise(cells)
+    if not args.no_latency:
+        run_latency()
+    print(f"\n{time.perf_counter() - started:.0f} s in all")
     return 0
 
 

@@ -17,6 +17,8 @@ from pyspark.testing import assertDataFrameEqual
 from spark_mlt import CodecParameterError, MLTCodec, MLTTypeError, OptionError
 from spark_mlt.codec import MAX_ID
 from spark_mlt.column import layout_of, mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
+from spark_mlt.column.engine import auto_engine, engine_for
+from spark_mlt.column.inputs import as_input
 from spark_mlt.column.targets import ColumnTarget
 from tests.support.spark_lines import HAS_ARROW_UDFS, HAS_SQL_FUNCTIONS, QUERY_ERRORS
 
@@ -429,3 +431,26 @@ def test_packed_layout_is_refused_when_tokens_need_more_than_64_bits() -> None:
     ):
         with pytest.raises(CodecParameterError, match=r"p=2147483647, n=3 needs 93: store these tokens as arrays"):
             make()
+
+
+@pytest.mark.parametrize(("p", "n"), [(3, 39), (13, 6), (1009, 5), (251, 8), (65521, 4), (2, 40)])
+def test_auto_runs_native_on_a_column_and_udf_on_a_composed_input_it_runs_slowly(p: int, n: int) -> None:
+    """The rule of ``engine="auto"`` (make bench-functions measures it): native for a column
+    input; for a composed one (bound to a lambda by the native engine) the udf engine on
+    PySpark >= 4.1, except the packed layout of codecs with small lookup tables (p <= 32)."""
+    codec = MLTCodec.from_seed(p, n)
+    layouts = ["array", "struct", "vector"] + (["packed"] if codec.packed_bits else [])
+    for layout in layouts:
+        for operation in ("encode", "decode"):
+            assert auto_engine(codec, layout, operation, composed=False) == "native"  # type: ignore[arg-type]
+            composed = auto_engine(codec, layout, operation, composed=True)  # type: ignore[arg-type]
+            small = layout == "packed" and p <= 32
+            assert composed == ("udf" if HAS_ARROW_UDFS and not small else "native"), (layout, operation)
+
+
+def test_auto_sees_a_composed_input_in_the_column_it_is_given(spark: SparkSession) -> None:
+    codec = MLTCodec.from_seed(251, 8)
+    assert engine_for("auto", codec, "array", "decode", as_input("t")).name == "native"
+    composed = as_input(mlt_encode("id", codec))
+    assert engine_for("auto", codec, "array", "decode", composed).name == ("udf" if HAS_ARROW_UDFS else "native")
+    assert engine_for("native", codec, "array", "decode", composed).name == "native"

@@ -1,15 +1,16 @@
-"""The native engine's table encoder, evaluated on Python integers (no Spark).
+"""The native engine's arithmetic, evaluated on Python integers (no Spark).
 
 The expression builders are generic over an ExpressionTarget; here a tiny target evaluates them
-directly, so the lookup-table and lane-wise arithmetic can be checked on whole domains and
-at the 63-bit edge in milliseconds. The Spark tests (test_functions.py) run the same
-expressions in Spark.
+directly, so every path (GF(2) parities and XOR tables for p = 2, lookup tables for small p,
+lane-wise multiply-adds for large p) can be checked on whole domains and at the 63-bit edge
+in milliseconds. The Spark tests (test_functions.py) run the same expressions in Spark.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,66 +18,105 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_mlt import MLTCodec
-from spark_mlt.codec.tables import TABLE_ENTRIES, encode_tables
-from spark_mlt.column.builders import _encode_words
+from spark_mlt.codec import MAX_ID
+from spark_mlt.codec.tables import TABLE_ENTRIES, decode_tables, encode_tables, xor_decode_tables, xor_encode_tables
+from spark_mlt.column.builders import _decoded, _packed_parity, encode_tokens
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
+Value = Any  # an int, a bool, None (null) or a tuple (an array literal)
+
+
+class Overflow:
+    """A bigint result that overflowed: ANSI mode would fail the query if it were used."""
+
 
 class IntTarget:
-    """Evaluates the operations the table encoder uses on Python ints, checking that every
-    intermediate is a bigint (as Spark's ANSI mode would)."""
+    """Evaluates the operations the builders use on Python ints with Spark's semantics
+    (null in, null out; get() outside the array is null). Every argument is evaluated before
+    the operation, so a bigint that overflows becomes :class:`Overflow`, which a CASE may
+    discard (Spark evaluates only the branch it takes) and which fails any other use."""
 
     @staticmethod
-    def _bigint(value: int) -> int:
-        assert -(2**63) <= value < 2**63, f"{value} overflows a bigint"
+    def _bigint(value: int | Overflow) -> int | Overflow:
+        return value if isinstance(value, Overflow) or -(2**63) <= value < 2**63 else Overflow()
+
+    def lit(self, value: Value) -> Value:
         return value
 
-    def lit(self, value: int) -> int:
-        return value
+    def add(self, a: Any, b: Any) -> Any:
+        return self._arith(a, b, a + b if isinstance(a, int) and isinstance(b, int) else 0)
 
-    def add(self, a: int, b: int) -> int:
-        return self._bigint(a + b)
+    def mul(self, a: Any, b: Any) -> Any:
+        return self._arith(a, b, a * b if isinstance(a, int) and isinstance(b, int) else 0)
 
-    def mul(self, a: int, b: int) -> int:
-        return self._bigint(a * b)
+    def _arith(self, a: Any, b: Any, value: int) -> Any:
+        if a is None or b is None:
+            return None
+        return Overflow() if isinstance(a, Overflow) or isinstance(b, Overflow) else self._bigint(value)
 
     def div(self, a: int, b: int) -> int:
         return a // b  # ids are non-negative here
 
-    def mod(self, a: int, b: int) -> int:
-        return a % b
+    def mod(self, a: int | None, b: int) -> int | None:
+        return None if a is None else a % b
 
-    def bit_and(self, a: int, b: int) -> int:
-        return a & b
+    def bit_and(self, a: int | None, b: int) -> int | None:
+        return None if a is None else a & b
 
-    def bit_or(self, a: int, b: int) -> int:
-        return a | b
+    def bit_or(self, a: int | None, b: int | None) -> int | None:
+        return None if a is None or b is None else a | b
 
-    def bit_xor(self, a: int, b: int) -> int:
-        return a ^ b
+    def bit_xor(self, a: int | None, b: int | None) -> int | None:
+        return None if a is None or b is None else self._bigint(a ^ b)
 
-    def cast(self, a: int, sql_type: str) -> int:
-        assert sql_type == "INT"
-        assert 0 <= a < 2**31
+    def cmp(self, a: int | None, op: str, b: int) -> bool | None:
+        if a is None:
+            return None
+        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "=": a == b, "<>": a != b}[op]
+
+    def and_(self, items: Sequence[bool | None]) -> bool | None:
+        return False if False in items else None if None in items else True
+
+    def or_(self, items: Sequence[bool | None]) -> bool | None:
+        return True if True in items else None if None in items else False
+
+    def case(self, branches: Sequence[tuple[bool | None, Value]], otherwise: Value) -> Value:
+        return next((value for condition, value in branches if condition), otherwise)
+
+    def cast(self, a: int | None, sql_type: str) -> int | None:
+        assert sql_type in ("INT", "BIGINT")
+        if a is not None and sql_type == "INT":
+            assert -(2**31) <= a < 2**31
         return a
 
     def long_array(self, values: Sequence[int]) -> Sequence[int]:
-        assert all(-(2**63) <= v < 2**63 for v in values[:: max(1, len(values) // 64)])
-        return values
+        return values  # their range: test_lookup_tables_hold_bigints
 
-    def call(self, name: str, args: Sequence[int | Sequence[int]]) -> int:
+    def call(self, name: str, args: Sequence[Value]) -> Value:
         if name == "get":
             table, index = args
-            assert isinstance(table, tuple)
-            assert isinstance(index, int)
-            return table[index]
-        assert name == "shiftright"
-        value, shift = args
-        assert isinstance(value, int)
-        assert isinstance(shift, int)
-        assert value >= 0
-        return value >> shift
+            return None if index is None or not 0 <= index < len(table) else table[index]
+        if name in ("try_add", "try_multiply"):  # null where the bigint overflows
+            result = (self.add if name == "try_add" else self.mul)(*args)
+            return None if isinstance(result, Overflow) else result
+        return self._bits(name, *args)
+
+    def _bits(self, name: str, value: int | None, *rest: int) -> int | None:
+        if value is None:
+            return None
+        if name == "bit_count":
+            return bin(value & (2**64 - 1)).count("1")
+        shift = rest[0]
+        if name == "shiftleft":
+            return self._bigint(((value << shift) + 2**63) % 2**64 - 2**63)
+        if name == "shiftright":
+            return value >> shift
+        assert name == "shiftrightunsigned"
+        return (value % 2**64) >> shift
+
+
+T = IntTarget()
 
 
 @functools.cache
@@ -84,36 +124,94 @@ def _codec(p: int, n: int) -> MLTCodec:
     return MLTCodec.from_seed(p, n, seed=p * n)
 
 
-def _table_tokens(codec: MLTCodec, ids: Sequence[int]) -> list[list[int]]:
-    """Each id's tokens from the table encoder."""
-    assert encode_tables(codec) is not None
-    target = IntTarget()
-    tokens = []
-    for i in ids:
-        words, read = _encode_words(target, i, codec)  # type: ignore[arg-type]
-        tokens.append([int(t) for t in read(words)])
-    return tokens
+def _int(value: Value) -> int | None:
+    assert not isinstance(value, Overflow), "a bigint overflowed"
+    return value if value is None else int(value)
 
 
-@pytest.mark.parametrize(("p", "n"), [(2, 1), (2, 16), (3, 9), (5, 6), (7, 5), (13, 4), (31, 2)])
-def test_table_encoder_matches_the_codec_on_the_whole_domain(p: int, n: int) -> None:
+def _encoded(codec: MLTCodec, ids: Sequence[int]) -> list[list[int | None]]:
+    return [[_int(token) for token in encode_tokens(T, i, codec)] for i in ids]  # type: ignore[arg-type]
+
+
+def _decoded_ids(codec: MLTCodec, codes: Sequence[Sequence[int]], layout: str) -> list[int | None]:
+    """Each code's id by the native decoder (null where invalid), from its tokens or packed."""
+    out = []
+    for code in codes:
+        packed = int(codec.pack([code])[0]) if layout == "packed" else None
+        items = [int(token) for token in code]
+        if layout == "packed":
+            bits = codec.require_packed_bits()
+            items = [(packed % 2**64) >> (bits * j) & (2**bits - 1) for j in range(codec.n)]  # type: ignore[operator]
+        value, checks = _decoded(T, packed, items, codec, layout)  # type: ignore[arg-type]
+        out.append(_int(value) if T.and_(checks) is not False else None)
+    return out
+
+
+# Codecs of every path: p = 2 (parities, XOR tables), tables (p * p <= TABLE_ENTRIES), lanes
+# of multiply-adds (large p), one token per word (p = 65521), and capacities beyond 2**63.
+WHOLE_DOMAINS = [(2, 1), (2, 12), (3, 7), (5, 5), (7, 4), (13, 3), (31, 2), (37, 2), (1009, 1), (65521, 1)]
+RANDOM_IDS = [(2, 40), (2, 63), (3, 39), (7, 8), (13, 6), (31, 12), (1009, 5), (251, 8), (65521, 4)]
+
+
+@pytest.mark.parametrize(("p", "n"), WHOLE_DOMAINS)
+def test_native_arithmetic_matches_the_codec_on_the_whole_domain(p: int, n: int) -> None:
     codec = MLTCodec.from_seed(p, n, seed=3)
     ids = np.arange(codec.capacity)
-    assert _table_tokens(codec, ids.tolist()) == codec.encode(ids).tolist()
+    tokens = codec.encode(ids).tolist()
+    assert _encoded(codec, ids.tolist()) == tokens
+    for layout in ["array"] + (["packed"] if codec.packed_bits else []):
+        assert _decoded_ids(codec, tokens, layout) == ids.tolist(), layout
 
 
-@pytest.mark.parametrize(("p", "n"), [(2, 24), (3, 14), (7, 8), (13, 6), (2, 63), (3, 39), (31, 12), (5, 10)])
+@pytest.mark.parametrize(("p", "n"), RANDOM_IDS)
 @given(data=st.data())
-def test_table_encoder_matches_the_codec_on_random_ids(p: int, n: int, data: st.DataObject) -> None:
+def test_native_arithmetic_matches_the_codec_on_random_ids(p: int, n: int, data: st.DataObject) -> None:
     codec = _codec(p, n)
-    ids = data.draw(st.lists(st.integers(0, codec.max_id), min_size=1, max_size=50))
-    assert _table_tokens(codec, ids) == codec.encode(ids).tolist()
+    ids = [*data.draw(st.lists(st.integers(0, codec.max_id), min_size=1, max_size=20)), 0, codec.max_id]
+    tokens = codec.encode(ids).tolist()
+    assert _encoded(codec, ids) == tokens
+    for layout in ["array"] + (["packed"] if codec.packed_bits else []):
+        assert _decoded_ids(codec, tokens, layout) == ids, layout
 
 
-def test_table_encoder_is_exact_at_the_chunk_edges() -> None:
-    codec = MLTCodec.from_seed(5, 10, seed=9)  # chunks of 4 digits (5**4 = 625 entries)
-    ids = [0, 5**4 - 1, 5**4, 5**4 + 1, 5**8 - 1, 5**8, codec.max_id - 5**4, codec.max_id - 1, codec.max_id]
-    assert _table_tokens(codec, ids) == codec.encode(ids).tolist()
+def _code_of(codec: MLTCodec, value: int) -> list[int]:
+    """The exact tokens of any value below p**n, in Python ints."""
+    digits = []
+    for _ in range(codec.n):
+        value, digit = divmod(value, codec.p)
+        digits.append(digit)
+    return [sum(d * m for d, m in zip(digits[::-1], column, strict=True)) % codec.p for column in codec.M.T.tolist()]
+
+
+@pytest.mark.parametrize(("p", "n"), [(2, 64), (251, 8), (65521, 4), (3, 41), (2, 70)])
+def test_codes_of_2_to_63_or_more_decode_to_null(p: int, n: int) -> None:
+    codec = _codec(p, n)
+    values = [MAX_ID, 2**63, 2**63 + 1, codec.capacity - 1]
+    layouts = ["array"] + (["packed"] if codec.packed_bits else [])
+    for layout in layouts:
+        assert _decoded_ids(codec, [_code_of(codec, v) for v in values], layout) == [MAX_ID, None, None, None]
+
+
+@pytest.mark.parametrize("n", [1, 9, 10, 11, 40, 63])
+def test_p2_packed_tokens_are_the_xor_of_one_entry_per_ten_bits(n: int) -> None:
+    codec = _codec(2, n)
+    spec = xor_encode_tables(codec)
+    assert spec is not None
+    assert xor_decode_tables(codec) is not None
+    assert all(len(table) <= 1024 for table in spec.tables)
+    ids = sorted({i for i in (0, 1, codec.max_id, codec.max_id // 3, 1023, 1024) if i <= codec.max_id})
+    packed = [int(_packed_parity(T, i, spec)) for i in ids]  # type: ignore[arg-type]
+    assert packed == codec.pack(codec.encode(ids)).tolist()
+
+
+def test_lookup_tables_hold_bigints() -> None:
+    for codec in (_codec(p, n) for p, n in RANDOM_IDS):
+        tables = [encode_tables(codec), decode_tables(codec)]
+        values = [v for spec in tables if spec for group in spec.tables for table in group for v in table]
+        values += [
+            v for spec in (xor_encode_tables(codec), xor_decode_tables(codec)) if spec for t in spec.tables for v in t
+        ]
+        assert all(-(2**63) <= v < 2**63 for v in values)
 
 
 @pytest.mark.parametrize(

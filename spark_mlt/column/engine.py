@@ -2,8 +2,8 @@
 
 * ``"native"``: Spark SQL expressions (:mod:`spark_mlt.column.native`); no Python worker.
 * ``"udf"``: vectorised UDFs over the NumPy codec (:mod:`spark_mlt.column.udf`).
-* ``"auto"``: native. It needs no Python on the executors, and the benchmark
-  (``make bench-functions``) measures it faster than the UDF for encoding on every line.
+* ``"auto"``: per codec, layout and input, the engine ``make bench-functions`` measures
+  faster (:func:`auto_engine`): native, except for a composed input on PySpark >= 4.1.
 
 Both give bit-identical tokens, the same nulls and the same errors. A vector column reaches
 an engine's ``decode`` as an array of tokens (:func:`spark_mlt.column.layouts.vector_tokens`),
@@ -12,18 +12,20 @@ so both decode vectors with the same code.
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Literal, Protocol
 
 from pyspark.sql import Column
 
 from spark_mlt.codec import MLTCodec
+from spark_mlt.codec.tables import decode_tables, encode_tables
 from spark_mlt.column.inputs import Input
 from spark_mlt.column.layouts import Layout
 from spark_mlt.column.native import NativeEngine
 from spark_mlt.column.udf import UdfEngine
+from spark_mlt.column.versions import has_arrow_udfs
 from spark_mlt.options import ENGINES, check_choice
 
-__all__ = ["ColumnEngine", "engine_for"]
+__all__ = ["ColumnEngine", "auto_engine", "engine_for"]
 
 
 class ColumnEngine(Protocol):
@@ -43,7 +45,37 @@ class ColumnEngine(Protocol):
 _ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine()}
 
 
-def engine_for(name: object) -> ColumnEngine:
-    """The engine called ``name`` ("auto" is the native one)."""
+def auto_engine(codec: MLTCodec, layout: Layout, operation: str, *, composed: bool) -> Literal["native", "udf"]:
+    """The engine ``"auto"`` runs for ``operation`` ("encode" or "decode") in ``layout``.
+
+    The rule, from ``make bench-functions`` (PySpark 4.3, ``local[2]``):
+
+    * an input that is a column, by name or a small expression of one: ``"native"``, faster
+      than the UDF for every codec family and layout measured, and it needs no Python on
+      the executors;
+    * a composed input (``composed``: a larger expression, such as another spark-mlt
+      function in ``mlt_decode(mlt_encode(id))``), which the native engine binds once to a
+      lambda variable: ``"udf"`` (one UDF argument, evaluated once), as Spark runs such a
+      lambda's body 5-50x slower than the same expression in a query of its own; except in
+      the packed layout of a codec with lookup tables on both sides (p <= 32), whose lambda
+      is small enough to stay faster than the UDF. Before PySpark 4.1 the UDF engine's
+      pandas UDFs pay a conversion per batch and cannot take every packed value (nulls turn
+      a bigint batch into float64), so there ``"native"`` throughout.
+
+    Example::
+
+        >>> auto_engine(MLTCodec.from_seed(13, 6), "array", "decode", composed=False)
+        'native'
+    """
+    if not composed or not has_arrow_udfs():
+        return "native"
+    small_lambda = layout == "packed" and encode_tables(codec) is not None and decode_tables(codec) is not None
+    return "native" if small_lambda or (codec.p == 2 and layout == "packed") else "udf"
+
+
+def engine_for(name: object, codec: MLTCodec, layout: Layout, operation: str, source: Input) -> ColumnEngine:
+    """The engine called ``name``; for ``"auto"``, the one :func:`auto_engine` picks."""
     chosen = check_choice("engine", name, ENGINES)
-    return _ENGINES["native" if chosen == "auto" else chosen]
+    if chosen == "auto":
+        chosen = auto_engine(codec, layout, operation, composed=not source.simple)
+    return _ENGINES[chosen]

@@ -15,9 +15,8 @@ from pyspark.sql import Column
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.builders import unpack_expr
 from spark_mlt.column.engine import engine_for
-from spark_mlt.column.inputs import as_input, bound
-from spark_mlt.column.layouts import LAYOUTS, UNPACK_LAYOUTS, Layout, vector_tokens
-from spark_mlt.column.targets import ColumnTarget
+from spark_mlt.column.inputs import Input, as_input, expression
+from spark_mlt.column.layouts import LAYOUTS, SQL_LAYOUTS, UNPACK_LAYOUTS, Layout
 from spark_mlt.errors import MLTTypeError
 from spark_mlt.options import Engine, HandleInvalid, check_choice
 
@@ -55,7 +54,9 @@ def mlt_encode(
         handle_invalid: ``"error"`` fails the query naming the offending id and the valid
             range [0, capacity); ``"null"`` turns invalid ids into null.
         engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the
-            NumPy codec) or ``"auto"`` (native).
+            NumPy codec) or ``"auto"``: native, or the udf engine where the
+            input is a composed expression that it runs faster
+            (:func:`~spark_mlt.column.engine.auto_engine` states the rule).
 
     Returns:
         A Column; null where the id is null.
@@ -72,10 +73,15 @@ def mlt_encode(
     """
     codec = check_codec(codec)
     chosen = check_choice("layout", layout, LAYOUTS)
-    check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
+    handle = check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     if chosen == "packed":
         codec.require_packed_bits()
-    return engine_for(engine).encode(as_input(col), codec, chosen, handle_invalid)
+    source = as_input(col)
+    return (
+        engine_for(engine, codec, chosen, "encode", source)
+        .encode(source, codec, chosen, handle)
+        .alias(_result_name("mlt_encode", source))
+    )
 
 
 def mlt_decode(
@@ -103,7 +109,7 @@ def mlt_decode(
             ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
             [0, p) (for a vector: a value that does not round into it), or one that decodes
             to 2**63 or more) into null.
-        engine: ``"native"``, ``"udf"`` or ``"auto"`` (native).
+        engine: ``"native"``, ``"udf"`` or ``"auto"`` (as for :func:`mlt_encode`).
 
     Returns:
         A bigint Column; null where the tokens are null.
@@ -118,9 +124,15 @@ def mlt_decode(
     if chosen == "packed":
         codec.require_packed_bits()
     source = as_input(col)
-    if chosen == "vector":  # both engines decode the vector's tokens as an array
-        source, chosen = vector_tokens(source, codec), "array"
-    return engine_for(engine).decode(source, codec, chosen, handle_invalid)
+    runner = engine_for(engine, codec, chosen, "decode", source)
+    return runner.decode(source, codec, chosen, handle_invalid).alias(_result_name("mlt_decode", source))
+
+
+def _result_name(function: str, source: Input) -> str:
+    """The name of a function's result column, as Spark names its own: ``mlt_encode(user_id)``
+    (Spark's default, the expression's text, runs to kilobytes here)."""
+    argument = source.name.removeprefix("column ").strip("'") if source.simple else "..."
+    return f"{function}({argument})"
 
 
 def mlt_unpack(
@@ -153,7 +165,8 @@ def mlt_unpack(
     check_choice("handle_invalid", handle_invalid, COLUMN_HANDLE_INVALID)
     codec.require_packed_bits()
     source = as_input(col)
-    t = ColumnTarget()
-    return bound(
-        source, lambda k: unpack_expr(t, k, codec, layout=chosen, handle_invalid=handle_invalid, sql_name=source.name)
-    )
+    return expression(
+        source,
+        lambda t, k: unpack_expr(t, k, codec, layout=chosen, handle_invalid=handle_invalid, sql_name=source.name),
+        text=chosen in SQL_LAYOUTS,
+    ).alias(_result_name("mlt_unpack", source))

@@ -10,48 +10,45 @@ Every intermediate stays below 2**63 (ANSI mode raises on bigint overflow; with 
 wraps silently): lanes are sized so that their sums fit, and :func:`sum_mod` reduces mod p
 in groups whose sum cannot exceed 2**63 - 1.
 
-Plan size: an output reads its word, so where more than ``BIND_WORDS_ABOVE`` outputs would
-copy one word, the words are bound once to a lambda variable (:meth:`ExpressionTarget.bind`)
-and an expression's size stays linear in n. Spark 4.3 generates code for lambda functions;
-before it they run interpreted, so there up to ``COPY_UP_TO`` outputs copy their words
-instead (a constant factor on the size).
+Each output copies the expression of the word it reads: Spark's subexpression elimination
+computes a word once per row however many outputs copy it, and puts a large one in a method
+of its own. Binding the words to a lambda variable instead would keep the plan smaller, but
+Spark before 4.3 interprets lambdas, and from 4.3 it compiles a lambda's body into its
+caller's method, which HotSpot stops compiling to machine code above 8,000 bytes of
+bytecode (see the README's Performance section).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TypeVar
 
 from spark_mlt.codec import MAX_ID
 from spark_mlt.codec.tables import Tables, lane_groups
 from spark_mlt.column.targets import ExpressionTarget
 
-__all__ = [
-    "BIND_WORDS_ABOVE",
-    "COPY_UP_TO",
-    "Words",
-    "from_words",
-    "lookup_words",
-    "mat_words",
-    "sum_mod",
-    "weighted",
-]
+__all__ = ["Words", "lane_outputs", "lookup_words", "mat_words", "sum_mod", "total", "weighted"]
 
 E = TypeVar("E")
 
-BIND_WORDS_ABOVE = 4  # outputs per word above which an expression binds its words to a lambda
-COPY_UP_TO = 8  # outputs that copy their words where lambdas are slow (ExpressionTarget.copies_cheaply)
+Words = tuple[list[E], int, Sequence[Sequence[int]]]  # lane-packed words, lane width, outputs per word
 
-Words = tuple[list[E], Callable[[Sequence[E]], list[E]]]  # lane-packed words, and their reader
+
+def total(t: ExpressionTarget[E], terms: Sequence[E]) -> E:
+    """The sum of ``terms`` as a balanced tree of additions (depth log2(n): Spark's parser
+    and optimizer take time that grows with an expression's depth); 0 for no terms."""
+    items = list(terms)
+    if not items:
+        return t.lit(0)
+    while len(items) > 1:
+        pairs = [t.add(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+        items = pairs + ([items[-1]] if len(items) % 2 else [])
+    return items[0]
 
 
 def weighted(t: ExpressionTarget[E], terms: list[tuple[E, int]]) -> E:
     """The sum of ``term * weight``; 0 for no terms."""
-    total: E | None = None
-    for term, weight in terms:
-        product = term if weight == 1 else t.mul(term, t.lit(weight))
-        total = product if total is None else t.add(total, product)
-    return total if total is not None else t.lit(0)
+    return total(t, [term if weight == 1 else t.mul(term, t.lit(weight)) for term, weight in terms])
 
 
 def sum_mod(t: ExpressionTarget[E], terms: list[tuple[E, int]], p: int) -> E:
@@ -63,45 +60,32 @@ def sum_mod(t: ExpressionTarget[E], terms: list[tuple[E, int]], p: int) -> E:
     groups = []
     for start in range(0, len(terms), per_group):
         groups.append(t.mod(weighted(t, terms[start : start + per_group]), t.lit(p)))
-    result = groups[0]
-    for group in groups[1:]:  # each < p: the sum of n of them is far below 2**63
-        result = t.add(result, group)
-    return result if len(groups) == 1 else t.mod(result, t.lit(p))
+    # each group < p: the sum of n of them is far below 2**63
+    return groups[0] if len(groups) == 1 else t.mod(total(t, groups), t.lit(p))
 
 
-def _lane_reader(
-    t: ExpressionTarget[E], groups: Sequence[Sequence[int]], lane: int, p: int
-) -> Callable[[Sequence[E]], list[E]]:
-    """Reads every output from its word's lane: a shift, a mask (not for the top lane) and
-    ``% p``."""
+def lane_outputs(t: ExpressionTarget[E], words: Words[E], p: int) -> list[E]:
+    """Every output read from its word's lane: a shift, a mask (not for the top lane) and
+    ``% p`` (not where the word holds one output, already reduced)."""
+    values, lane, groups = words
     mask = (1 << lane) - 1
-
-    def read(words: Sequence[E]) -> list[E]:
-        outputs: list[E] = []
-        for word, group in zip(words, groups, strict=True):
-            for j in group:
-                shift = lane * (j - group[0])
-                value = word if shift == 0 else t.call("shiftright", [word, t.lit(shift)])
-                if j != group[-1]:
-                    value = t.bit_and(value, t.lit(mask))
-                outputs.append(t.mod(value, t.lit(p)))
-        return outputs
-
-    return read
-
-
-def from_words(t: ExpressionTarget[E], words: Words[E], outputs: int, finish: Callable[[list[E]], E]) -> E:
-    """``finish`` of the outputs the words hold. Where many outputs read each word, the words
-    are bound once to a lambda variable (see the module docs) instead of copied per output."""
-    values, read = words
-    if len(values) * BIND_WORDS_ABOVE < outputs and not (outputs <= COPY_UP_TO and t.copies_cheaply):
-        return t.bind(values, lambda bound: finish(read(bound)))
-    return finish(read(values))
+    outputs: list[E] = []
+    for word, group in zip(values, groups, strict=True):
+        if lane == 0:  # one output per word, reduced mod p already (sum_mod)
+            outputs.append(word)
+            continue
+        for j in group:
+            shift = lane * (j - group[0])
+            value = word if shift == 0 else t.call("shiftright", [word, t.lit(shift)])
+            if j != group[-1]:
+                value = t.bit_and(value, t.lit(mask))
+            outputs.append(t.mod(value, t.lit(p)))
+    return outputs
 
 
 def mat_words(t: ExpressionTarget[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int) -> Words[E]:
     """``(sum_i v_i * W_i[j]) mod p`` for every column j, given rows ``(v_i, W_i)`` with
-    ``|v_i| <= vmax`` (bigint expressions) and weights in [0, p), as words and their reader.
+    ``|v_i| <= vmax`` (bigint expressions) and weights in [0, p), as words.
 
     The n column sums are computed side by side in lanes of one bigint. Lane j of ``K_i``
     holds ``W_i[j]``, so ``sum_i v_i * K_i`` holds every column's sum in its lane with no
@@ -109,23 +93,22 @@ def mat_words(t: ExpressionTarget[E], rows: Sequence[tuple[E, Sequence[int]]], p
     ``2**lane``), and stays below 2**62. That is one multiply-add per row instead of n (the
     ANSI-checked multiply and add are the expensive operations here), then a shift, a mask and
     a mod per column. When fewer than two lanes fit in 62 bits (large p), each column has a
-    word of its own, reduced mod p already.
+    word of its own, reduced mod p already (lane width 0).
     """
     n = len(rows[0][1])
     lane = max(1, len(rows) * vmax * (p - 1)).bit_length()
     if 62 // lane < 2:
-        return [sum_mod(t, [(v, w[j]) for v, w in rows], p) for j in range(n)], list
+        return [sum_mod(t, [(v, w[j]) for v, w in rows], p) for j in range(n)], 0, [(j,) for j in range(n)]
     groups = lane_groups(n, lane)
     words = []
     for columns in groups:
         terms = [(v, sum((w[j] % p) << (lane * (j - columns[0])) for j in columns)) for v, w in rows]
         words.append(weighted(t, [(v, k) for v, k in terms if k]))
-    return words, _lane_reader(t, groups, lane, p)
+    return words, lane, groups
 
 
-def lookup_words(t: ExpressionTarget[E], indexes: Sequence[E], spec: Tables, p: int) -> Words[E]:
-    """The tables' words (one lookup per chunk each) and their reader, given each chunk's
-    index expression."""
+def lookup_words(t: ExpressionTarget[E], indexes: Sequence[E], spec: Tables) -> Words[E]:
+    """The tables' words (one lookup per chunk each), given each chunk's index expression."""
     words: list[E] = []
     for tables in spec.tables:
         entries = [
@@ -133,8 +116,5 @@ def lookup_words(t: ExpressionTarget[E], indexes: Sequence[E], spec: Tables, p: 
             for index, table in zip(indexes, tables, strict=True)
             if any(table)
         ]
-        word = entries[0] if entries else t.lit(0)
-        for entry in entries[1:]:
-            word = t.add(word, entry)
-        words.append(word)
-    return words, _lane_reader(t, spec.groups, spec.lane, p)
+        words.append(total(t, entries))
+    return words, spec.lane, spec.groups

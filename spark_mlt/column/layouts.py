@@ -37,7 +37,7 @@ from pyspark.sql.types import ArrayType, DataType, IntegralType, StructType
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.inputs import Input, bound
-from spark_mlt.column.targets import ExpressionTarget
+from spark_mlt.column.targets import ColumnTarget, ExpressionTarget
 from spark_mlt.errors import MLTTypeError
 from spark_mlt.options import TOKEN_SUFFIX
 
@@ -169,18 +169,18 @@ def token_layouts(schema: StructType, codecs: Mapping[str, MLTCodec]) -> dict[st
 _EXPECTED = {"array": "array<int>", "struct": "struct<t0:int, ...>", "vector": "vector", "packed": "bigint"}
 
 
-def _hint(codec: MLTCodec, layout: str, name: str) -> Column:
+def _hint(codec: MLTCodec, layout: str, name: str) -> str:
     last = codec.n - 1
     fields = f", ..., t{last}:int" if last > 1 else ", t1:int" if last else ""
     expected = _EXPECTED[layout].replace(", ...", fields)
     others = ", ".join(f"layout='{other}' for {shape}" for other, shape in _EXPECTED.items() if other != layout)
-    return F.lit(
+    return (
         f"spark-mlt: {name} must hold {expected} tokens (layout='{layout}', n={codec.n}); "
         f"pass the layout the column holds ({others}), as mlt_encode's layout= wrote it"
     )
 
 
-def shape_gate(tokens: Column, codec: MLTCodec, layout: str, name: str) -> tuple[Column, Column]:
+def shape_gate(t: ExpressionTarget[E], tokens: E, codec: MLTCodec, layout: str, name: str) -> tuple[E, E]:
     """A predicate that is always false (the optimizer removes it) but fails analysis unless
     ``tokens`` has the shape of ``layout``: an array of integers, a struct whose fields
     t0..t{n-1} are integers, an ML vector, or an integer. Every expression that can fail
@@ -192,28 +192,37 @@ def shape_gate(tokens: Column, codec: MLTCodec, layout: str, name: str) -> tuple
     Any integer width is accepted (bigint tokens decode exactly); tokens outside [0, p) and
     an array of the wrong length fail at run time, naming the token vector.
     """
-    hint = _hint(codec, layout, name)
+    hint = t.lit(_hint(codec, layout, name))
+    length = t.call("length", [hint])
 
-    def integral(value: Column) -> Column:  # fails for strings, floating point, nested types
-        in_list = F.array_contains(F.array(F.lit(0).cast("bigint"), F.length(hint).cast("bigint")), value)
-        return in_list & value.bitwiseOR(F.length(hint)).isNull()
+    def integral(value: E) -> E:  # fails for strings, floating point, nested types
+        in_list = t.call(
+            "array_contains", [t.call("array", [t.cast(t.lit(0), "BIGINT"), t.cast(length, "BIGINT")]), value]
+        )
+        return t.and_([in_list, t.is_null(t.bit_or(value, length))])
 
     fields = tokens
     if layout in ("array", "vector"):
+        never = t.call("array", [t.cast(t.lit(0), "DOUBLE")])
         if layout == "array":
-            check = F.exists(tokens, integral)
+            check = t.exists(tokens, integral)
+            fails = t.cmp(t.call("size", [tokens]), "<", t.lit(0))  # fails on anything but an array or map
         else:  # coalesce needs one type: a vector's (the vector is never built: the gate folds away)
-            check = F.coalesce(tokens, array_to_vector(F.when(F.length(hint) > 0, F.array(F.lit(0.0))))).isNull()
-        # Read through the gate: Spark 3.5 computes get()'s type before checking its input
-        # and fails with a ClassCastException on a non-array, unless the input is unresolved.
-        fields = F.when(F.lit(False) & check, F.lit(None)).otherwise(tokens)
+            check = t.is_null(
+                t.call("coalesce", [tokens, t.vector(t.case([(t.cmp(length, ">", t.lit(0)), never)], t.lit(None)))])
+            )
+            fails = t.is_null(t.call("coalesce", [tokens, t.vector(never)]))
+        # Read through a gate: Spark 3.5 computes get()'s type before checking its input and
+        # fails with a ClassCastException on a non-array, unless the input is unresolved. This
+        # gate is small (it is read once per token); the gate above, read once, fails first
+        # (Spark reports the first failure it meets) and names the layout expected.
+        fields = t.case([(t.and_([t.lit(False), fails]), t.lit(None))], tokens)
     elif layout == "struct":
-        fields = tokens.withField("spark_mlt_expects", hint)
-        check = F.array(*[integral(fields.getField(f)) for f in token_names(codec.n)]).isNull()
+        fields = t.with_field(tokens, "spark_mlt_expects", hint)
+        check = t.is_null(t.call("array", [integral(t.field(fields, f)) for f in token_names(codec.n)]))
     else:
         check = integral(tokens)
-    gate: Column = F.lit(False) & check
-    return gate, fields
+    return t.and_([t.lit(False), check]), fields
 
 
 # --- laying tokens out, in Spark ------------------------------------------------------------
@@ -297,7 +306,7 @@ def vector_tokens(source: Input, codec: MLTCodec) -> Input:
     scale = float(vector_scale(codec))
 
     def tokens(vector: Column) -> Column:
-        gate, fields = shape_gate(vector, codec, "vector", source.name)
+        gate, fields = shape_gate(ColumnTarget(), vector, codec, "vector", source.name)
         clamp = F.lit(_TOKEN_LIMIT)
         values = F.transform(
             vector_to_array(fields),

@@ -1,21 +1,26 @@
 """The native engine: MLT as plain Spark SQL expressions, compiled by Spark's code generator.
 
 No Python worker runs. The arithmetic is built by :mod:`spark_mlt.column.builders` (exact
-with ANSI mode on and off); this module only binds it to the input column.
+with ANSI mode on and off); this module only binds it to the input column: as SQL text,
+parsed by Spark in one call, when the input is a column (by name or ``F.col``), else as a
+Column around the input (see :mod:`spark_mlt.column.targets` for why).
 """
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from pyspark.sql import Column
-from pyspark.sql import functions as F
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.builders import decode_expr, encode_expr
-from spark_mlt.column.inputs import Input, bound
-from spark_mlt.column.layouts import Layout, shape_gate
-from spark_mlt.column.targets import ColumnTarget
+from spark_mlt.column.inputs import Input, expression
+from spark_mlt.column.layouts import SQL_LAYOUTS, Layout, shape_gate
+from spark_mlt.column.targets import ExpressionTarget
 
 __all__ = ["NativeEngine"]
+
+E = TypeVar("E")
 
 
 class NativeEngine:
@@ -24,19 +29,16 @@ class NativeEngine:
     name = "native"
 
     def encode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
-        t = ColumnTarget()
-        return bound(
-            source,
-            lambda v: encode_expr(t, v, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name),
-        )
+        def build(t: ExpressionTarget[E], value: E) -> E:
+            return encode_expr(t, value, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
+
+        return expression(source, build, text=layout != "vector")  # SQL has no ML vectors
 
     def decode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
-        t = ColumnTarget()
-
-        def checked(tokens: Column) -> Column:
-            gate, fields = shape_gate(tokens, codec, layout, source.name)
+        def build(t: ExpressionTarget[E], tokens: E) -> E:
+            gate, fields = shape_gate(t, tokens, codec, layout, source.name)
             ids = decode_expr(t, fields, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
-            result: Column = F.when(gate, F.lit(None)).otherwise(ids)
-            return result
+            return t.case([(gate, t.lit(None))], ids)
 
-        return bound(source, checked)
+        # the gate of a struct or a vector needs a Column (SQL cannot add a field, or read a vector)
+        return expression(source, build, text=layout in SQL_LAYOUTS)

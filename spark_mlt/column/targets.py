@@ -1,11 +1,17 @@
 """Where the native engine's expressions go: a PySpark ``Column`` or Spark SQL text.
 
 The builders (:mod:`spark_mlt.column.builders`) emit the same arithmetic for two targets,
-a ``Column`` (for ``mlt_encode``/``mlt_decode``) and SQL text (for ``CREATE TEMPORARY
-FUNCTION``), through the small :class:`ExpressionTarget` interface, so the two cannot drift
-apart. Each target also decides how a value read several times is shared (:meth:`bind`):
-a Column binds it to a lambda variable; SQL functions cannot hold lambdas, so SQL copies it
-(a SQL function's parameters are already evaluated once by Spark).
+a ``Column`` and SQL text, through the small :class:`ExpressionTarget` interface, so the two
+cannot drift apart.
+
+SQL text is the fast way to build a large expression: ``F.expr`` sends it to Spark in one
+call, where a Column costs a Py4J round trip per operation (several, on PySpark 4, which
+records each call's origin), seconds for a long codec in a session whose JVM is still cold.
+So the column functions build SQL text whenever their input is a column name, and
+``CREATE TEMPORARY FUNCTION`` registers it as is; a Column is built only around an input
+that is a Column expression. Lookup tables travel in SQL text as one string literal that
+Spark's optimizer folds into an array once (:meth:`SqlTarget.long_array`): an array literal
+of a thousand elements takes Spark's analyser seconds, a string a millisecond.
 """
 
 from __future__ import annotations
@@ -15,12 +21,11 @@ from typing import Any, Protocol, TypeVar
 
 import numpy as np
 from pyspark import SparkContext
-from pyspark.ml.functions import array_to_vector
+from pyspark.ml.functions import array_to_vector, vector_to_array
 from pyspark.sql import functions as F
 from pyspark.sql.utils import is_remote
 
 from spark_mlt.codec import MAX_ID
-from spark_mlt.column.versions import PYSPARK_LINE
 
 try:
     from pyspark.sql.classic.column import Column as ClassicColumn
@@ -35,7 +40,7 @@ E = TypeVar("E")
 class ExpressionTarget(Protocol[E]):
     """Operations the builders need, for one target representation E."""
 
-    def lit(self, value: int | str | bool | None) -> E: ...
+    def lit(self, value: int | float | str | bool | None) -> E: ...
     def add(self, a: E, b: E) -> E: ...
     def mul(self, a: E, b: E) -> E: ...
     def mod(self, a: E, b: E) -> E: ...
@@ -49,55 +54,71 @@ class ExpressionTarget(Protocol[E]):
     def case(self, branches: Sequence[tuple[E, E]], otherwise: E) -> E: ...
     def call(self, name: str, args: Sequence[E]) -> E: ...
     def field(self, a: E, name: str) -> E: ...
+    def with_field(self, a: E, name: str, value: E) -> E: ...
     def struct(self, names: Sequence[str], values: Sequence[E]) -> E: ...
     def vector(self, doubles: E) -> E: ...
+    def vector_values(self, vector: E) -> E: ...
     def bit_and(self, a: E, b: E) -> E: ...
     def bit_or(self, a: E, b: E) -> E: ...
     def bit_xor(self, a: E, b: E) -> E: ...
     def long_array(self, values: Sequence[int]) -> E: ...
-    def bind(self, values: Sequence[E], body: Callable[[list[E]], E]) -> E: ...
-
-    @property
-    def copies_cheaply(self) -> bool:
-        """Whether copying a word into up to ``COPY_UP_TO`` outputs beats binding it."""
-        ...
+    def exists(self, array: E, predicate: Callable[[E], E]) -> E: ...
 
 
 class SqlTarget:
-    """Emits Spark SQL text."""
+    """Emits Spark SQL text.
 
-    def lit(self, value: int | str | bool | None) -> str:
+    Operators are written as calls of the functions Spark registers them under (`` `+`(a, b)
+    ``, `` `and`(a, b) ``): Spark's parser reads a deep nest of parenthesised infix
+    expressions in time that grows with the square of its depth (a second to parse 40
+    levels while the parser is cold), and function calls in linear time.
+    """
+
+    def lit(self, value: int | float | str | bool | None) -> str:
         if value is None:
             return "NULL"
         if isinstance(value, bool):
             return "true" if value else "false"
         if isinstance(value, int):
             return f"{value}L" if abs(value) >= 2**31 else str(value)
+        if isinstance(value, float):
+            return f"CAST({value!r} AS DOUBLE)"
         return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
 
+    @staticmethod
+    def _op(name: str, a: str, b: str) -> str:
+        return f"`{name}`({a}, {b})"
+
     def add(self, a: str, b: str) -> str:
-        return f"({a} + {b})"
+        return self._op("+", a, b)
 
     def mul(self, a: str, b: str) -> str:
-        return f"({a} * {b})"
+        return self._op("*", a, b)
 
     def mod(self, a: str, b: str) -> str:
-        return f"({a} % {b})"
+        return self._op("%", a, b)
 
     def div(self, a: str, b: str) -> str:
-        return f"({a} div {b})"
+        return f"div({a}, {b})"
 
     def cmp(self, a: str, op: str, b: str) -> str:
-        return f"({a} {op} {b})"
+        return f"not({self._op('=', a, b)})" if op == "<>" else self._op(op, a, b)
+
+    def _tree(self, name: str, items: Sequence[str]) -> str:
+        """``items`` joined by a binary function as a balanced tree: depth log2(n), not n."""
+        while len(items) > 1:
+            pairs = [self._op(name, items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
+            items = pairs + ([items[-1]] if len(items) % 2 else [])
+        return items[0]
 
     def and_(self, items: Sequence[str]) -> str:
-        return "(" + " AND ".join(items) + ")"
+        return self._tree("and", items)
 
     def or_(self, items: Sequence[str]) -> str:
-        return "(" + " OR ".join(items) + ")"
+        return self._tree("or", items)
 
     def is_null(self, a: str) -> str:
-        return f"({a} IS NULL)"
+        return f"isnull({a})"
 
     def cast(self, a: str, sql_type: str) -> str:
         return f"CAST({a} AS {sql_type})"
@@ -115,6 +136,10 @@ class SqlTarget:
     def field(self, a: str, name: str) -> str:
         return f"{a}.{name}"
 
+    def with_field(self, a: str, name: str, value: str) -> str:
+        """SQL cannot add a field to a struct: struct tokens are decoded through a Column."""
+        raise NotImplementedError("SQL text cannot add a struct field")  # pragma: no cover - internal misuse
+
     def struct(self, names: Sequence[str], values: Sequence[str]) -> str:
         pairs = ", ".join(f"'{name}', {value}" for name, value in zip(names, values, strict=True))
         return f"named_struct({pairs})"
@@ -123,24 +148,26 @@ class SqlTarget:
         """SQL has no ML vector type (:data:`~spark_mlt.column.layouts.SQL_LAYOUTS` leaves it out)."""
         raise NotImplementedError("SQL functions cannot return ML vectors")  # pragma: no cover - internal misuse
 
+    def vector_values(self, vector: str) -> str:
+        """SQL has no ML vector type (:data:`~spark_mlt.column.layouts.SQL_LAYOUTS` leaves it out)."""
+        raise NotImplementedError("SQL functions cannot read ML vectors")  # pragma: no cover - internal misuse
+
     def bit_and(self, a: str, b: str) -> str:
-        return f"({a} & {b})"
+        return self._op("&", a, b)
 
     def bit_or(self, a: str, b: str) -> str:
-        return f"({a} | {b})"
+        return self._op("|", a, b)
 
     def bit_xor(self, a: str, b: str) -> str:
-        return f"({a} ^ {b})"
+        return self._op("^", a, b)
+
+    def exists(self, array: str, predicate: Callable[[str], str]) -> str:
+        return f"exists({array}, spark_mlt_token -> {predicate('spark_mlt_token')})"
 
     def long_array(self, values: Sequence[int]) -> str:
-        return "array(" + ", ".join(f"{value}L" for value in values) + ")"
-
-    copies_cheaply = True
-
-    def bind(self, values: Sequence[str], body: Callable[[list[str]], str]) -> str:
-        """Spark refuses lambdas in a SQL function's body, so the values are copied where
-        read: the function's plan grows as n**2 / 4 for very long codecs (SQL only)."""
-        return body(list(values))
+        """An array<bigint> from one string literal, which the optimizer folds (it is
+        constant) into an array literal before the query runs."""
+        return "CAST(split('" + ",".join(map(str, values)) + "', ',') AS ARRAY<BIGINT>)"
 
 
 class ColumnTarget:
@@ -148,7 +175,7 @@ class ColumnTarget:
 
     F = F
 
-    def lit(self, value: int | str | bool | None) -> Any:
+    def lit(self, value: int | float | str | bool | None) -> Any:
         if isinstance(value, int) and not isinstance(value, bool):
             return self.F.lit(value).cast("bigint" if abs(value) >= 2**31 else "int")
         return self.F.lit(value)
@@ -209,6 +236,9 @@ class ColumnTarget:
     def field(self, a: Any, name: str) -> Any:
         return a.getField(name)
 
+    def with_field(self, a: Any, name: str, value: Any) -> Any:
+        return a.withField(name, value)
+
     def struct(self, names: Sequence[str], values: Sequence[Any]) -> Any:
         return self.F.struct(*[value.alias(name) for name, value in zip(names, values, strict=True)])
 
@@ -216,6 +246,11 @@ class ColumnTarget:
         """A dense ML vector of an array<double> that is never null (``array_to_vector``
         fails on a null array instead of returning null)."""
         return array_to_vector(doubles)
+
+    def vector_values(self, vector: Any) -> Any:
+        """The array<double> of an ML vector (dense or sparse), empty for a null vector
+        (``vector_to_array`` fails on null instead of returning null)."""
+        return vector_to_array(self.F.coalesce(vector, array_to_vector(self.F.array().cast("array<double>"))))
 
     def bit_and(self, a: Any, b: Any) -> Any:
         return a.bitwiseAND(b)
@@ -226,16 +261,8 @@ class ColumnTarget:
     def bit_xor(self, a: Any, b: Any) -> Any:
         return a.bitwiseXOR(b)
 
-    @property
-    def copies_cheaply(self) -> bool:
-        """Before Spark 4.3 lambda functions run interpreted, so there a few copies of a word
-        cost less than binding it (``make bench-functions BENCH_LINE=3.5.0`` shows the gap)."""
-        return PYSPARK_LINE < (4, 3)
-
-    def bind(self, values: Sequence[Any], body: Callable[[list[Any]], Any]) -> Any:
-        return self.F.transform(
-            self.F.array(self.F.array(*values)), lambda bound: body([bound.getItem(i) for i in range(len(values))])
-        ).getItem(0)
+    def exists(self, array: Any, predicate: Callable[[Any], Any]) -> Any:
+        return self.F.exists(array, predicate)
 
     def long_array(self, values: Sequence[int]) -> Any:
         """One array<bigint> literal. On Spark Classic ``F.lit`` of an array crosses Py4J

@@ -24,7 +24,7 @@ from pyspark.sql.pandas.functions import pandas_udf
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.arrow import codec_from_json, decode_arrow, encode_arrow, encode_packed_arrow
 from spark_mlt.column.builders import checked_id, unpack_expr
-from spark_mlt.column.inputs import Input, bound
+from spark_mlt.column.inputs import Input, bound, expression
 from spark_mlt.column.layouts import (
     Layout,
     shape_gate,
@@ -33,6 +33,7 @@ from spark_mlt.column.layouts import (
     token_struct_type,
     unpack_tokens,
     vector_of_tokens,
+    vector_tokens,
 )
 from spark_mlt.column.targets import ColumnTarget
 from spark_mlt.column.versions import PYSPARK_LINE, has_arrow_udfs
@@ -166,8 +167,9 @@ class UdfEngine:
         if layout == "vector":
             tokens = self.encode(source, codec, "array", handle_invalid)
             return vector_of_tokens(Input(tokens, source.name, source.simple), codec)
-        t = ColumnTarget()
-        checked = bound(source, lambda v: checked_id(t, v, codec, handle_invalid=handle_invalid, sql_name=source.name))
+        checked = expression(
+            source, lambda t, v: checked_id(t, v, codec, handle_invalid=handle_invalid, sql_name=source.name)
+        )
 
         def udf(shape: str) -> Column:
             made = encode_udf(codec, layout=shape, handle_invalid=handle_invalid, name=source.name, takes="id")
@@ -185,11 +187,13 @@ class UdfEngine:
         """The id of the tokens. pandas UDFs (PySpark < 4.1) see a bigint batch holding nulls
         as float64 (inexact above 2**53), and a struct as a DataFrame: they get the tokens as
         an array<int> instead."""
+        if layout == "vector":  # decoded as the array of its tokens
+            source, layout = vector_tokens(source, codec), "array"
         name = source.name
 
         def gated(body: Callable[[Column], Column]) -> Column:
-            def checked(t: Column) -> Column:
-                gate, fields = shape_gate(t, codec, layout, name)
+            def checked(tokens: Column) -> Column:
+                gate, fields = shape_gate(ColumnTarget(), tokens, codec, layout, name)
                 result: Column = F.when(gate, F.lit(None)).otherwise(body(fields))
                 return result
 
