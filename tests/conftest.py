@@ -25,7 +25,11 @@ from spark_mlt.storage import has_delta_jars
 from tests.support import s3 as local_s3
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pyspark.sql import SparkSession
+
+    from spark_mlt.storage import StorageOptions
 
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -75,6 +79,16 @@ def s3() -> local_s3.MotoServer:
     if _s3_jars() is None:
         pytest.fail("the S3 tests need the line's s3a jars: run `make jars JARS_GROUPS=s3` (make test does)")
     return local_s3.server()
+
+
+@pytest.fixture(params=["local", "s3"])
+def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, StorageOptions | None]:
+    """A new table's location on local disk or on the local S3 server, and its storage options:
+    a test that takes it runs on both."""
+    if request.param == "local":
+        return str(tmp_path / "table"), None
+    server: local_s3.MotoServer = request.getfixturevalue("s3")
+    return f"s3a://{server.bucket()}/table", local_s3.storage_options()
 
 
 @pytest.fixture(autouse=True)

@@ -352,14 +352,6 @@ def gate(tmp_path: Path) -> Iterator[Gate]:
     held.release()
 
 
-@pytest.fixture(params=["local", "s3"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, StorageOptions | None]:
-    if request.param == "local":
-        return str(tmp_path / "table"), None
-    server: local_s3.MotoServer = request.getfixturevalue("s3")
-    return f"s3a://{server.bucket()}/table", local_s3.storage_options()
-
-
 def _while_held(gate: Gate, slow: Callable[[], Any], fast: Callable[[], Any]) -> Any:
     """Runs ``slow`` (whose job ``gate`` holds) in a thread, ``fast`` once that job runs, then
     releases ``slow``; returns both results."""

@@ -301,15 +301,6 @@ def _in_threads(first: Callable[[], Any], second: Callable[[], Any]) -> tuple[An
     return results["first"], results["second"]
 
 
-@pytest.fixture(params=["local", "s3"])
-def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, StorageOptions | None]:
-    """A table location on local disk or on the local S3 server, and its storage options."""
-    if request.param == "local":
-        return str(tmp_path / "table"), None
-    server: local_s3.MotoServer = request.getfixturevalue("s3")
-    return f"s3://{server.bucket()}/table", local_s3.storage_options()
-
-
 def test_two_writers_with_the_same_run_id_at_the_same_instant_commit_once(
     spark: SparkSession, commit_race: Callable[[], None], where: tuple[str, StorageOptions | None]
 ) -> None:
