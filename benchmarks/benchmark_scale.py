@@ -9,7 +9,12 @@ JVM (``VmHWM``; on local[2] the JVM is the driver and the executors, its heap ca
 collected to the driver, so the peaks stay flat between sizes; a collect of the data would
 make them grow by about 8 bytes per row and per column.
 
-Run: ``make bench-scale`` or ``python benchmarks/benchmark_scale.py --rows 5000000 50000000``.
+With ``--codecs 13,6 65521,4`` each size runs once per codec (both columns take it) instead of
+the codecs sized from the data, to compare the decode job's time across codec families; ids
+then stay below ``--users`` (default: the number of rows) so the smallest codec holds them.
+
+Run: ``make bench-scale`` or ``python benchmarks/benchmark_scale.py --rows 5000000 50000000``;
+``python benchmarks/benchmark_scale.py --rows 20000000 --users 4000000 --codecs 13,6 65521,4``.
 """
 
 from __future__ import annotations
@@ -38,19 +43,21 @@ def _peak_kib(pid: int) -> int:
     return 0
 
 
-def run_one(rows: int, driver_memory: str) -> dict[str, float]:
-    """Tokenise + decode-verify ``rows`` rows in this process; returns timings and peaks."""
+def run_one(rows: int, driver_memory: str, codec: tuple[int, int] | None, users: int) -> dict[str, float]:
+    """Tokenise + decode-verify ``rows`` rows in this process, with ``codec`` (p, n) for both
+    id columns or codecs sized from the data (None); returns timings and peaks."""
     conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": driver_memory}
     spark = local_session("spark-mlt-bench-scale", extra_conf=conf)
     jvm_pid = int(spark._jvm.java.lang.ProcessHandle.current().pid())  # type: ignore[union-attr]
     folder = tempfile.mkdtemp(prefix="mlt-scale-")
     try:
         ids = spark.range(rows).select(
-            F.when(F.col("id") % 10 < 3, F.lit(4_242)).otherwise(F.col("id")).alias("userId"),
+            F.when(F.col("id") % 10 < 3, F.lit(4_242)).otherwise(F.col("id") % users).alias("userId"),
             (F.col("id") % 27_278).alias("movieId"),
         )
         started = time.perf_counter()
-        codecs = fit_codecs(ids, ["userId", "movieId"])
+        p, n = codec or (None, None)
+        codecs = fit_codecs(ids, ["userId", "movieId"], p=p, n=n)
         tokens, _ = tokenize_dataframe(ids, codecs)
         written = write_delta(tokens, f"{folder}/t", codecs)
         tokenise_s = time.perf_counter() - started
@@ -75,15 +82,23 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--rows", type=int, nargs="+", default=[5_000_000, 50_000_000])
     parser.add_argument("--driver-memory", default="1g", help="JVM heap of the local driver (default: 1g)")
+    parser.add_argument(
+        "--codecs", nargs="+", default=[], help="P,N codecs to compare, each for both columns (default: sized)"
+    )
+    parser.add_argument("--users", type=int, help="userId values stay below this (default: the number of rows)")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # internal: run one size, print JSON
     args = parser.parse_args(argv)
+    codecs: list[tuple[int, int] | None] = [_codec(text) for text in args.codecs] or [None]
     if args.one:
-        print("RESULT " + json.dumps(run_one(args.one, args.driver_memory)), flush=True)
+        result = run_one(args.one, args.driver_memory, codecs[0], args.users or args.one)
+        print("RESULT " + json.dumps(result), flush=True)
         return 0
     results = []
-    for rows in args.rows:
+    for rows, codec in ((rows, codec) for rows in args.rows for codec in codecs):
+        extra = ["--codecs", ",".join(map(str, codec))] if codec else []
+        extra += ["--users", str(args.users)] if args.users else []
         done = subprocess.run(
-            [sys.executable, __file__, "--one", str(rows), "--driver-memory", args.driver_memory],
+            [sys.executable, __file__, "--one", str(rows), "--driver-memory", args.driver_memory, *extra],
             capture_output=True,
             text=True,
             check=False,
@@ -94,13 +109,15 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         result = json.loads(lines[-1].removeprefix("RESULT "))
         results.append(result)
+        label = f"codec {codec}" if codec else "sized codecs"
         print(
-            f"{rows:>12,} rows: tokenise {result['tokenise_s']:6.1f} s, decode+verify {result['decode_s']:6.1f} s, "
+            f"{rows:>12,} rows, {label}: tokenise {result['tokenise_s']:6.1f} s, "
+            f"decode+verify {result['decode_s']:6.1f} s, "
             f"committed {result['committed']:,}, mismatches {result['mismatches']}, "
             f"driver peak RSS: python {result['python_peak_mib']:.0f} MiB, JVM {result['jvm_peak_mib']:.0f} MiB",
             flush=True,
         )
-    if len(results) > 1:
+    if len(args.rows) > 1 and len(codecs) == 1:
         small, large = results[0], results[-1]
         python_growth = large["python_peak_mib"] / small["python_peak_mib"]
         jvm_growth = large["jvm_peak_mib"] / small["jvm_peak_mib"]
@@ -110,6 +127,14 @@ def main(argv: list[str] | None = None) -> int:
         )
     ok = all(r["mismatches"] == 0 and r["committed"] == r["rows"] for r in results)
     return 0 if ok else 1
+
+
+def _codec(text: str) -> tuple[int, int]:
+    try:
+        p, n = (int(part) for part in text.split(","))
+    except ValueError:
+        raise SystemExit(f"--codecs takes P,N pairs such as 13,6; got {text!r}") from None
+    return p, n
 
 
 if __name__ == "__main__":
