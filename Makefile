@@ -78,7 +78,7 @@ bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and d
 	    PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_delta $(BENCH_ARGS)
 
 bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
-	$(BIN)/python benchmarks/benchmark_scale.py
+	$(BIN)/python benchmarks/benchmark_scale.py $(BENCH_ARGS)
 
 bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated
 	$(BIN)/python benchmarks/benchmark_paper.py $(BENCH_ARGS)
