@@ -437,14 +437,15 @@ def test_packed_layout_is_refused_when_tokens_need_more_than_64_bits() -> None:
 def test_auto_runs_native_on_a_column_and_udf_on_a_composed_input_it_runs_slowly(p: int, n: int) -> None:
     """The rule of ``engine="auto"`` (make bench-functions measures it): native for a column
     input; for a composed one (bound to a lambda by the native engine) the udf engine on
-    PySpark >= 4.1, except the packed layout of codecs with small lookup tables (p <= 32)."""
+    PySpark >= 4.1, except the packed layout of codecs with a small lambda (lookup tables,
+    p = 2, or at most 6 tokens)."""
     codec = MLTCodec.from_seed(p, n)
     layouts = ["array", "struct", "vector"] + (["packed"] if codec.packed_bits else [])
     for layout in layouts:
         for operation in ("encode", "decode"):
             assert auto_engine(codec, layout, operation, composed=False) == "native"  # type: ignore[arg-type]
             composed = auto_engine(codec, layout, operation, composed=True)  # type: ignore[arg-type]
-            small = layout == "packed" and p <= 32
+            small = layout == "packed" and (p <= 32 or n <= 6)
             assert composed == ("udf" if HAS_ARROW_UDFS and not small else "native"), (layout, operation)
 
 

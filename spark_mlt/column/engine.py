@@ -45,6 +45,10 @@ class ColumnEngine(Protocol):
 _ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine()}
 
 
+#: a packed codec with at most this many tokens runs a composed input natively (auto_engine)
+SMALL_LAMBDA_TOKENS = 6
+
+
 def auto_engine(codec: MLTCodec, layout: Layout, operation: str, *, composed: bool) -> Literal["native", "udf"]:
     """The engine ``"auto"`` runs for ``operation`` ("encode" or "decode") in ``layout``.
 
@@ -57,8 +61,11 @@ def auto_engine(codec: MLTCodec, layout: Layout, operation: str, *, composed: bo
       function in ``mlt_decode(mlt_encode(id))``), which the native engine binds once to a
       lambda variable: ``"udf"`` (one UDF argument, evaluated once), as Spark runs such a
       lambda's body 5-50x slower than the same expression in a query of its own; except in
-      the packed layout of a codec with lookup tables on both sides (p <= 32), whose lambda
-      is small enough to stay faster than the UDF. Before PySpark 4.1 the UDF engine's
+      the packed layout of a codec whose lambda is small: lookup tables on both sides
+      (p <= 32), p = 2, or at most :data:`SMALL_LAMBDA_TOKENS` tokens (2M rows, PySpark 4.3:
+      packed round trips of (13, 6), (1009, 5), (65521, 4) and (2, 40) ran natively at
+      0.21-0.57x ``xxhash64`` against 0.08-0.14x through the UDF; (251, 8) at 0.01x against
+      0.14x). Before PySpark 4.1 the UDF engine's
       pandas UDFs pay a conversion per batch and cannot take every packed value (nulls turn
       a bigint batch into float64), so there ``"native"`` throughout.
 
@@ -69,8 +76,10 @@ def auto_engine(codec: MLTCodec, layout: Layout, operation: str, *, composed: bo
     """
     if not composed or not has_arrow_udfs():
         return "native"
-    small_lambda = layout == "packed" and encode_tables(codec) is not None and decode_tables(codec) is not None
-    return "native" if small_lambda or (codec.p == 2 and layout == "packed") else "udf"
+    if layout != "packed":
+        return "udf"
+    tables = encode_tables(codec) is not None and decode_tables(codec) is not None
+    return "native" if tables or codec.p == 2 or codec.n <= SMALL_LAMBDA_TOKENS else "udf"
 
 
 def engine_for(name: object, codec: MLTCodec, layout: Layout, operation: str, source: Input) -> ColumnEngine:
