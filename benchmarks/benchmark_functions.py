@@ -97,10 +97,9 @@ def layouts_of(codec: MLTCodec, wanted: set[str]) -> list[Layout]:
 
 
 def auto_pick(codec: MLTCodec, layout: Layout, shape: str) -> str:
-    """The engine ``engine="auto"`` runs for the shape's decode (its encode, for ``encode``;
-    in the one-expression round trip the decode's input is composed, the encode's is not)."""
-    operation = "encode" if shape == "encode" else "decode"
-    return auto_engine(codec, layout, operation, composed=shape == "one expression")
+    """The engine ``engine="auto"`` runs for the shape (in the one-expression round trip the
+    decode's input is composed, the encode's is not)."""
+    return auto_engine(codec, layout, composed=shape == "one expression")
 
 
 @dataclass

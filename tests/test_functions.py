@@ -442,16 +442,15 @@ def test_auto_runs_native_on_a_column_and_udf_on_a_composed_input_it_runs_slowly
     codec = MLTCodec.from_seed(p, n)
     layouts = ["array", "struct", "vector"] + (["packed"] if codec.packed_bits else [])
     for layout in layouts:
-        for operation in ("encode", "decode"):
-            assert auto_engine(codec, layout, operation, composed=False) == "native"  # type: ignore[arg-type]
-            composed = auto_engine(codec, layout, operation, composed=True)  # type: ignore[arg-type]
-            small = layout == "packed" and (p <= 32 or n <= 6)
-            assert composed == ("udf" if HAS_ARROW_UDFS and not small else "native"), (layout, operation)
+        assert auto_engine(codec, layout, composed=False) == "native"  # type: ignore[arg-type]
+        composed = auto_engine(codec, layout, composed=True)  # type: ignore[arg-type]
+        small = layout == "packed" and (p <= 32 or n <= 6)
+        assert composed == ("udf" if HAS_ARROW_UDFS and not small else "native"), layout
 
 
 def test_auto_sees_a_composed_input_in_the_column_it_is_given(spark: SparkSession) -> None:
     codec = MLTCodec.from_seed(251, 8)
-    assert engine_for("auto", codec, "array", "decode", as_input("t")).name == "native"
+    assert engine_for("auto", codec, "array", as_input("t")).name == "native"
     composed = as_input(mlt_encode("id", codec))
-    assert engine_for("auto", codec, "array", "decode", composed).name == ("udf" if HAS_ARROW_UDFS else "native")
-    assert engine_for("native", codec, "array", "decode", composed).name == "native"
+    assert engine_for("auto", codec, "array", composed).name == ("udf" if HAS_ARROW_UDFS else "native")
+    assert engine_for("native", codec, "array", composed).name == "native"

@@ -49,8 +49,8 @@ _ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine(
 SMALL_LAMBDA_TOKENS = 6
 
 
-def auto_engine(codec: MLTCodec, layout: Layout, operation: str, *, composed: bool) -> Literal["native", "udf"]:
-    """The engine ``"auto"`` runs for ``operation`` ("encode" or "decode") in ``layout``.
+def auto_engine(codec: MLTCodec, layout: Layout, *, composed: bool) -> Literal["native", "udf"]:
+    """The engine ``"auto"`` runs for ``codec`` in ``layout`` (encode and decode alike).
 
     The rule, from ``make bench-functions`` (PySpark 4.3, ``local[2]``):
 
@@ -71,7 +71,7 @@ def auto_engine(codec: MLTCodec, layout: Layout, operation: str, *, composed: bo
 
     Example::
 
-        >>> auto_engine(MLTCodec.from_seed(13, 6), "array", "decode", composed=False)
+        >>> auto_engine(MLTCodec.from_seed(13, 6), "array", composed=False)
         'native'
     """
     if not composed or not has_arrow_udfs():
@@ -82,9 +82,9 @@ def auto_engine(codec: MLTCodec, layout: Layout, operation: str, *, composed: bo
     return "native" if tables or codec.p == 2 or codec.n <= SMALL_LAMBDA_TOKENS else "udf"
 
 
-def engine_for(name: object, codec: MLTCodec, layout: Layout, operation: str, source: Input) -> ColumnEngine:
+def engine_for(name: object, codec: MLTCodec, layout: Layout, source: Input) -> ColumnEngine:
     """The engine called ``name``; for ``"auto"``, the one :func:`auto_engine` picks."""
     chosen = check_choice("engine", name, ENGINES)
     if chosen == "auto":
-        chosen = auto_engine(codec, layout, operation, composed=not source.simple)
+        chosen = auto_engine(codec, layout, composed=not source.simple)
     return _ENGINES[chosen]

@@ -78,7 +78,7 @@ def mlt_encode(
         codec.require_packed_bits()
     source = as_input(col)
     return (
-        engine_for(engine, codec, chosen, "encode", source)
+        engine_for(engine, codec, chosen, source)
         .encode(source, codec, chosen, handle)
         .alias(_result_name("mlt_encode", source))
     )
@@ -124,7 +124,7 @@ def mlt_decode(
     if chosen == "packed":
         codec.require_packed_bits()
     source = as_input(col)
-    runner = engine_for(engine, codec, chosen, "decode", source)
+    runner = engine_for(engine, codec, chosen, source)
     return runner.decode(source, codec, chosen, handle_invalid).alias(_result_name("mlt_decode", source))
 
 
