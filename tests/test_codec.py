@@ -265,6 +265,24 @@ def test_a_token_outside_0_p_is_named_with_row_and_position(bad: int) -> None:
         codec.decode(tokens)
 
 
+@pytest.mark.parametrize("n", [17, 24, 39, 40, 63, 64])
+def test_binary_codecs_of_every_width_match_light_mlt_and_refuse_ids_beyond_2_to_63(n: int) -> None:
+    codec = MLTCodec.from_seed(2, n, seed=n)
+    rng = np.random.default_rng(n)
+    ids = rng.integers(0, codec.max_id, size=3000, endpoint=True)
+    ids[:2] = [0, codec.max_id]
+    tokens = codec.encode(ids)
+    np.testing.assert_array_equal(tokens, to_base_p_matrix(ids, 2, n) @ codec.M % 2)
+    np.testing.assert_array_equal(codec.decode(tokens), ids)
+    vectors = rng.integers(0, 2, size=(3000, n)).astype(np.int32)
+    digits = vectors.astype(object).dot(codec.M_inv.astype(object)) % 2
+    expected = [int("".join(map(str, row)), 2) for row in digits]
+    decoded, valid = codec.decode_masked(vectors)
+    assert valid.tolist() == [e < 2**63 for e in expected]
+    assert decoded.tolist() == [e if e < 2**63 else 0 for e in expected]
+    assert (not valid.all()) == (n == 64)
+
+
 def test_a_token_vector_beyond_2_to_63_is_refused() -> None:
     codec = MLTCodec.from_seed(251, 8)
     largest = codec.encode([MAX_ID])

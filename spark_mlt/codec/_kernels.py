@@ -1,7 +1,13 @@
 """Vectorised encode/decode kernels behind :class:`spark_mlt.MLTCodec` (private).
 
 A kernel works on one chunk of already-validated input: ids in ``[0, max_id]`` or tokens
-in ``[0, p)``. Three kernels cover every allowed (p, n); the codec picks one by p and n:
+in ``[0, p)``. Four kernels cover every allowed (p, n); the codec picks one by p and n:
+
+* ``_BitKernel`` (p = 2, n <= 64): over GF(2) the map is XOR-linear and base-2 digits are
+  the id's bits, so a token vector is a bit string. Encode XORs, per byte of the id, a
+  256-entry table of packed token bits, then expands each byte of those bits into 8 int32
+  tokens through a (256, 8) table (one ``np.take`` writes the output rows). Decode packs the
+  tokens with ``np.packbits`` and XORs, per token byte, a table of id contributions.
 
 * ``_LaneKernel`` (p <= 256, n >= 2): the map is linear, so an id's tokens are the sum
   mod p of the contributions of its digit groups. Ids are split into limbs of k base-p
@@ -56,6 +62,8 @@ class Kernel:
 def make_kernel(p: int, matrix: I64, inverse: I64) -> Kernel:
     """The fastest exact kernel for this (p, n)."""
     n = matrix.shape[0]
+    if p == 2 and n <= 64:
+        return _BitKernel(matrix, inverse)
     if n > 1 and p * p <= TABLE_ROWS:
         return _LaneKernel(p, matrix, inverse)
     if n * p * p < FLOAT_LIMIT:
@@ -137,6 +145,100 @@ def _reduce_lanes(acc: npt.NDArray[Any], scratch: npt.NDArray[Any], p: int, boun
         np.subtract(acc, multiple * p, out=scratch)  # wraps around where acc < multiple * p
         np.minimum(acc, scratch, out=acc)
         multiple //= 2
+
+
+def _xor_table(rows: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
+    """Entry v (0..255) is the XOR of ``rows[j]`` over the bits j of v, bit 0 = the MSB."""
+    table = np.zeros(256, dtype=np.uint64)
+    for j, row in enumerate(rows):
+        table[(np.arange(256) >> (7 - j)) & 1 == 1] ^= row
+    return table
+
+
+class _BitKernel(Kernel):
+    ROWS: Final = 1 << 13  # sub-chunk: keeps every buffer in L2
+
+    def __init__(self, matrix: I64, inverse: I64) -> None:
+        self.n = n = matrix.shape[0]
+        self.nbytes = nb = (n + 7) // 8
+        weights = np.uint64(1) << np.arange(63, -1, -1, dtype=np.uint64)  # bit of position i: 2**(63-i)
+        # Token j is bit 63 - j of the packed token word (so byte b, big-endian, holds tokens 8b..8b+7).
+        # Encode: id bit 8c + (7 - j) (byte c of the little-endian id, bit 7 - j) is digit n-1-(8c+7-j).
+        enc_rows = np.zeros((8, 8), dtype=np.uint64)  # [byte c of the id][bit j from the MSB]
+        for c in range(8):
+            for j in range(8):
+                digit = n - 1 - (8 * c + 7 - j)
+                if 0 <= digit:
+                    enc_rows[c, j] = np.bitwise_or.reduce(weights[: n][matrix[digit] % 2 == 1], initial=np.uint64(0))
+        self.enc_tables = [_xor_table(enc_rows[c]) for c in range(nb)]
+        # Decode: token j contributes row j of M_inv: digit i is id bit n-1-i.
+        id_weights = np.uint64(1) << np.arange(n - 1, -1, -1, dtype=np.uint64)
+        token_rows = np.array(
+            [np.bitwise_or.reduce(id_weights[inverse[j] % 2 == 1], initial=np.uint64(0)) for j in range(n)]
+            + [np.uint64(0)] * (8 * nb - n),
+            dtype=np.uint64,
+        )
+        self.dec_tables = [_xor_table(token_rows[8 * b : 8 * b + 8]) for b in range(nb)]
+        # Byte v -> its 8 bits as int32 tokens, MSB first.
+        self.expand = ((np.arange(256)[:, None] >> np.arange(7, -1, -1)) & 1).astype(np.int32)
+
+    def encode_into(self, x: I64, out: npt.NDArray[np.int32]) -> None:
+        n, nb = self.n, self.nbytes
+        step = self.ROWS
+        rows = min(step, x.shape[0])
+        word = np.empty(rows, dtype=np.uint64)
+        term = np.empty(rows, dtype=np.uint64)
+        index = np.empty((rows, nb), dtype=np.intp)  # np.take is fastest with intp indices
+        padded = None if n % 8 == 0 else np.empty((rows, nb, 8), dtype=np.int32)
+        for start in range(0, x.shape[0], step):
+            c = min(step, x.shape[0] - start)
+            id_bytes = x[start : start + c].view(np.uint8).reshape(c, 8)  # little-endian bytes
+            w, t = word[:c], term[:c]
+            np.take(self.enc_tables[0], id_bytes[:, 0], out=w, mode="clip")
+            for b in range(1, nb):
+                np.take(self.enc_tables[b], id_bytes[:, b], out=t, mode="clip")
+                w ^= t
+            # Token byte b is byte 7 - b of the (little-endian) word.
+            index[:c] = w.view(np.uint8).reshape(c, 8)[:, ::-1][:, :nb]
+            if padded is None:
+                np.take(self.expand, index[:c], axis=0, out=out[start : start + c].reshape(c, nb, 8), mode="clip")
+            else:
+                np.take(self.expand, index[:c], axis=0, out=padded[:c], mode="clip")
+                out[start : start + c] = padded[:c].reshape(c, 8 * nb)[:, :n]
+
+    def decode_into(self, tokens: Tokens, out: I64) -> Mask | None:
+        n, nb = self.n, self.nbytes
+        step = self.ROWS
+        total = tokens.shape[0]
+        rows = min(step, total)
+        acc = out.view(np.uint64)
+        raw = np.zeros((rows, 8 * nb), dtype=np.uint8)  # tokens as bytes, 0-padded to whole words
+        words = np.empty((rows, nb), dtype=np.uint64)
+        term = np.empty(rows, dtype=np.uint64)
+        for start in range(0, total, step):
+            c = min(step, total - start)
+            np.copyto(raw[:c, :n], tokens[start : start + c], casting="unsafe")  # tokens are 0 or 1
+            # Gather the low bit of each of a word's 8 bytes into its top byte, byte 0 as the MSB.
+            packed = words[:c]
+            np.multiply(raw[:c].view(np.uint64), np.uint64(_GATHER_BITS), out=packed)
+            np.right_shift(packed, np.uint64(56), out=packed)
+            a, t = acc[start : start + c], term[:c]
+            np.take(self.dec_tables[0], packed[:, 0], out=a, mode="clip")
+            for b in range(1, nb):
+                np.take(self.dec_tables[b], packed[:, b], out=t, mode="clip")
+                a ^= t
+        if n < 64:
+            return None
+        overflow = acc >= np.uint64(2**63)
+        if not overflow.any():
+            return None
+        acc[overflow] = 0
+        return overflow
+
+
+# x * _GATHER_BITS >> 56, for a little-endian word x of eight 0/1 bytes, is the byte whose bit
+# 7 - i is byte i of x: the product's bit 63 - i comes from byte i alone (no carries).
+_GATHER_BITS: Final = 0x8040201008040201
 
 
 class _LaneKernel(Kernel):

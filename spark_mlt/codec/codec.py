@@ -294,7 +294,7 @@ class MLTCodec:
         valid = np.ones(count, dtype=np.bool_)
         for start in range(0, count, _CHUNK_ROWS):
             chunk = values[start : start + _CHUNK_ROWS]
-            if chunk.size and (chunk.min() < 0 or chunk.max() > self.max_id):
+            if _outside(chunk, self.max_id):
                 bad = (chunk < 0) | (chunk > self.max_id)
                 if raise_invalid:
                     row = int(np.flatnonzero(bad)[0])
@@ -354,7 +354,7 @@ class MLTCodec:
         for start in range(0, count, _CHUNK_ROWS):
             chunk = values[start : start + _CHUNK_ROWS]
             bad: Mask | None = None
-            if chunk.size and (chunk.min() < 0 or chunk.max() >= self._p):
+            if _outside(chunk, self._p - 1):
                 bad = np.asarray(((chunk < 0) | (chunk >= self._p)).any(axis=1))
                 if raise_invalid:
                     row = int(np.flatnonzero(bad)[0])
@@ -630,6 +630,19 @@ def _as_integer_array(values: npt.ArrayLike, what: str, *, ndim: int) -> npt.NDA
         expected = "a 1-D array of ids" if ndim == 1 else "a 2-D (rows, n) array of tokens"
         raise MLTTypeError(f"{what} must be {expected}, got shape {array.shape}")
     return array
+
+
+def _outside(values: npt.NDArray[np.integer[Any]], limit: int) -> bool:
+    """Whether any value is negative or above ``limit``: one pass (the max of the values read
+    as unsigned, where negatives become too large) when the dtype's range allows it."""
+    if not values.size:
+        return False
+    bits = values.dtype.itemsize * 8
+    if values.dtype.kind == "u":
+        return int(values.max()) > limit
+    if limit < 2 ** (bits - 1):  # every negative, read as unsigned, is >= 2**(bits-1) > limit
+        return int(values.view(values.dtype.str.replace("i", "u")).max()) > limit
+    return int(values.min()) < 0 or int(values.max()) > limit
 
 
 def _is_int_matrix(value: object) -> bool:
