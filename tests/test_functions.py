@@ -438,19 +438,24 @@ def test_auto_runs_native_on_a_column_and_udf_on_a_composed_input_it_runs_slowly
     """The rule of ``engine="auto"`` (make bench-functions measures it): native for a column
     input; for a composed one (bound to a lambda by the native engine) the udf engine on
     PySpark >= 4.1, except the packed layout of codecs with a small lambda (lookup tables,
-    p = 2, or at most 6 tokens)."""
+    p = 2, or at most 6 tokens); before 4.1 (pandas UDFs) only non-packed layouts of a large
+    lambda."""
     codec = MLTCodec.from_seed(p, n)
     layouts = ["array", "struct", "vector"] + (["packed"] if codec.packed_bits else [])
     for layout in layouts:
         assert auto_engine(codec, layout, composed=False) == "native"  # type: ignore[arg-type]
         composed = auto_engine(codec, layout, composed=True)  # type: ignore[arg-type]
-        small = layout == "packed" and (p <= 32 or n <= 6)
-        assert composed == ("udf" if HAS_ARROW_UDFS and not small else "native"), layout
+        small_lambda = p == 2 or n <= 6
+        if HAS_ARROW_UDFS:
+            native = layout == "packed" and (p <= 32 or small_lambda)
+        else:
+            native = layout == "packed" or small_lambda
+        assert composed == ("native" if native else "udf"), layout
 
 
 def test_auto_sees_a_composed_input_in_the_column_it_is_given(spark: SparkSession) -> None:
     codec = MLTCodec.from_seed(251, 8)
     assert engine_for("auto", codec, "array", as_input("t")).name == "native"
     composed = as_input(mlt_encode("id", codec))
-    assert engine_for("auto", codec, "array", composed).name == ("udf" if HAS_ARROW_UDFS else "native")
+    assert engine_for("auto", codec, "array", composed).name == "udf"
     assert engine_for("native", codec, "array", composed).name == "native"

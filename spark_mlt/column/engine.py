@@ -65,21 +65,26 @@ def auto_engine(codec: MLTCodec, layout: Layout, *, composed: bool) -> Literal["
       (p <= 32), p = 2, or at most :data:`SMALL_LAMBDA_TOKENS` tokens (2M rows, PySpark 4.3:
       packed round trips of (13, 6), (1009, 5), (65521, 4) and (2, 40) ran natively at
       0.21-0.57x ``xxhash64`` against 0.08-0.14x through the UDF; (251, 8) at 0.01x against
-      0.14x). Before PySpark 4.1 the UDF engine's
-      pandas UDFs pay a conversion per batch and cannot take every packed value (nulls turn
-      a bigint batch into float64), so there ``"native"`` throughout.
+      0.14x). Before PySpark 4.1 the UDF engine's pandas UDFs pay a conversion per batch
+      and cannot take every packed value (nulls turn a bigint batch into float64), so there
+      only arrays, structs and vectors of a large lambda go to ``"udf"`` (p > 2 and more than
+      6 tokens; PySpark 3.5, 200,000 rows: (3, 39) arrays ran natively at under 5,000 rows/s
+      against 40,000 through the UDF, (251, 8) at 0.05x ``xxhash64`` against 0.09x).
 
     Example::
 
         >>> auto_engine(MLTCodec.from_seed(13, 6), "array", composed=False)
         'native'
     """
-    if not composed or not has_arrow_udfs():
+    if not composed:
         return "native"
+    small = codec.p == 2 or codec.n <= SMALL_LAMBDA_TOKENS
+    if not has_arrow_udfs():
+        return "native" if layout == "packed" or small else "udf"
     if layout != "packed":
         return "udf"
     tables = encode_tables(codec) is not None and decode_tables(codec) is not None
-    return "native" if tables or codec.p == 2 or codec.n <= SMALL_LAMBDA_TOKENS else "udf"
+    return "native" if tables or small else "udf"
 
 
 def engine_for(name: object, codec: MLTCodec, layout: Layout, source: Input) -> ColumnEngine:
