@@ -43,6 +43,8 @@ def test_every_kernel_agrees_with_integer_arithmetic_including_ids_beyond_2_to_6
     tokens = codec.encode(ids)
     np.testing.assert_array_equal(tokens, _encode_exactly(codec, ids))
     np.testing.assert_array_equal(codec.decode(tokens), ids)
+    np.testing.assert_array_equal(codec.encode(ids[::3]), tokens[::3])  # strided input
+    np.testing.assert_array_equal(codec.decode(np.asfortranarray(tokens)[::3]), ids[::3])
     vectors = rng.integers(0, p, size=(400, n)).astype(np.int32)  # arbitrary vectors, some >= 2**63
     expected = _decode_exactly(codec, vectors)
     decoded, valid = codec.decode_masked(vectors)

@@ -32,6 +32,7 @@ Ids are rebuilt from digits in uint64 with an explicit check for values reaching
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from fractions import Fraction
 from typing import Any, Final
@@ -64,7 +65,7 @@ class Kernel:
 def make_kernel(p: int, matrix: I64, inverse: I64) -> Kernel:
     """The fastest exact kernel for this (p, n)."""
     n = matrix.shape[0]
-    if p == 2 and n <= 64:
+    if p == 2 and n <= 64 and sys.byteorder == "little":  # it reads words as bytes
         return _BitKernel(matrix, inverse)
     if n > 1 and p * p <= TABLE_ROWS:
         return _LaneKernel(p, matrix, inverse)
@@ -192,6 +193,7 @@ class _BitKernel(Kernel):
         term = np.empty(rows, dtype=np.uint64)
         index = np.empty((rows, nb), dtype=np.intp)  # np.take is fastest with intp indices
         padded = None if n % 8 == 0 else np.empty((rows, nb, 8), dtype=np.int32)
+        x = np.ascontiguousarray(x)  # its bytes are read through a view
         for start in range(0, x.shape[0], step):
             c = min(step, x.shape[0] - start)
             id_bytes = x[start : start + c].view(np.uint8).reshape(c, 8)  # little-endian bytes
