@@ -438,19 +438,15 @@ def test_auto_runs_native_on_a_column_and_udf_on_a_composed_input_it_runs_slowly
     """The rule of ``engine="auto"`` (make bench-functions measures it): native for a column
     input; for a composed one (bound to a lambda by the native engine) the udf engine on
     PySpark >= 4.1, except the packed layout of codecs with a small lambda (lookup tables,
-    p = 2, or at most 6 tokens); before 4.1 (pandas UDFs) only non-packed layouts of a large
-    lambda."""
+    p = 2, or at most 6 tokens); before 4.1 (pandas UDFs) only non-packed layouts, p > 2."""
     codec = MLTCodec.from_seed(p, n)
     layouts = ["array", "struct", "vector"] + (["packed"] if codec.packed_bits else [])
     for layout in layouts:
         assert auto_engine(codec, layout, composed=False) == "native"  # type: ignore[arg-type]
         composed = auto_engine(codec, layout, composed=True)  # type: ignore[arg-type]
-        small_lambda = p == 2 or n <= 6
-        if HAS_ARROW_UDFS:
-            native = layout == "packed" and (p <= 32 or small_lambda)
-        else:
-            native = layout == "packed" or small_lambda
-        assert composed == ("native" if native else "udf"), layout
+        arrow = layout == "packed" and (p <= 32 or n <= 6)  # Arrow UDFs (PySpark >= 4.1)
+        pandas = layout == "packed" or p == 2
+        assert composed == ("native" if (arrow if HAS_ARROW_UDFS else pandas) else "udf"), layout
 
 
 def test_auto_sees_a_composed_input_in_the_column_it_is_given(spark: SparkSession) -> None:

@@ -67,9 +67,9 @@ def auto_engine(codec: MLTCodec, layout: Layout, *, composed: bool) -> Literal["
       0.21-0.57x ``xxhash64`` against 0.08-0.14x through the UDF; (251, 8) at 0.01x against
       0.14x). Before PySpark 4.1 the UDF engine's pandas UDFs pay a conversion per batch
       and cannot take every packed value (nulls turn a bigint batch into float64), so there
-      only arrays, structs and vectors of a large lambda go to ``"udf"`` (p > 2 and more than
-      6 tokens; PySpark 3.5, 200,000 rows: (3, 39) arrays ran natively at under 5,000 rows/s
-      against 40,000 through the UDF, (251, 8) at 0.05x ``xxhash64`` against 0.09x).
+      packed input stays native and arrays, structs and vectors go to ``"udf"`` unless p = 2
+      (2M rows, PySpark 3.5: array round trips at 0.03-0.06x ``xxhash64`` through the UDF
+      against 0.01-0.02x natively, (2, 40) 0.01x both; (3, 39) natively under 5,000 rows/s).
 
     Example::
 
@@ -78,13 +78,12 @@ def auto_engine(codec: MLTCodec, layout: Layout, *, composed: bool) -> Literal["
     """
     if not composed:
         return "native"
-    small = codec.p == 2 or codec.n <= SMALL_LAMBDA_TOKENS
     if not has_arrow_udfs():
-        return "native" if layout == "packed" or small else "udf"
+        return "native" if layout == "packed" or codec.p == 2 else "udf"
     if layout != "packed":
         return "udf"
     tables = encode_tables(codec) is not None and decode_tables(codec) is not None
-    return "native" if tables or small else "udf"
+    return "native" if tables or codec.p == 2 or codec.n <= SMALL_LAMBDA_TOKENS else "udf"
 
 
 def engine_for(name: object, codec: MLTCodec, layout: Layout, source: Input) -> ColumnEngine:
