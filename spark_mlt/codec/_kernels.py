@@ -79,6 +79,22 @@ def digit_groups(n: int, k: int) -> list[tuple[int, int]]:
     return [(max(0, end - k), min(k, end)) for end in range(n, 0, -k)]
 
 
+def group_size(p: int, n: int, bound: int) -> int:
+    """The largest k <= n (at least 1) with ``p**k <= bound``: digits per group."""
+    k = 1
+    while k < n and p ** (k + 1) <= bound:
+        k += 1
+    return k
+
+
+def place_weights(n: int, groups: Sequence[tuple[int, int]], p: int, dtype: type) -> npt.NDArray[Any]:
+    """(n, len(groups)) matrix: a digit row times it gives each group's value (msd first)."""
+    weights: npt.NDArray[Any] = np.zeros((n, len(groups)), dtype=dtype)
+    for g, (a, size) in enumerate(groups):
+        weights[a : a + size, g] = [p ** (size - 1 - i) for i in range(size)]
+    return weights
+
+
 def combine_limbs(limbs: Sequence[npt.NDArray[Any]], radices: Sequence[int], out: I64) -> Mask | None:
     """out = the number whose mixed-radix digits are ``limbs`` (most significant first).
 
@@ -113,9 +129,7 @@ def combine_digits(rows: Sequence[npt.NDArray[Any]], p: int, out: I64) -> Mask |
     then the groups by :func:`combine_limbs`.
     """
     n = len(rows)
-    k = 1
-    while k < n and p ** (k + 1) <= 2**52:
-        k += 1
+    k = group_size(p, n, 2**52)
     limbs, radices = [], []
     for a, size in digit_groups(n, k)[::-1]:
         limb = rows[a].astype(np.float64)
@@ -251,10 +265,7 @@ class _LaneKernel(Kernel):
 
     def __init__(self, p: int, matrix: I64, inverse: I64) -> None:
         self.p, self.n = p, matrix.shape[0]
-        k = 1
-        while k < self.n and p ** (k + 1) <= TABLE_ROWS:
-            k += 1
-        self.groups = digit_groups(self.n, k)
+        self.groups = digit_groups(self.n, group_size(p, self.n, TABLE_ROWS))
         # Tables hold contributions < p <= 251 as bytes; the sum of all group terms is
         # accumulated in uint8 lanes when it fits there, else in uint16 lanes.
         self.lane = np.dtype(np.uint8 if len(self.groups) * (p - 1) < 256 else np.uint16)
@@ -269,16 +280,9 @@ class _LaneKernel(Kernel):
             # Long vectors: group indices and ids are formed by float32 BLAS products (every
             # value and partial sum is an integer below 2**24, so they are exact).
             self.dec_tables = [self._table(inverse[a : a + size]) for a, size in self.groups]
-            self.index_weights = np.zeros((self.n, len(self.groups)), dtype=np.float32)
-            for g, (a, size) in enumerate(self.groups):
-                self.index_weights[a : a + size, g] = [p ** (size - 1 - i) for i in range(size)]
-            kd = 1
-            while kd < self.n and p ** (kd + 1) < 2**24:
-                kd += 1
-            id_groups = digit_groups(self.n, kd)[::-1]  # most significant first
-            self.id_weights = np.zeros((self.n, len(id_groups)), dtype=np.float32)
-            for g, (a, size) in enumerate(id_groups):
-                self.id_weights[a : a + size, g] = [p ** (size - 1 - i) for i in range(size)]
+            self.index_weights = place_weights(self.n, self.groups, p, np.float32)
+            id_groups = digit_groups(self.n, group_size(p, self.n, 2**24))[::-1]  # most significant first
+            self.id_weights = place_weights(self.n, id_groups, p, np.float32)
             self.id_radices = [p**size for _, size in id_groups]
         else:
             # Decoding indexes tables by the raw bytes of two tokens (t[a] + 256 * t[a+1]).
@@ -394,11 +398,18 @@ class _LaneKernel(Kernel):
             np.matmul(floats[:c], self.id_weights, out=limbs[:c])
             np.copyto(ilimbs[:, :c], limbs[:c].T, casting="unsafe")
             over = combine_limbs(list(ilimbs[:, :c]), self.id_radices, out[start : start + c])
-            if over is not None:
-                if overflow is None:
-                    overflow = np.zeros(total, dtype=np.bool_)
-                overflow[start : start + c] = over
+            overflow = _mark_rows(overflow, over, start, total)
         return overflow
+
+
+def _mark_rows(mask: Mask | None, rows: Mask | None, start: int, total: int) -> Mask | None:
+    """``mask`` (of ``total`` rows, created on first use) with ``rows`` set from ``start``."""
+    if rows is None:
+        return mask
+    if mask is None:
+        mask = np.zeros(total, dtype=np.bool_)
+    mask[start : start + rows.shape[0]] = rows
+    return mask
 
 
 def _drop_padding(lanes: npt.NDArray[Any], n: int) -> npt.NDArray[Any]:
@@ -496,14 +507,8 @@ class _FloatKernel(Kernel):
         self.enc_m: float = _exact(m, p, n)
         self.recips: dict[int, float] = {j: _exact(r, p, n) for j, r in recips_by_power.items()}
         self.dec_m: float = _exact(dec_m, p, n)
-        kd = 1
-        while kd < n and p ** (kd + 1) <= 2**52:
-            kd += 1
-        self.dec_groups = digit_groups(n, kd)[::-1]  # most significant first
-        self.limb_weights = np.zeros((n, len(self.dec_groups)), dtype=np.float64)
-        for g, (a, size) in enumerate(self.dec_groups):
-            for i in range(size):
-                self.limb_weights[a + i, g] = float(p ** (size - 1 - i))
+        self.dec_groups = digit_groups(n, group_size(p, n, 2**52))[::-1]  # most significant first
+        self.limb_weights = place_weights(n, self.dec_groups, p, np.float64)
         self.radices = [p**size for _, size in self.dec_groups]
 
     def _reduce_into(self, v: F64, scratch: F64, m: float) -> None:
@@ -580,10 +585,7 @@ class _FloatKernel(Kernel):
                 continue
             cols = [ilimbs[:c, g] for g in range(nl)]
             over = combine_limbs(cols, self.radices, out[start : start + c])
-            if over is not None:
-                if overflow is None:
-                    overflow = np.zeros(total, dtype=np.bool_)
-                overflow[start : start + c] = over
+            overflow = _mark_rows(overflow, over, start, total)
         return overflow
 
 
