@@ -16,17 +16,38 @@ Example::
 
 from __future__ import annotations
 
-from spark_mlt.column.functions import mlt_decode, mlt_encode, mlt_unpack
-from spark_mlt.column.layouts import (
-    LAYOUTS,
-    Layout,
-    column_layout,
-    layout_of,
-    token_layouts,
-    token_struct_type,
-)
-from spark_mlt.column.sizing import fit_codecs
-from spark_mlt.column.sql import register_mlt_functions
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from spark_mlt.column.functions import mlt_decode, mlt_encode, mlt_unpack
+    from spark_mlt.column.layouts import LAYOUTS, Layout, column_layout, layout_of, token_layouts, token_struct_type
+    from spark_mlt.column.sizing import fit_codecs
+    from spark_mlt.column.sql import register_mlt_functions
+
+#: The public names, imported on first use: the UDF engine's Python workers import
+#: ``spark_mlt.column.arrow``, which must not pull in PySpark's ML modules and SciPy (about
+#: 0.4 s of every worker's start).
+_LAZY = {
+    "mlt_decode": "spark_mlt.column.functions",
+    "mlt_encode": "spark_mlt.column.functions",
+    "mlt_unpack": "spark_mlt.column.functions",
+    "LAYOUTS": "spark_mlt.column.layouts",
+    "Layout": "spark_mlt.column.layouts",
+    "column_layout": "spark_mlt.column.layouts",
+    "layout_of": "spark_mlt.column.layouts",
+    "token_layouts": "spark_mlt.column.layouts",
+    "token_struct_type": "spark_mlt.column.layouts",
+    "fit_codecs": "spark_mlt.column.sizing",
+    "register_mlt_functions": "spark_mlt.column.sql",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'spark_mlt.column' has no attribute {name!r}")
+
 
 __all__ = [
     "LAYOUTS",

@@ -13,17 +13,21 @@ UDF engine as cheap as an identity UDF.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import pandas as pd  # pandas UDFs read their type hints (PySpark's worker imports pandas anyway)
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_mlt.codec import MLTCodec, pack_bits, unpack_bits
 from spark_mlt.errors import MLTError
 
-__all__ = ["codec_from_json", "decode_arrow", "encode_arrow", "encode_packed_arrow"]
+__all__ = ["NULL_ID", "codec_from_json", "decode_arrow", "encode_arrow", "encode_packed_arrow", "pandas_batch"]
+
+NULL_ID = -1  # a null id, as the pandas UDF path passes it (every id it sees is checked and >= 0)
 
 
 @functools.lru_cache(maxsize=64)
@@ -138,3 +142,55 @@ def decode_arrow(codec: MLTCodec, tokens: pa.Array, *, layout: str, handle_inval
         ids, ok = codec.decode_masked(np.where(shaped[:, None], matrix, 0))
         null = ~(shaped & ok)
     return pa.array(ids, mask=null if null.any() else None)
+
+
+# --- pandas UDFs (PySpark < 4.1): the same Arrow batches, converted at the boundary ---------
+
+
+def _arrow_to_pandas(result: pa.Array) -> pd.Series:
+    """A UDF result for pandas UDFs: bigint as the nullable Int64 (exact; float64 is not)."""
+    return result.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
+
+
+def _bigint_from_pandas(values: pd.Series, name: str) -> pa.Array:
+    """The int64 Arrow array of a bigint pandas UDF argument. PySpark < 4.1 hands a batch
+    holding nulls to pandas as float64, exact only below 2**53."""
+    if values.dtype.kind in "iu":  # numpy int64, or pandas Int64 from a chained pandas UDF
+        return pa.array(values, type=pa.int64(), from_pandas=True)
+    floats = values.to_numpy(np.float64)
+    present = ~np.isnan(floats)
+    if (np.abs(floats[present]) >= 2.0**53).any():
+        import pyspark  # noqa: PLC0415 - for the message only
+
+        raise MLTError(
+            f"spark-mlt: {name}: PySpark {pyspark.__version__} passes a batch of bigint values that "
+            "holds nulls to pandas as float64, which cannot represent values of 2^53 or more "
+            "exactly; filter the nulls out first, use the column functions mlt_encode/mlt_decode "
+            "(exact on every PySpark), or PySpark >= 4.1"
+        )
+    return pa.array(np.where(present, floats, 0).astype(np.int64), mask=~present)
+
+
+def pandas_batch(batch: Callable[[pa.Array], pa.Array], *, takes: str, name: str) -> Callable[[pd.Series], pd.Series]:
+    """``batch`` (Arrow array in, Arrow array out) as a pandas UDF's function; ``takes`` is
+    the input's Spark type: "bigint", "array" (array<int>) or "id" (a checked id, null
+    passed as :data:`NULL_ID`). Bigint results travel as pandas' nullable Int64."""
+    if takes == "id":
+
+        def pandas_id_batch(values: pd.Series) -> pd.Series:
+            ids = values.to_numpy(np.int64)
+            return _arrow_to_pandas(batch(pa.array(ids, mask=ids == NULL_ID)))
+
+        return pandas_id_batch
+
+    if takes == "bigint":
+
+        def pandas_bigint_batch(values: pd.Series) -> pd.Series:
+            return _arrow_to_pandas(batch(_bigint_from_pandas(values, name)))
+
+        return pandas_bigint_batch
+
+    def pandas_array_batch(values: pd.Series) -> pd.Series:
+        return _arrow_to_pandas(batch(pa.array(values, type=pa.list_(pa.int64()), from_pandas=True)))
+
+    return pandas_array_batch

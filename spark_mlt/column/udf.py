@@ -14,15 +14,20 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-import pandas as pd
 import pyarrow as pa
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.functions import pandas_udf
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column.arrow import codec_from_json, decode_arrow, encode_arrow, encode_packed_arrow
+from spark_mlt.column.arrow import (
+    NULL_ID,
+    codec_from_json,
+    decode_arrow,
+    encode_arrow,
+    encode_packed_arrow,
+    pandas_batch,
+)
 from spark_mlt.column.builders import checked_id, unpack_expr
 from spark_mlt.column.inputs import Input, bound, expression
 from spark_mlt.column.layouts import (
@@ -36,65 +41,17 @@ from spark_mlt.column.layouts import (
     vector_tokens,
 )
 from spark_mlt.column.targets import ColumnTarget
-from spark_mlt.column.versions import PYSPARK_LINE, has_arrow_udfs
-from spark_mlt.errors import MLTError
+from spark_mlt.column.versions import has_arrow_udfs
 
 __all__ = ["UdfEngine", "decode_udf", "encode_udf"]
-
-NULL_ID = -1  # a null id, as the pandas UDF path passes it (every id it sees is checked and >= 0)
-
-
-def _arrow_to_pandas(result: pa.Array) -> pd.Series:
-    """A UDF result for pandas UDFs: bigint as the nullable Int64 (exact; float64 is not)."""
-    return result.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
-
-
-def _bigint_from_pandas(values: pd.Series, name: str) -> pa.Array:
-    """The int64 Arrow array of a bigint pandas UDF argument. PySpark < 4.1 hands a batch
-    holding nulls to pandas as float64, exact only below 2**53."""
-    if values.dtype.kind in "iu":  # numpy int64, or pandas Int64 from a chained pandas UDF
-        return pa.array(values, type=pa.int64(), from_pandas=True)
-    floats = values.to_numpy(np.float64)
-    present = ~np.isnan(floats)
-    if (np.abs(floats[present]) >= 2.0**53).any():
-        line = ".".join(map(str, PYSPARK_LINE))
-        raise MLTError(
-            f"spark-mlt: {name}: PySpark {line} passes a batch of bigint values that "
-            "holds nulls to pandas as float64, which cannot represent values of 2^53 or more "
-            "exactly; filter the nulls out first, use the column functions mlt_encode/mlt_decode "
-            "(exact on every PySpark), or PySpark >= 4.1"
-        )
-    return pa.array(np.where(present, floats, 0).astype(np.int64), mask=~present)
-
-
-def _pandas_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, takes: str) -> Any:
-    """The pandas UDF of ``batch`` for PySpark < 4.1: converts at the boundary (see
-    :func:`vectorized_udf`); bigint results travel as pandas' nullable Int64."""
-    if takes == "id":
-
-        def pandas_id_batch(values: pd.Series) -> pd.Series:
-            ids = values.to_numpy(np.int64)
-            return _arrow_to_pandas(batch(pa.array(ids, mask=ids == NULL_ID)))
-
-        return pandas_udf(pandas_id_batch, return_type)  # type: ignore[call-overload]
-
-    if takes == "bigint":
-
-        def pandas_bigint_batch(values: pd.Series) -> pd.Series:
-            return _arrow_to_pandas(batch(_bigint_from_pandas(values, name)))
-
-        return pandas_udf(pandas_bigint_batch, return_type)  # type: ignore[call-overload]
-
-    def pandas_array_batch(values: pd.Series) -> pd.Series:
-        return _arrow_to_pandas(batch(pa.array(values, type=pa.list_(pa.int64()), from_pandas=True)))
-
-    return pandas_udf(pandas_array_batch, return_type)  # type: ignore[call-overload]
 
 
 def vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, *, takes: str) -> Any:
     """A vectorised UDF running ``batch`` (Arrow array in, Arrow array out): an Arrow UDF on
     PySpark >= 4.1, a pandas UDF before. ``takes`` is the input's Spark type: "bigint",
     "array" (array<int>) or "id": a checked id (bigint >= 0 or null; see :func:`_call_id_udf`).
+    The functions shipped to the workers reference :mod:`spark_mlt.column.arrow` only, so a
+    worker imports NumPy, pyarrow and the codec, not PySpark's ML modules and SciPy.
     """
     if has_arrow_udfs():
 
@@ -102,7 +59,7 @@ def vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name
             return batch(values)
 
         return F.arrow_udf(arrow_batch, return_type)  # type: ignore[attr-defined]
-    return _pandas_udf(batch, return_type, name, takes)
+    return pandas_udf(pandas_batch(batch, takes=takes, name=name), return_type)  # type: ignore[call-overload]
 
 
 def _call_id_udf(udf: Any, checked: Column) -> Column:
