@@ -22,9 +22,7 @@ Example::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
-
+from spark_mlt._lazy import lazy_attributes
 from spark_mlt.codec import MLTCodec, load_light_mlt_params
 from spark_mlt.errors import (
     CodecFormatError,
@@ -61,10 +59,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'spark_mlt' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [

@@ -16,8 +16,9 @@ Example::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from spark_mlt._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from spark_mlt.column.functions import mlt_decode, mlt_encode, mlt_unpack
@@ -43,10 +44,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    raise AttributeError(f"module 'spark_mlt.column' has no attribute {name!r}")
+__getattr__ = lazy_attributes(__name__, _LAZY)
 
 
 __all__ = [
