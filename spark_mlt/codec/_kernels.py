@@ -141,15 +141,19 @@ def combine_digits(rows: Sequence[npt.NDArray[Any]], p: int, out: I64) -> Mask |
     return combine_limbs(limbs, radices, out)
 
 
-def _contributions(rows: I64, p: int) -> I64:
-    """Row v of the result is ``digits(v) @ rows mod p``, v's k base-p digits msd first."""
+def _contributions(rows: I64, p: int) -> npt.NDArray[np.uint16]:
+    """Row v of the result is ``digits(v) @ rows mod p``, v's k base-p digits msd first.
+
+    Built a digit at a time: the table of the first j + 1 digits is that of the first j
+    (index v) beside each multiple of row j (index v * p + d), so the work is about
+    ``p**k * n`` additions in all (a few ms for (3, 39)'s 59,049-row tables).
+    """
     k, n = rows.shape
-    rest = np.arange(p**k, dtype=np.int64)
-    table = np.zeros((p**k, n), dtype=np.int64)
-    for i in range(k - 1, -1, -1):
-        rest, digit = np.divmod(rest, p)
-        table += digit[:, None] * rows[i][None, :]  # each product < 2**62: no overflow
-        table %= p
+    table = np.zeros((1, n), dtype=np.uint16)  # sums below 2 * p <= 512
+    for i in range(k):
+        step = (np.arange(p, dtype=np.int64)[:, None] * rows[i][None, :] % p).astype(np.uint16)
+        table = (table[:, None, :] + step[None, :, :]).reshape(-1, n)
+        np.minimum(table, table - np.uint16(p), out=table)  # s - p wraps around where s < p
     return table
 
 
