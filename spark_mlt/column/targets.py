@@ -129,7 +129,13 @@ class SqlTarget:
     def case(self, branches: Sequence[tuple[str, str]], otherwise: str) -> str:
         """Nested ``if(cond, value, otherwise)`` calls: the meaning of a CASE, but Spark's
         parser, while cold, takes seconds over ``CASE ... ELSE <a large expression> END``
-        (10 s for the (3, 39) decoder's shape check, 0.8 s as an ``if``)."""
+        (10 s for the (3, 39) decoder's shape check, 0.8 s as an ``if``).
+
+        Example::
+
+            >>> SqlTarget().case([("a", "1"), ("b", "2")], "NULL")
+            'if(a, 1, if(b, 2, NULL))'
+        """
         result = otherwise
         for cond, value in reversed(branches):
             result = f"if({cond}, {value}, {result})"
