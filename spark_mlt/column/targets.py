@@ -129,7 +129,9 @@ class SqlTarget:
     def case(self, branches: Sequence[tuple[str, str]], otherwise: str) -> str:
         """Nested ``if(cond, value, otherwise)`` calls: the meaning of a CASE, but Spark's
         parser, while cold, takes seconds over ``CASE ... ELSE <a large expression> END``
-        (10 s for the (3, 39) decoder's shape check, 0.8 s as an ``if``).
+        (10 s for the (3, 39) decoder's shape check, 0.8 s as an ``if``), and with the
+        code Spark generates for ``if`` array encode runs 1.5-2.5x faster than with
+        ``CASE`` (1.1x for (3, 39); 2M rows, PySpark 4.3).
 
         Example::
 
