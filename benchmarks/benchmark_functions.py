@@ -206,15 +206,15 @@ def run_family(
 
 # --- latency: a 3-row composition in a fresh process ----------------------------------------
 
-LATENCY_CASES = {
-    "decode(encode(id)), p=2 n=40": "one",
-    "withColumn chain, p=2 n=40": "chain",
-    "encode(decode(encode(id))), p=2 n=40": "three",
-    "SQL decode(encode(id)), p=2 n=40": "sql",
-    "decode(encode(id)), p=65521 n=4": "one-65521",
-    "decode(encode(id)), p=3 n=39": "one-3",
-    "withColumn chain, p=3 n=39": "chain-3",
-    "MLTEncoder -> MLTDecoder loaded from disk, two p=13 n=9 columns": "pipeline",
+LATENCY_CASES = {  # case: (label, shape, codec)
+    "one": ("decode(encode(id)), p=2 n=40", "one", (2, 40)),
+    "chain": ("withColumn chain, p=2 n=40", "chain", (2, 40)),
+    "three": ("encode(decode(encode(id))), p=2 n=40", "three", (2, 40)),
+    "sql": ("SQL decode(encode(id)), p=2 n=40", "sql", (2, 40)),
+    "one-65521": ("decode(encode(id)), p=65521 n=4", "one", (65521, 4)),
+    "one-3": ("decode(encode(id)), p=3 n=39", "one", (3, 39)),
+    "chain-3": ("withColumn chain, p=3 n=39", "chain", (3, 39)),
+    "pipeline": ("MLTEncoder -> MLTDecoder loaded from disk, two p=13 n=9 columns", "pipeline", (13, 9)),
 }
 WARM_UP_CODEC = (7, 7)  # no case uses it: nothing the warm-up compiles is reused by a case
 
@@ -249,23 +249,23 @@ def latency_case(case: str, *, warm: bool) -> dict[str, float]:
 def _latency_setup(spark: SparkSession, case: str, three: DataFrame, folder: str) -> Callable[[], DataFrame]:
     """What the case needs before its query (for the pipeline: fit, save and load it), and
     the function that builds the query."""
-    if case == "pipeline":
+    _, shape, family = LATENCY_CASES[case]
+    if shape == "pipeline":
         ratings = spark.createDataFrame([(1, 10), (2, 2000), (3, None)], "userId bigint, movieId bigint")
-        encoder = MLTEncoder(inputCols=["userId", "movieId"], outputCols=["u", "m"], p=13, n=9)
+        encoder = MLTEncoder(inputCols=["userId", "movieId"], outputCols=["u", "m"], p=family[0], n=family[1])
         model = Pipeline(stages=[encoder]).fit(ratings)
         decoder = MLTDecoder.from_codecs(model.stages[0].getCodecs(), inputCols=["u", "m"], outputCols=["ub", "mb"])
         PipelineModel(stages=[*model.stages, decoder]).write().overwrite().save(f"{folder}/pipeline")
         loaded = PipelineModel.load(f"{folder}/pipeline")
         return lambda: loaded.transform(ratings)
-    family = {"one-65521": (65521, 4), "one-3": (3, 39), "chain-3": (3, 39)}.get(case, (2, 40))
     codec = MLTCodec.from_seed(*family)
-    if case == "sql":
+    if shape == "sql":
         register_mlt_functions(spark, codec, "latency")
         three.createOrReplaceTempView("latency_ids")
         return lambda: spark.sql("SELECT mlt_decode_latency(mlt_encode_latency(id)) AS back FROM latency_ids")
-    if case.startswith("chain"):
+    if shape == "chain":
         return lambda: three.withColumn("t", mlt_encode("id", codec)).withColumn("back", mlt_decode("t", codec))
-    if case == "three":
+    if shape == "three":
         return lambda: three.select(mlt_encode(mlt_decode(mlt_encode("id", codec), codec), codec))
     return lambda: three.select(mlt_decode(mlt_encode("id", codec), codec))
 
@@ -286,7 +286,7 @@ def run_latency() -> None:
         "\n   fresh process: 'first' after the session's first query (a 3-row xxhash64), 'warm' after a"
         f"\n   round trip of another codec {WARM_UP_CODEC} on each engine (the pipeline is loaded beforehand)"
     )
-    for label, case in LATENCY_CASES.items():
+    for case, (label, _, _) in LATENCY_CASES.items():
         figures = []
         for warm in (False, True):
             result = _run_latency_case(case, warm)
