@@ -11,9 +11,11 @@ import pytest
 from pyspark.ml import Pipeline, PipelineModel
 from pyspark.ml.classification import LogisticRegression
 from pyspark.ml.feature import VectorAssembler
+from pyspark.ml.linalg import Vectors, VectorUDT
 from pyspark.ml.param import Params
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import StringType, StructField, StructType
 from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt import MLTCodec, MLTTypeError, OptionError
@@ -130,6 +132,32 @@ def test_decoder_handles_invalid_token_vectors(spark: SparkSession) -> None:
     assert [(r.t, r.id) for r in skipped] == [(valid, 7), (None, None)]
     with pytest.raises(QUERY_ERRORS, match=r"is not a valid MLT code"):
         decoder.transform(tokens).collect()
+
+
+def test_decoder_decodes_invalid_vectors_by_name_and_drops_its_staged_tokens(spark: SparkSession) -> None:
+    codec = MLTCodec.from_seed(13, 4)
+    good = codec.encode([777])[0] / 12
+    schema = StructType([StructField("v", VectorUDT()), StructField("__spark_mlt_tokens_0", StringType())])
+    vectors = [good, [1.5, *good[1:]], [float("nan"), *good[1:]], good[:-1]]  # token 18; NaN; too short
+    rows = [(Vectors.dense(v), "mine") for v in vectors] + [
+        (Vectors.sparse(4, dict(enumerate(good))), "mine"),
+        (None, ""),
+    ]
+    df = spark.createDataFrame(rows, schema)
+    decoder = MLTDecoder(codecs=[codec], inputCol="v", outputCol="id", handleInvalid="null")
+    decoded = decoder.transform(df)
+    assert decoded.columns == ["v", "__spark_mlt_tokens_0", "id"]  # a user's column of the staging name is kept
+    assert [(r.id, r["__spark_mlt_tokens_0"]) for r in decoded.collect()] == [
+        (777, "mine"),
+        (None, "mine"),
+        (None, "mine"),
+        (None, "mine"),
+        (777, "mine"),
+        (None, ""),
+    ]
+    assert [r.id for r in decoder.copy().setHandleInvalid("skip").transform(df).collect()] == [777, 777, None]
+    with pytest.raises(QUERY_ERRORS, match=r"column 'v': token vector \[18, .*\] is not a valid MLT code"):
+        decoder.copy().setHandleInvalid("error").transform(df.limit(2)).collect()
 
 
 # --- decoder layouts ----------------------------------------------------------------------

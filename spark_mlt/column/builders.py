@@ -40,10 +40,18 @@ from typing import TypeVar
 from spark_mlt.codec import MAX_ID, MLTCodec
 from spark_mlt.codec.tables import XorTables, decode_tables, encode_tables, xor_decode_tables, xor_encode_tables
 from spark_mlt.column.lanes import lane_outputs, lookup_words, mat_words, weighted
-from spark_mlt.column.layouts import shape_tokens, token_names, unpack_tokens, vector_scale
+from spark_mlt.column.layouts import shape_tokens, token_names, unpack_tokens, vector_scale, vector_values_of
 from spark_mlt.column.targets import ExpressionTarget
 
-__all__ = ["checked_id", "decode_expr", "encode_expr", "encode_tokens", "input_gate", "unpack_expr"]
+__all__ = [
+    "checked_id",
+    "decode_expr",
+    "encode_expr",
+    "encode_tokens",
+    "encode_vector_parts",
+    "input_gate",
+    "unpack_expr",
+]
 
 E = TypeVar("E")
 
@@ -160,16 +168,32 @@ def encode_expr(
     branches), whatever the id; a scalar CASE then picks the result, null, or the error:
     ``try_element_at(array(result), CASE ... THEN 1 END)``. See the module docs for the size.
     """
+    if layout == "vector":
+        doubles, pick = encode_vector_parts(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+        return t.call("try_element_at", [t.call("array", [t.vector(doubles)]), pick])
     x, checks = _id_checks(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
-    parity = xor_encode_tables(codec) if layout == "packed" else None
-    result = (
-        _packed_parity(t, x, parity)
-        if parity is not None
-        else shape_tokens(t, encode_tokens(t, x, codec), codec, layout)
-    )
     if layout == "packed":  # a bigint: plus 0 where valid, null (or the error) otherwise; no array
-        return t.add(result, t.case(checks, t.lit(0)))
+        parity = xor_encode_tables(codec)
+        packed = (
+            _packed_parity(t, x, parity)
+            if parity is not None
+            else shape_tokens(t, encode_tokens(t, x, codec), codec, layout)
+        )
+        return t.add(packed, t.case(checks, t.lit(0)))
+    result = shape_tokens(t, encode_tokens(t, x, codec), codec, layout)
     return t.call("try_element_at", [t.call("array", [result]), t.case(checks, t.lit(1))])
+
+
+def encode_vector_parts(
+    t: ExpressionTarget[E], value: E, codec: MLTCodec, *, handle_invalid: str, sql_name: str
+) -> tuple[E, E]:
+    """The two parts of a vector encoder, neither of which is a vector: the values of the
+    vector (an array<double>, never null) and the pick (1 where the id is valid, else null or
+    the error). The vector is ``try_element_at(array(array_to_vector(values)), pick)``, so
+    both parts can be SQL text, which has no vector type (see
+    :class:`~spark_mlt.column.native.NativeEngine`)."""
+    x, checks = _id_checks(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+    return vector_values_of(t, encode_tokens(t, x, codec), codec), t.case(checks, t.lit(1))
 
 
 # --- tokens to ids --------------------------------------------------------------------------

@@ -61,6 +61,7 @@ __all__ = [
     "vector_of_tokens",
     "vector_scale",
     "vector_tokens",
+    "vector_values_of",
 ]
 
 E = TypeVar("E")
@@ -272,11 +273,18 @@ def shape_tokens(t: ExpressionTarget[E], tokens: Sequence[E], codec: MLTCodec, l
     if layout == "packed":
         return pack_tokens(t, tokens, codec.require_packed_bits())
     if layout == "vector":
-        scale = t.cast(t.lit(vector_scale(codec)), "DOUBLE")
-        scaled = [t.call("try_divide", [t.cast(token, "DOUBLE"), scale]) for token in tokens]
-        return t.vector(t.call("array", [t.call("coalesce", [item, t.cast(t.lit(0), "DOUBLE")]) for item in scaled]))
+        return t.vector(vector_values_of(t, tokens, codec))
     ints = [t.cast(token, "INT") for token in tokens]
     return t.struct(token_names(codec.n), ints) if layout == "struct" else t.call("array", ints)
+
+
+def vector_values_of(t: ExpressionTarget[E], tokens: Sequence[E], codec: MLTCodec) -> E:
+    """The array<double> of token / (p - 1) that the vector layout holds, never null: a null
+    token (from an invalid id whose row the caller discards) becomes 0, as
+    ``array_to_vector`` fails on nulls."""
+    scale = t.cast(t.lit(vector_scale(codec)), "DOUBLE")
+    scaled = [t.call("try_divide", [t.cast(token, "DOUBLE"), scale]) for token in tokens]
+    return t.call("array", [t.call("coalesce", [item, t.cast(t.lit(0), "DOUBLE")]) for item in scaled])
 
 
 def vector_of_tokens(tokens: Input, codec: MLTCodec) -> Column:

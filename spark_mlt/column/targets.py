@@ -237,11 +237,11 @@ class ColumnTarget:
         return self.F.when((a >= low) & (a <= high), a).cast("bigint")
 
     def case(self, branches: Sequence[tuple[Any, Any]], otherwise: Any) -> Any:
-        (cond, value), *rest = branches
-        result = self.F.when(cond, value)
-        for cond, value in rest:
-            result = result.when(cond, value)
-        return result.otherwise(otherwise)
+        """Nested ``if`` calls, as :meth:`SqlTarget.case` writes them (the same generated code)."""
+        result = otherwise
+        for cond, value in reversed(branches):
+            result = self.F.call_function("if", cond, value, result)
+        return result
 
     def call(self, name: str, args: Sequence[Any]) -> Any:
         return self.F.call_function(name, *args)

@@ -21,6 +21,7 @@ from pyspark.sql import Column, DataFrame
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import column_layout, mlt_decode
+from spark_mlt.column.functions import decode_token_column, vector_token_column
 from spark_mlt.column.layouts import DECODER_LAYOUTS
 from spark_mlt.ml.params import MLTCodecStageParams, to_choice
 from spark_mlt.options import HandleInvalid, check_choice
@@ -111,9 +112,29 @@ class MLTDecoder(
     def _transform(self, dataset: DataFrame) -> DataFrame:
         wanted = check_choice("layout", self.getLayout(), DECODER_LAYOUTS)
         engine = self._engine()
+        columns = self._column_codecs()
+        layouts = {source: column_layout(dataset.schema, source, wanted) for source, _, _ in columns}
+        # Vector tokens are rounded into an array column of their own first, which the decoder
+        # then reads by name, as SQL text (see vector_token_column); dropped at the end.
+        taken = {*dataset.columns, *(target for _, target, _ in columns)}
+        staged = {
+            source: _free_name(taken, i) for i, (source, _, _) in enumerate(columns) if layouts[source] == "vector"
+        }
+        prepared = dataset.withColumns(
+            {staged[source]: vector_token_column(source, codec) for source, _, codec in columns if source in staged}
+        )
 
         def decode(source: str, codec: MLTCodec, handle: HandleInvalid) -> Column:
-            layout = column_layout(dataset.schema, source, wanted)
-            return mlt_decode(source, codec, layout=layout, handle_invalid=handle, engine=engine)
+            if source in staged:
+                return decode_token_column(staged[source], source, codec, handle_invalid=handle, engine=engine)
+            return mlt_decode(source, codec, layout=layouts[source], handle_invalid=handle, engine=engine)
 
-        return self._add_columns(dataset, decode)
+        return self._add_columns(prepared, decode).drop(*staged.values())
+
+
+def _free_name(taken: set[str], index: int) -> str:
+    """A column name not in ``taken`` for the staged tokens of input ``index``."""
+    name = f"__spark_mlt_tokens_{index}"
+    while name in taken:
+        name += "_"
+    return name

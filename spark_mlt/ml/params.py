@@ -244,16 +244,19 @@ class MLTCodecStageParams(MLTStageParams, HasCodecs):
     def _add_columns(self, dataset: DataFrame, make: Callable[[str, MLTCodec, HandleInvalid], Column]) -> DataFrame:
         """``dataset`` with ``make(input, codec, "error" | "null")`` as each output column;
         ``handleInvalid="skip"`` then drops the rows where an output is null but its input is not."""
+        columns = self._column_codecs()
+        handle = self._handle_invalid()
+        column_handle: HandleInvalid = "error" if handle == "error" else "null"
+        out = dataset.withColumns({target: make(source, codec, column_handle) for source, target, codec in columns})
+        if handle == "skip":
+            for source, target, _ in columns:
+                out = out.where(F.col(source).isNull() | F.col(target).isNotNull())
+        return out
+
+    def _column_codecs(self) -> list[tuple[str, str, MLTCodec]]:
+        """(input, output, codec) for each input column; the codecs must be one per input."""
         pairs = self._columns()
         codecs = self.getCodecs()
         if len(codecs) != len(pairs):
             raise OptionError(f"codecs has {len(codecs)} codecs for {len(pairs)} input columns", parameter="codecs")
-        handle = self._handle_invalid()
-        column_handle: HandleInvalid = "error" if handle == "error" else "null"
-        out = dataset.withColumns(
-            {target: make(source, codec, column_handle) for (source, target), codec in zip(pairs, codecs, strict=True)}
-        )
-        if handle == "skip":
-            for source, target in pairs:
-                out = out.where(F.col(source).isNull() | F.col(target).isNotNull())
-        return out
+        return [(source, target, codec) for (source, target), codec in zip(pairs, codecs, strict=True)]
