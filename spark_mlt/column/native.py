@@ -3,7 +3,10 @@
 No Python worker runs. The arithmetic is built by :mod:`spark_mlt.column.builders` (exact
 with ANSI mode on and off); this module only binds it to the input column: as SQL text,
 parsed by Spark in one call, when the input is a column (by name or ``F.col``), else as a
-Column around the input (see :mod:`spark_mlt.column.targets` for why).
+Column around the input (see :mod:`spark_mlt.column.targets` for why). SQL has no ML vector
+type, so vector tokens of a column are SQL text around two Column calls, and a vector input
+is decoded as a Column (``MLTDecoder`` first rounds it into an array column of its own,
+:func:`~spark_mlt.column.functions.vector_token_column`, and decodes that by name).
 """
 
 from __future__ import annotations
