@@ -24,12 +24,12 @@ Traps handled here:
 
 Plan size. Spark expressions are trees: a value read k times is k copies of its subtree. So
 tokens are computed from the raw bigint id, which every token may read (a column reference
-and a cast); the validity CASE reads the input a few times and only picks the result,
-``try_element_at(array(result), CASE ... THEN 1 END)`` (packed output adds a CASE that is
-0 or null instead); each token (or digit) copies the lane-packed word it reads (see
-``lanes``); and an input longer than a column reference (say, another spark-mlt function)
-is bound once to a lambda variable by :mod:`spark_mlt.column.inputs`, so composed functions
-plan as the sum of their parts.
+and a cast); the validity CASE (both targets write it as nested ``if()`` calls) reads the
+input a few times and only picks the result, ``try_element_at(array(result), CASE ... THEN 1
+END)`` (packed output adds a CASE that is 0 or null instead); each token (or digit) copies
+the lane-packed word it reads (see ``lanes``); and an input longer than a column reference
+(say, another spark-mlt function) is bound once to a lambda variable by
+:mod:`spark_mlt.column.inputs`, so composed functions plan as the sum of their parts.
 """
 
 from __future__ import annotations

@@ -10,24 +10,27 @@ rows, handled per ``handle_invalid`` (see :mod:`spark_mlt.options`).
 
 from __future__ import annotations
 
+from pyspark.ml.functions import vector_to_array
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.builders import unpack_expr
 from spark_mlt.column.engine import engine_for
-from spark_mlt.column.inputs import Input, as_input, expression, quoted_name
-from spark_mlt.column.layouts import LAYOUTS, SQL_LAYOUTS, UNPACK_LAYOUTS, Layout, vector_tokens
+from spark_mlt.column.inputs import Input, as_input, expression
+from spark_mlt.column.layouts import LAYOUTS, SQL_LAYOUTS, UNPACK_LAYOUTS, Layout, shape_gate
+from spark_mlt.column.native import decode_vector_values
+from spark_mlt.column.targets import ColumnTarget
 from spark_mlt.errors import MLTTypeError
 from spark_mlt.options import Engine, HandleInvalid, check_choice
 
 __all__ = [
     "check_codec",
-    "decode_token_column",
+    "decode_vector_values_column",
     "mlt_decode",
     "mlt_encode",
     "mlt_unpack",
-    "vector_token_column",
+    "vector_values_column",
 ]
 
 #: what a column function does with an invalid id or token vector (it cannot drop rows)
@@ -136,26 +139,27 @@ def mlt_decode(
     return runner.decode(source, codec, chosen, handle_invalid).alias(_result_name("mlt_decode", source))
 
 
-def vector_token_column(col: str, codec: MLTCodec) -> Column:
-    """The tokens of the vector column ``col``, rounded into an array<bigint> (null for a null
-    vector; the type is checked when Spark analyses the query). Added as a column of its own,
-    it is what :func:`decode_token_column` reads by name: ``MLTDecoder`` decodes vectors so.
+def vector_values_column(col: str, codec: MLTCodec) -> Column:
+    """The values of the vector column ``col`` as an array<double> (null for a null vector;
+    the type is checked when Spark analyses the query), to add as a column of its own that
+    :func:`decode_vector_values_column` decodes by name: ``MLTDecoder`` decodes vectors so.
 
-    The decoder reads its tokens n times; a Column it cannot read by name is built as Columns
-    (SQL has no vector type: a (13, 9) decoder took 0.6 s of Py4J calls) and bound to a lambda,
-    which Spark runs many times slower. Spark keeps this column, which is read n times and
-    costs more than a reference, in a projection of its own, as in a ``withColumn`` chain.
+    SQL cannot read a vector, so a decoder that reads one is built as Columns, a Py4J call
+    per operation (0.6 s for a (13, 9) decoder). Spark keeps this column, which the decoder
+    reads n times and which costs more than a reference, in a projection of its own.
     """
-    return vector_tokens(as_input(col), codec).column
+    t = ColumnTarget()
+    source = as_input(col)
+    gate, fields = shape_gate(t, source.column, codec, "vector", source.name)
+    values: Column = t.case([(gate | fields.isNull(), F.lit(None))], vector_to_array(fields))
+    return values
 
 
-def decode_token_column(
-    col: str, vector: str, codec: MLTCodec, *, handle_invalid: HandleInvalid, engine: Engine
-) -> Column:
-    """:func:`mlt_decode` of a column :func:`vector_token_column` added for the vector column
-    ``vector``, whose name its messages give."""
-    source = Input(F.col(col), as_input(vector).name, True, quoted_name(col))
-    return engine_for(engine, codec, "array", source).decode(source, codec, "array", handle_invalid)
+def decode_vector_values_column(col: str, vector: str, codec: MLTCodec, *, handle_invalid: HandleInvalid) -> Column:
+    """The ids (native engine) of the vectors whose values :func:`vector_values_column` put
+    in column ``col``; messages name the vector column ``vector``."""
+    column = "`" + col.replace("`", "``") + "`"  # a column's own name, as withColumns gave it (dots are no path)
+    return decode_vector_values(column, as_input(vector).name, codec, handle_invalid)
 
 
 def _result_name(function: str, source: Input) -> str:

@@ -20,9 +20,9 @@ from spark_mlt.codec import MLTCodec
 from spark_mlt.column.builders import decode_expr, encode_expr, encode_vector_parts
 from spark_mlt.column.inputs import Input, expression
 from spark_mlt.column.layouts import SQL_LAYOUTS, Layout, shape_gate
-from spark_mlt.column.targets import ColumnTarget, ExpressionTarget, SqlTarget
+from spark_mlt.column.targets import ColumnTarget, ExpressionTarget, SqlTarget, VectorValuesTarget
 
-__all__ = ["NativeEngine"]
+__all__ = ["NativeEngine", "decode_vector_values"]
 
 E = TypeVar("E")
 
@@ -48,6 +48,14 @@ class NativeEngine:
 
         # the gate of a struct or a vector needs a Column (SQL cannot add a field, or read a vector)
         return expression(source, build, text=layout in SQL_LAYOUTS)
+
+
+def decode_vector_values(sql: str, name: str, codec: MLTCodec, handle_invalid: str) -> Column:
+    """The ids of token vectors whose values are the array<double> column ``sql`` (see
+    :func:`~spark_mlt.column.functions.vector_values_column`), as SQL text; messages name
+    the vector column ``name``."""
+    text = decode_expr(VectorValuesTarget(), sql, codec, layout="vector", handle_invalid=handle_invalid, sql_name=name)
+    return F.expr(text)
 
 
 def _vector_from_text(sql: str, name: str, codec: MLTCodec, handle_invalid: str) -> Column:

@@ -32,7 +32,7 @@ try:
 except ImportError:  # PySpark < 4.0
     from pyspark.sql.column import Column as ClassicColumn  # type: ignore[assignment,unused-ignore]
 
-__all__ = ["ColumnTarget", "ExpressionTarget", "SqlTarget"]
+__all__ = ["ColumnTarget", "ExpressionTarget", "SqlTarget", "VectorValuesTarget"]
 
 E = TypeVar("E")
 
@@ -181,6 +181,16 @@ class SqlTarget:
         """An array<bigint> from one string literal, which the optimizer folds (it is
         constant) into an array literal before the query runs."""
         return "CAST(split('" + ",".join(map(str, values)) + "', ',') AS ARRAY<BIGINT>)"
+
+
+class VectorValuesTarget(SqlTarget):
+    """SQL text that decodes a vector whose values were read into an array<double> column
+    first (SQL cannot read a vector; see
+    :func:`~spark_mlt.column.functions.vector_values_column`): the vector's values are that
+    column."""
+
+    def vector_values(self, vector: str) -> str:
+        return vector
 
 
 class ColumnTarget:

@@ -21,7 +21,9 @@ from pyspark.sql import Column, DataFrame
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import column_layout, mlt_decode
-from spark_mlt.column.functions import decode_token_column, vector_token_column
+from spark_mlt.column.engine import engine_for
+from spark_mlt.column.functions import decode_vector_values_column, vector_values_column
+from spark_mlt.column.inputs import as_input
 from spark_mlt.column.layouts import DECODER_LAYOUTS
 from spark_mlt.ml.params import MLTCodecStageParams, to_choice
 from spark_mlt.options import HandleInvalid, check_choice
@@ -114,19 +116,21 @@ class MLTDecoder(
         engine = self._engine()
         columns = self._column_codecs()
         layouts = {source: column_layout(dataset.schema, source, wanted) for source, _, _ in columns}
-        # Vector tokens are rounded into an array column of their own first, which the decoder
-        # then reads by name, as SQL text (see vector_token_column); dropped at the end.
+        # The native engine decodes a vector from SQL text after its values are read into an
+        # array column of their own (see vector_values_column), dropped at the end.
         taken = {*dataset.columns, *(target for _, target, _ in columns)}
         staged = {
-            source: _free_name(taken, i) for i, (source, _, _) in enumerate(columns) if layouts[source] == "vector"
+            source: _free_name(taken, i)
+            for i, (source, _, codec) in enumerate(columns)
+            if layouts[source] == "vector" and engine_for(engine, codec, "vector", as_input(source)).name == "native"
         }
         prepared = dataset.withColumns(
-            {staged[source]: vector_token_column(source, codec) for source, _, codec in columns if source in staged}
+            {staged[source]: vector_values_column(source, codec) for source, _, codec in columns if source in staged}
         )
 
         def decode(source: str, codec: MLTCodec, handle: HandleInvalid) -> Column:
             if source in staged:
-                return decode_token_column(staged[source], source, codec, handle_invalid=handle, engine=engine)
+                return decode_vector_values_column(staged[source], source, codec, handle_invalid=handle)
             return mlt_decode(source, codec, layout=layouts[source], handle_invalid=handle, engine=engine)
 
         return self._add_columns(prepared, decode).drop(*staged.values())
