@@ -134,10 +134,10 @@ def test_decoder_handles_invalid_token_vectors(spark: SparkSession) -> None:
         decoder.transform(tokens).collect()
 
 
-def test_decoder_decodes_invalid_vectors_by_name_and_drops_its_staged_tokens(spark: SparkSession) -> None:
+def test_decoder_decodes_invalid_vectors_by_name_and_drops_its_staged_values(spark: SparkSession) -> None:
     codec = MLTCodec.from_seed(13, 4)
     good = codec.encode([777])[0] / 12
-    schema = StructType([StructField("v", VectorUDT()), StructField("__spark_mlt_tokens_0", StringType())])
+    schema = StructType([StructField("v", VectorUDT()), StructField("__spark_mlt_values_0", StringType())])
     vectors = [good, [1.5, *good[1:]], [float("nan"), *good[1:]], good[:-1]]  # token 18; NaN; too short
     rows = [(Vectors.dense(v), "mine") for v in vectors] + [
         (Vectors.sparse(4, dict(enumerate(good))), "mine"),
@@ -146,8 +146,8 @@ def test_decoder_decodes_invalid_vectors_by_name_and_drops_its_staged_tokens(spa
     df = spark.createDataFrame(rows, schema)
     decoder = MLTDecoder(codecs=[codec], inputCol="v", outputCol="id", handleInvalid="null")
     decoded = decoder.transform(df)
-    assert decoded.columns == ["v", "__spark_mlt_tokens_0", "id"]  # a user's column of the staging name is kept
-    assert [(r.id, r["__spark_mlt_tokens_0"]) for r in decoded.collect()] == [
+    assert decoded.columns == ["v", "__spark_mlt_values_0", "id"]  # a user's column of the staging name is kept
+    assert [(r.id, r["__spark_mlt_values_0"]) for r in decoded.collect()] == [
         (777, "mine"),
         (None, "mine"),
         (None, "mine"),

@@ -5,8 +5,9 @@ with ANSI mode on and off); this module only binds it to the input column: as SQ
 parsed by Spark in one call, when the input is a column (by name or ``F.col``), else as a
 Column around the input (see :mod:`spark_mlt.column.targets` for why). SQL has no ML vector
 type, so vector tokens of a column are SQL text around two Column calls, and a vector input
-is decoded as a Column (``MLTDecoder`` first rounds it into an array column of its own,
-:func:`~spark_mlt.column.functions.vector_token_column`, and decodes that by name).
+is decoded as a Column (``MLTDecoder`` first reads its values into an array column of their
+own, :func:`~spark_mlt.column.functions.vector_values_column`, and decodes that by name as
+SQL text: :func:`decode_vector_values`).
 """
 
 from __future__ import annotations
@@ -59,9 +60,10 @@ def decode_vector_values(sql: str, name: str, codec: MLTCodec, handle_invalid: s
 
 
 def _vector_from_text(sql: str, name: str, codec: MLTCodec, handle_invalid: str) -> Column:
-    """Vector tokens of the column whose SQL text is ``sql``: SQL text for the vector's values and for the
-    pick, and two Column calls for the vector, which SQL has no type for. Built as Columns
-    throughout, a (13, 9) encoder took a thousand Py4J calls (0.3 s or more per column)."""
+    """Vector tokens of the column whose SQL text is ``sql``: SQL text for the vector's
+    values and for the pick, and two Column calls for the vector, which SQL has no type for.
+    Built as Columns throughout, a (13, 9) encoder took a thousand Py4J calls (0.3 s or more
+    per column)."""
     doubles, pick = encode_vector_parts(SqlTarget(), sql, codec, handle_invalid=handle_invalid, sql_name=name)
     column = ColumnTarget()
     vector: Column = column.call(

@@ -137,8 +137,8 @@ class MLTDecoder(
 
 
 def _free_name(taken: set[str], index: int) -> str:
-    """A column name not in ``taken`` for the staged tokens of input ``index``."""
-    name = f"__spark_mlt_tokens_{index}"
+    """A column name not in ``taken`` for the values of the vector input ``index``."""
+    name = f"__spark_mlt_values_{index}"
     while name in taken:
         name += "_"
     return name
