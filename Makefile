@@ -70,7 +70,7 @@ bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, o
 	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python benchmarks/benchmark_codec.py
 
 BENCH_LINE ?=
-bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark (20M ids, local[2]); BENCH_LINE=3.5.0 runs it on a compat venv
+bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark: a matrix of codecs, layouts, query shapes and engines (2M ids, local[2]) and 3-row latency; BENCH_LINE=3.5.0 runs it on a compat venv
 	py=$(call line_python,$(BENCH_LINE)); PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_functions $(BENCH_ARGS)
 
 bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and delta-spark, local disk and local S3, against plain Parquet (20M ratings; PySpark 4.2.1 unless BENCH_LINE=...)
