@@ -145,7 +145,7 @@ def vector_values_column(col: str, codec: MLTCodec) -> Column:
     :func:`decode_vector_values_column` decodes by name: ``MLTDecoder`` decodes vectors so.
 
     SQL cannot read a vector, so a decoder that reads one is built as Columns, a Py4J call
-    per operation (0.6 s for a (13, 9) decoder). Spark keeps this column, which the decoder
+    per operation (0.6 s or more for a (13, 9) decoder). Spark keeps this column, which the decoder
     reads n times and which costs more than a reference, in a projection of its own.
     """
     t = ColumnTarget()
