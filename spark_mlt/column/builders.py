@@ -161,7 +161,7 @@ def encode_expr(
     t: ExpressionTarget[E], value: E, codec: MLTCodec, *, layout: str, handle_invalid: str, sql_name: str
 ) -> E:
     """Tokens of ``value`` (any integral or decimal expression) in ``layout`` (see
-    :func:`~spark_mlt.column.layouts.shape_tokens`).
+    :func:`~spark_mlt.column.layouts.shape_tokens`; a vector: :func:`encode_vector_parts`).
 
     Shape of the expression: the tokens are computed from ``TRY_CAST(value AS BIGINT)``
     outside any conditional (Spark's subexpression elimination does not look inside CASE

@@ -265,15 +265,10 @@ def vector_scale(codec: MLTCodec) -> int:
 
 
 def shape_tokens(t: ExpressionTarget[E], tokens: Sequence[E], codec: MLTCodec, layout: str) -> E:
-    """The n ``tokens`` (bigint expressions, in [0, p) when valid) in ``layout``.
-
-    A vector's values are never null (``array_to_vector`` fails on nulls): a null token, from
-    an invalid id whose row the caller discards, becomes 0.
-    """
+    """The n ``tokens`` (bigint expressions, in [0, p) when valid) in ``layout``: array,
+    struct or packed (vectors are built from :func:`vector_values_of`)."""
     if layout == "packed":
         return pack_tokens(t, tokens, codec.require_packed_bits())
-    if layout == "vector":
-        return t.vector(vector_values_of(t, tokens, codec))
     ints = [t.cast(token, "INT") for token in tokens]
     return t.struct(token_names(codec.n), ints) if layout == "struct" else t.call("array", ints)
 
