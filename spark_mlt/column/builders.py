@@ -51,6 +51,7 @@ __all__ = [
     "encode_vector_parts",
     "input_gate",
     "unpack_expr",
+    "vector_of_parts",
 ]
 
 E = TypeVar("E")
@@ -170,7 +171,7 @@ def encode_expr(
     """
     if layout == "vector":
         doubles, pick = encode_vector_parts(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
-        return t.call("try_element_at", [t.call("array", [t.vector(doubles)]), pick])
+        return vector_of_parts(t, doubles, pick)
     x, checks = _id_checks(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
     if layout == "packed":  # a bigint: plus 0 where valid, null (or the error) otherwise; no array
         parity = xor_encode_tables(codec)
@@ -194,6 +195,11 @@ def encode_vector_parts(
     :class:`~spark_mlt.column.native.NativeEngine`)."""
     x, checks = _id_checks(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
     return vector_values_of(t, encode_tokens(t, x, codec), codec), t.case(checks, t.lit(1))
+
+
+def vector_of_parts(t: ExpressionTarget[E], doubles: E, pick: E) -> E:
+    """The vector of :func:`encode_vector_parts`' values, or null (or the error) per its pick."""
+    return t.call("try_element_at", [t.call("array", [t.vector(doubles)]), pick])
 
 
 # --- tokens to ids --------------------------------------------------------------------------

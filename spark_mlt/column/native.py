@@ -18,7 +18,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column.builders import decode_expr, encode_expr, encode_vector_parts
+from spark_mlt.column.builders import decode_expr, encode_expr, encode_vector_parts, vector_of_parts
 from spark_mlt.column.inputs import Input, expression
 from spark_mlt.column.layouts import SQL_LAYOUTS, Layout, shape_gate
 from spark_mlt.column.targets import ColumnTarget, ExpressionTarget, SqlTarget, VectorValuesTarget
@@ -65,8 +65,5 @@ def _vector_from_text(sql: str, name: str, codec: MLTCodec, handle_invalid: str)
     Built as Columns throughout, a Py4J call per operation, a (13, 9) encoder took 0.15-0.3 s
     per column."""
     doubles, pick = encode_vector_parts(SqlTarget(), sql, codec, handle_invalid=handle_invalid, sql_name=name)
-    column = ColumnTarget()
-    vector: Column = column.call(
-        "try_element_at", [column.call("array", [column.vector(F.expr(doubles))]), F.expr(pick)]
-    )
+    vector: Column = vector_of_parts(ColumnTarget(), F.expr(doubles), F.expr(pick))
     return vector
