@@ -44,18 +44,28 @@ demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR, data/
 
 venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 
-test: check-java $(STAMP) ## Run the whole test suite, slow tests included (fetches the line's s3a jars first)
+# The table zoo (tests/support/zoo.py): Delta tables as delta-spark writes them, one per feature,
+# with what delta-spark reads from each version. The jar-free tests read them; a line with Delta
+# builds its own (tests/compat/run-line.sh), the newest line (no Delta yet) uses DELTA_LINE's.
+ZOO_DIR := .zoo
+$(ZOO_DIR)/pyspark-%/manifest.json: tests/support/zoo.py
+	@py=$(call line_python,$*); $(call line_jars,$$py,delta) && \
+	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO_DIR)/pyspark-$*
+
+zoo: check-java $(ZOO_DIR)/pyspark-$(DELTA_LINE)/manifest.json ## Build the table zoo with PySpark $(DELTA_LINE) and its Delta (make test does)
+
+test: check-java $(STAMP) zoo ## Run the whole test suite, slow tests included (fetches the line's s3a jars and builds the table zoo first)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 COMPAT_LINES ?= 3.5.0 4.0.0 4.1.0 4.2.1
 test-compat: check-java ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...), one venv each, with their jars
 	@$(MAKE) --no-print-directory jars JARS_LINE="$(foreach line,$(COMPAT_LINES),$(basename $(line)))"
 	@for line in $(COMPAT_LINES); do PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; done
 
-test-fast: $(STAMP) ## Run the test suite without the slow tests
+test-fast: $(STAMP) ## Run the test suite without the slow tests (uses the table zoo if built)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
 	$(BIN)/ruff check spark_mlt jobs benchmarks tests
@@ -126,6 +136,6 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 	rm -rf "$$out" && mv "$$out.tmp" "$$out" && touch "$$out/.complete"
 
 clean: ## Remove build artefacts and caches (keeps .venv)
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log $(ZOO_DIR)
 
-.PHONY: help check-java jars demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale bench-paper dist clean
+.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale bench-paper dist clean

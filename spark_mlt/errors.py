@@ -22,6 +22,10 @@ catch the whole family or one kind::
         ├── VocabularyError             a key vocabulary is inconsistent
         ├── ConcurrentWriteError        another write committed first and this one could not be
         │                               retried safely: it committed nothing
+        ├── TableFeatureError           the table uses a Delta feature the jar-free path cannot
+        │                               read or write exactly (the message says the way forward)
+        ├── ConstraintViolationError    rows break a table's CHECK constraint, NOT NULL column
+        │                               or generated column: nothing was committed
         └── StorageError                the table's store refused a request (endpoint, bucket,
                                         credentials); the message never holds a secret
 
@@ -40,6 +44,7 @@ __all__ = [
     "CodecMismatchError",
     "CodecParameterError",
     "ConcurrentWriteError",
+    "ConstraintViolationError",
     "InvalidIdError",
     "InvalidTokenError",
     "MLTError",
@@ -53,6 +58,7 @@ __all__ = [
     "StorageError",
     "TableError",
     "TableExistsError",
+    "TableFeatureError",
     "TableSchemaError",
     "VocabularyError",
 ]
@@ -146,6 +152,27 @@ class ConcurrentWriteError(TableError):
     """Another write committed to the table while this one ran, and retrying this one was not
     safe (the winner changed the table's codecs or schema) or kept losing: nothing of it was
     committed."""
+
+
+class TableFeatureError(TableError):
+    """The table uses a Delta table feature (or protocol version) that spark-mlt's jar-free
+    path (delta-rs lists the files, Spark reads and writes them) cannot read or write exactly.
+    Raised before any data moves; the message names the table, the feature and the way
+    forward (a session with Delta's jars, or the table property that turns the feature off).
+
+    Attributes:
+        feature: the Delta feature's name as the protocol spells it (``identityColumns``).
+    """
+
+    def __init__(self, message: str, *, feature: str, parameter: str | None = None) -> None:
+        super().__init__(message, parameter=parameter)
+        self.feature = feature
+
+
+class ConstraintViolationError(TableError):
+    """Rows of a write break one of the table's rules (a CHECK constraint, a NOT NULL column,
+    a column invariant, a generated column's expression); the message names the rule and the
+    offending values. The write committed nothing."""
 
 
 class StorageError(TableError):

@@ -23,6 +23,7 @@ from spark_mlt.batch.jars import delta_session_conf, spark_jars
 from spark_mlt.errors import MissingJarsError
 from spark_mlt.storage import has_delta_jars
 from tests.support import s3 as local_s3
+from tests.support.zoo import Zoo, find_zoo
 
 if TYPE_CHECKING:
     from pathlib import Path
@@ -102,3 +103,13 @@ def _delta_spark_only_with_its_jars(request: pytest.FixtureRequest) -> None:
         )
     if not has_delta_jars(request.getfixturevalue("spark")):
         pytest.skip("the session has no Delta jars")
+
+
+@pytest.fixture(scope="session")
+def zoo() -> Zoo:
+    """The table zoo (Delta tables as delta-spark writes them, see :mod:`tests.support.zoo`),
+    built by a PySpark line that has Delta; skips the test with the reason when there is none."""
+    found = find_zoo()
+    if isinstance(found, str):
+        pytest.skip(found)
+    return found

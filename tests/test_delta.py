@@ -25,6 +25,7 @@ from spark_mlt.storage import (
     read_delta,
     write_delta,
 )
+from spark_mlt.storage.vocabulary import number_keys
 from tests.support.spark_lines import QUERY_ERRORS
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -155,3 +156,20 @@ def test_a_failing_job_leaves_no_new_version_and_no_files(spark: SparkSession, t
 def test_read_codecs_of_a_missing_table_says_so(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match=r"no Delta table at"):
         read_codecs(tmp_path / "nothing")
+
+
+def test_new_vocabulary_keys_are_numbered_densely_in_parallel_and_the_same_on_a_rerun(spark: SparkSession) -> None:
+    """No window over one partition: the keys are numbered per hash bucket (the plan's window
+    is partitioned by the bucket), ids 7.. without gaps, the same for the same keys."""
+    keys = spark.range(5000).select(F.concat(F.lit("k"), F.col("id").cast("string")).alias("key")).repartition(4)
+    numbered = number_keys(spark, keys, 7)
+    assert numbered is not None
+    plan = numbered._jdf.queryExecution().executedPlan().toString()
+    assert "Window" in plan
+    assert "SinglePartition" not in plan
+    rows = dict(tuple(r) for r in numbered.collect())
+    assert sorted(rows.values()) == list(range(7, 5007))
+    again = number_keys(spark, keys.repartition(3), 7)
+    assert again is not None
+    assert dict(tuple(r) for r in again.collect()) == rows
+    assert number_keys(spark, keys.limit(0), 0) is None

@@ -161,7 +161,7 @@ def tokenize_movielens(
     opts = options or MovieLensOptions()
     report = JobReport()
     release = detect_release(input)
-    snapshot = snapshot_for_write(output, opts.mode, storage_options=opts.storage_options)
+    snapshot = snapshot_for_write(output, opts.mode, storage_options=opts.storage_options, spark=spark)
     _check_label_rule(output, snapshot, opts)
     with phase(report, "read"):
         ratings = read_ratings(spark, input)

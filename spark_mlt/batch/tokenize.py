@@ -276,7 +276,9 @@ def tokenize_table(
     """
     opts = options or TokenizeOptions()
     report = JobReport()
-    snapshot = snapshot_for_write(output, opts.mode, storage_options=opts.storage_options)  # before any Spark work
+    snapshot = snapshot_for_write(
+        output, opts.mode, storage_options=opts.storage_options, spark=spark
+    )  # before any Spark work
     with phase(report, "read"):
         df = _read_input(spark, input, opts)
         unknown = [c for c in columns if c not in df.columns]

@@ -11,6 +11,11 @@ One module per role, as delta-rs' own Python package is laid out:
 * :mod:`~spark_mlt.storage.catalog`: catalog tables' names (``db.table``) next to paths: the
   rule that tells them apart (:func:`is_table_name`) and their locations.
 * :mod:`~spark_mlt.storage.table`: :func:`read_snapshot`, the one reader of a table's state.
+* :mod:`~spark_mlt.storage.features`: the Delta table features the jar-free path reads and
+  writes, and its protocol gate (:class:`TableFeatureError` for the rest).
+* :mod:`~spark_mlt.storage.schema`: a table's logical and physical columns (column mapping)
+  and the rules a write keeps (constraints, NOT NULL, generated columns).
+* :mod:`~spark_mlt.storage.deletions`: the rows a version's deletion vectors delete.
 * :mod:`~spark_mlt.storage.writer`: :func:`write_delta`, :func:`snapshot_for_write` (a job's
   one read of its output table) and the backend choice; the backends
   are ``_delta_rs`` (embedded, no jars) and ``_delta_spark`` (Delta's jars).
@@ -25,11 +30,13 @@ from __future__ import annotations
 from spark_mlt.errors import (
     CodecMismatchError,
     ConcurrentWriteError,
+    ConstraintViolationError,
     MissingCodecError,
     MissingTableError,
     StorageError,
     TableError,
     TableExistsError,
+    TableFeatureError,
     TableSchemaError,
     VocabularyError,
 )
@@ -66,6 +73,7 @@ __all__ = [
     "WRITE_MODES",
     "CodecMismatchError",
     "ConcurrentWriteError",
+    "ConstraintViolationError",
     "DeltaWriteResult",
     "MissingCodecError",
     "MissingTableError",
@@ -73,6 +81,7 @@ __all__ = [
     "StorageOptions",
     "TableError",
     "TableExistsError",
+    "TableFeatureError",
     "TableSchemaError",
     "TableSnapshot",
     "VocabularyError",

@@ -41,10 +41,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError
-from deltalake.transaction import AddAction, CommitProperties, RemoveAction, Transaction
+from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, RemoveAction, Transaction
 from pyspark.sql import DataFrame
 
-from spark_mlt.errors import ConcurrentWriteError, MLTError, StorageError
+from spark_mlt.errors import ConcurrentWriteError, ConstraintViolationError, MLTError, StorageError
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
     WritePlan,
@@ -53,9 +53,18 @@ from spark_mlt.storage._plan import (
     skipped_write,
     spark_arrow_schema,
 )
+from spark_mlt.storage.features import check_writable
 from spark_mlt.storage.fs import Location, redact
 from spark_mlt.storage.properties import merge_codecs, run_app_id
-from spark_mlt.storage.table import open_table, snapshot_of
+from spark_mlt.storage.schema import (
+    RULE_MARKER,
+    TableLayout,
+    enforce_rules,
+    layout_of,
+    physical_columns,
+    table_layout,
+)
+from spark_mlt.storage.table import CREATE_MARKER, open_table, snapshot_of
 
 __all__ = ["STAGING_PREFIX", "write"]
 
@@ -72,23 +81,31 @@ class _Files:
 
 
 def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
-    """Writes ``df`` as the plan says: staging write, add actions, one Delta commit."""
+    """Writes ``df`` as the plan says: the table's rules checked, staging write, add actions,
+    one Delta commit."""
     timings: dict[str, float] = {}
+    layout = table_layout(plan.snapshot.table) if plan.snapshot is not None else None
+    if layout is not None:
+        df = enforce_rules(df, layout)
     arrow_schema = spark_arrow_schema(df)
     partition_by = list(plan.partition_by)
     if plan.snapshot is not None:
         partition_by = check_schema(plan.snapshot, arrow_schema)
+    # the files hold physical names under column mapping, and the log's partition values too
+    stored = df if layout is None else physical_columns(layout, df)
+    names = {} if layout is None else layout.physical_names
+    stored_partitions = [names.get(column, column) for column in partition_by]
     write_id = uuid.uuid4().hex
     staging = f"{STAGING_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{write_id[:12]}"
     location = plan.location
     with _timed(timings, "spark_write"):
-        write_staging(df, plan, staging, partition_by)
+        write_staging(stored, plan, staging, stored_partitions)
     try:
         with _timed(timings, "footers"):
-            files = add_actions(location, staging, arrow_schema, partition_by)
+            files = add_actions(location, staging, spark_arrow_schema(stored), stored_partitions)
         with _timed(timings, "commit"):
             metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, "spark_mlt.write_id": write_id}
-            version, committed = commit(plan, files.actions, arrow_schema, partition_by, metadata)
+            version, committed = commit(plan, files.actions, arrow_schema, partition_by, metadata, layout=layout)
     except BaseException:
         location.remove_folder(staging)
         raise
@@ -114,8 +131,11 @@ def write_staging(df: DataFrame, plan: WritePlan, staging: str, partition_by: li
         if partition_by:
             writer = writer.partitionBy(*partition_by)
         writer.parquet(location.spark_path(staging))
-    except BaseException:
+    except BaseException as error:
         location.remove_folder(staging)
+        broken = _broken_rule(error)
+        if broken is not None:
+            raise ConstraintViolationError(f"{broken}; nothing was written to {location.uri}") from None
         raise
     if not location.exists(f"{staging}/_SUCCESS"):
         location.remove_folder(staging)
@@ -123,6 +143,16 @@ def write_staging(df: DataFrame, plan: WritePlan, staging: str, partition_by: li
             f"Spark did not commit the write to {location.spark_path(staging)} (no _SUCCESS marker); "
             "nothing was committed"
         )
+
+
+def _broken_rule(error: BaseException) -> str | None:
+    """The broken rule's message in a failed write job's error (see ``enforce_rules``), or None."""
+    text = str(error)
+    start = text.find(RULE_MARKER)
+    if start < 0:
+        return None
+    line = text[start + len(RULE_MARKER) :].split("\n", 1)[0]
+    return line.split(" SQLSTATE:", 1)[0].strip()
 
 
 def _hidden(relative: str) -> bool:
@@ -209,6 +239,8 @@ def commit(
     arrow_schema: pa.Schema,
     partition_by: list[str],
     metadata: Mapping[str, Any],
+    *,
+    layout: TableLayout | None,
 ) -> tuple[int, bool]:
     """Commits ``actions`` in one Delta commit; returns the table's version and True, or its
     version and False when the table already holds the plan's run id (a concurrent run with
@@ -216,20 +248,29 @@ def commit(
 
     delta-rs' own retry is off (``max_commit_retries=0``): it would rebase a commit that lost
     its version onto the winner without looking at the winner's application transactions,
-    so two runs with one run id could both land. Instead each attempt reloads the table, checks
-    the run id, the codecs and the schema against what is there now, and writes exactly the
+    so two runs with one run id could both land. Instead each attempt reloads the table and,
+    when it moved since it was last checked, checks the run id, the protocol, the table's
+    rules and column names (``layout``: what the staged files were written and checked
+    against), the codecs and the schema against what is there now, and writes exactly the
     next version (a conditional put: on S3 ``If-None-Match``); a lost race is tried again. An
     append then lands after whatever won (an overwrite included), and an overwrite replaces
     whatever won (an append included): both are the outcome of running the two writes one
     after the other.
+
+    The commit carries the table's own schema (with its column mapping and generation
+    metadata), so it adds files and never rewrites the table's metadata. On a table with v2
+    checkpoints no checkpoint is written (delta-rs writes classic ones).
     """
-    delta_schema = Schema.from_arrow(arrow_schema)
-    joins_table = plan.snapshot is not None
     if plan.snapshot is not None:
-        table = plan.snapshot.table
+        table, checked, joins_table = plan.snapshot.table, plan.snapshot.version, True
+        expected = layout or table_layout(table)
     else:
         table, created = _create_table(plan, arrow_schema, partition_by)
-        joins_table = not created
+        # a table another writer created meanwhile is checked like one that changed, against
+        # the table this write would have created
+        checked, joins_table = (int(table.version()), False) if created else (-1, True)
+        document = json.loads(Schema.from_arrow(arrow_schema).to_json())
+        expected = layout_of(document, dict(plan.properties), partition_by)
     mode = "overwrite" if plan.mode == "overwrite" and joins_table else "append"
     transaction = [Transaction(app_id=run_app_id(plan.run_id), version=1)] if plan.run_id is not None else None
     properties = CommitProperties(custom_metadata=dict(metadata), app_transactions=transaction, max_commit_retries=0)
@@ -241,13 +282,17 @@ def commit(
         read_version = int(table.version())
         if plan.run_id is not None and table.transaction_version(run_app_id(plan.run_id)) is not None:
             return read_version, False
-        if attempt:
-            current = snapshot_of(table, location.uri, location.storage_options)
-            merge_codecs(location.uri, current.codecs, plan.codecs)
-            check_schema(current, arrow_schema)
+        if read_version != checked:
+            _check_unchanged(plan, table, arrow_schema, expected)
+            checked = read_version
         try:
             table.create_write_transaction(
-                actions, mode, delta_schema, partition_by=partition_by or None, commit_properties=properties
+                actions,
+                mode,
+                table.schema(),
+                partition_by=partition_by or None,
+                commit_properties=properties,
+                post_commithook_properties=_post_commit(table),
             )
         except CommitFailedError as error:
             table.update_incremental()
@@ -265,6 +310,33 @@ def commit(
     )
 
 
+def _check_unchanged(plan: WritePlan, table: DeltaTable, arrow_schema: pa.Schema, layout: TableLayout) -> None:
+    """Refuses to commit when another writer changed what the staged files were checked
+    against: the protocol (a feature this path cannot keep), the rules or column names, the
+    codecs or the schema."""
+    location = plan.location
+    check_writable(table, location.uri)
+    current = snapshot_of(table, location.uri, location.storage_options)
+    merge_codecs(location.uri, current.codecs, plan.codecs)
+    check_schema(current, arrow_schema)
+    if table_layout(table) != layout:
+        raise ConcurrentWriteError(
+            f"another writer changed the rules or column names of the Delta table at {location.uri} "
+            "(constraints, generated columns, column mapping) while this write ran; nothing of it was "
+            "committed (its files are orphans for vacuum): run it again"
+        )
+
+
+def _post_commit(table: DeltaTable) -> PostCommitHookProperties | None:
+    """No checkpoint (nor log cleanup) on a table with v2 checkpoints: delta-rs writes classic
+    checkpoints, which such a table must not get. Checkpoints are optional; readers replay the
+    commits after the last v2 checkpoint."""
+    features = set(table.protocol().writer_features or ())
+    if "v2Checkpoint" in features:
+        return PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
+    return None
+
+
 def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[str]) -> tuple[DeltaTable, bool]:
     """Creates the table (version 0: schema and properties, no data) and returns its handle and
     True; or, when another writer created it first, a handle on that table and False."""
@@ -277,7 +349,7 @@ def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[s
             partition_by=partition_by or None,
             configuration=dict(plan.properties),
             raise_if_key_not_exists=False,
-            commit_properties=CommitProperties(custom_metadata={"spark_mlt.operation": "create"}),
+            commit_properties=CommitProperties(custom_metadata=dict([CREATE_MARKER])),
             storage_options=location.delta_options,
         )
     except Exception:

@@ -28,6 +28,7 @@ import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 
+from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
@@ -42,7 +43,7 @@ from spark_mlt.storage._plan import (
 )
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import merge_codecs, run_app_id
-from spark_mlt.storage.table import read_snapshot
+from spark_mlt.storage.table import CREATE_MARKER, read_snapshot
 
 __all__ = ["create_table", "path_target", "session_conf", "sql_string", "write"]
 
@@ -79,7 +80,8 @@ def create_table(
     if properties:
         pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
         sql += f" TBLPROPERTIES ({pairs})"
-    spark.sql(sql)
+    with session_conf(spark, {"spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict([CREATE_MARKER]))}):
+        spark.sql(sql)
 
 
 @contextmanager
@@ -103,24 +105,45 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]
 #: that was safe; what it raises needs the write's Spark job to run again).
 WRITE_ATTEMPTS = 4
 
-#: Delta's optimistic-concurrency errors (class names, and their error classes on Delta 3.x+)
-_CONFLICTS = (
-    "ConcurrentAppendException",
-    "ConcurrentDeleteReadException",
-    "ConcurrentDeleteDeleteException",
-    "ConcurrentTransactionException",
-    "MetadataChangedException",
-    "ProtocolChangedException",
-    "DELTA_CONCURRENT_",
-    "DELTA_METADATA_CHANGED",
-    "DELTA_PROTOCOL_CHANGED",
+#: Delta's optimistic-concurrency errors: their error classes (Delta's exceptions are
+#: SparkThrowables) and their Java classes.
+_CONFLICT_CONDITIONS = frozenset(
+    {
+        "DELTA_CONCURRENT_APPEND",
+        "DELTA_CONCURRENT_DELETE_READ",
+        "DELTA_CONCURRENT_DELETE_DELETE",
+        "DELTA_CONCURRENT_TRANSACTION",
+        "DELTA_CONCURRENT_WRITE",
+        "DELTA_METADATA_CHANGED",
+        "DELTA_PROTOCOL_CHANGED",
+    }
+)
+_CONFLICT_CLASSES = frozenset(
+    {
+        "ConcurrentAppendException",
+        "ConcurrentDeleteReadException",
+        "ConcurrentDeleteDeleteException",
+        "ConcurrentTransactionException",
+        "ConcurrentWriteException",
+        "MetadataChangedException",
+        "ProtocolChangedException",
+    }
 )
 
 
 def lost_race(error: BaseException) -> bool:
-    """Whether ``error`` is Delta refusing a commit because another writer's commit won."""
-    text = str(error)
-    return any(name in text for name in _CONFLICTS)
+    """Whether ``error`` is Delta refusing a commit because another writer's commit won: told
+    by its error class (``getCondition`` on PySpark 4, ``getErrorClass`` before), or, where
+    PySpark 3.5 wraps an exception it does not know without it, by the Java class that heads
+    the exception's description (``Throwable.toString``), never by its message."""
+    if not isinstance(error, PySparkException):
+        return False
+    ask = getattr(error, "getCondition", None) or error.getErrorClass
+    condition = ask()
+    if condition:
+        return condition.split(".", 1)[0] in _CONFLICT_CONDITIONS
+    head = str(error).lstrip().split("\n", 1)[0].split(":", 1)[0]
+    return head.rsplit(".", 1)[-1] in _CONFLICT_CLASSES
 
 
 def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:

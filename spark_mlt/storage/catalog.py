@@ -24,12 +24,28 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Literal
 
 from pyspark.sql import SparkSession
 
 from spark_mlt.errors import MissingTableError, TableError
+from spark_mlt.options import check_choice
 
-__all__ = ["has_delta_jars", "is_table_name", "resolve_location", "table_location"]
+__all__ = [
+    "BACKENDS",
+    "Backend",
+    "has_delta_jars",
+    "is_table_name",
+    "resolve_location",
+    "table_location",
+    "use_delta_spark",
+]
+
+#: Which Delta implementation reads and writes a table: ``auto`` (delta-spark when the session
+#: has Delta's jars, else the jar-free path: delta-rs with Spark's Parquet reader and writer),
+#: or one of them.
+Backend = Literal["auto", "delta-rs", "delta-spark"]
+BACKENDS: tuple[Backend, ...] = ("auto", "delta-rs", "delta-spark")
 
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
 _NAME = re.compile(rf"{_PART}(?:\.{_PART}){{1,2}}")
@@ -67,6 +83,19 @@ def has_delta_jars(spark: SparkSession) -> bool:
     except Exception:  # noqa: BLE001 - py4j raises a generic error when the class is missing
         return False
     return True
+
+
+def use_delta_spark(spark: SparkSession | None, backend: Backend = "auto") -> bool:
+    """Whether ``backend`` means delta-spark in this session (``auto``: when it has Delta's
+    jars; without a session, the jar-free path).
+
+    Raises:
+        OptionError: ``backend`` is none of :data:`BACKENDS`.
+    """
+    check_choice("backend", backend, BACKENDS)
+    if backend != "auto":
+        return backend == "delta-spark"
+    return spark is not None and has_delta_jars(spark)
 
 
 def _require_catalog(spark: SparkSession | None, name: str, parameter: str) -> SparkSession:

@@ -9,6 +9,14 @@ vacuum (``full=True`` also finds files the log never mentioned), and the empty s
 left behind are removed through the table's pyarrow filesystem, so both work on any location
 (see :mod:`spark_mlt.storage.fs`).
 
+Deletion vectors: delta-rs' vacuum does not see the vector files (``deletion_vector_*.bin``)
+that a version's files reference, and would delete them with the table still needing them. So
+without Delta's jars neither function ever lists or deletes a deletion vector file: on a table
+with deletion vectors the files to delete are listed by delta-rs, the vector files taken out,
+and the rest deleted here. Vector files no version needs any more stay until Delta's own
+``VACUUM`` removes them. A table whose features a vacuum cannot keep is refused first
+(:func:`~spark_mlt.storage.features.check_writable`).
+
 Given a session with Delta's jars (``spark=``), :func:`vacuum` runs Delta's own ``VACUUM``
 instead (it also deletes files the log never mentioned, outside hidden folders); a retention
 under Delta's 7-day safety check is allowed for that one command, as it is with delta-rs.
@@ -18,6 +26,7 @@ Paths are returned relative to the table either way.
 from __future__ import annotations
 
 import os
+import re
 import time
 from collections.abc import Mapping
 
@@ -28,6 +37,7 @@ from spark_mlt.errors import MLTError
 from spark_mlt.storage._delta_rs import STAGING_PREFIX
 from spark_mlt.storage._delta_spark import path_target, session_conf
 from spark_mlt.storage.catalog import has_delta_jars, local_uri, resolve_location
+from spark_mlt.storage.features import check_writable
 from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.table import open_table
 
@@ -52,7 +62,15 @@ def orphan_files(path: str | os.PathLike[str], *, storage_options: Mapping[str, 
     found = table.vacuum(
         retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True, keep_versions=versions
     )
-    return _files_only(locate(resolve_location(path), storage_options), found)
+    return _files_only(locate(resolve_location(path), storage_options), _without_vectors(found))
+
+
+def _without_vectors(names: list[str]) -> list[str]:
+    """``names`` without deletion vector files (see the module's note)."""
+    return [name for name in names if not _DELETION_VECTOR.fullmatch(name.rsplit("/", 1)[-1])]
+
+
+_DELETION_VECTOR = re.compile(r"deletion_vector_[0-9a-fA-F-]+\.bin")
 
 
 def _files_only(location: Location, names: list[str]) -> list[str]:
@@ -60,6 +78,7 @@ def _files_only(location: Location, names: list[str]) -> list[str]:
     listing also returns folders where they are objects of their own (the "directory
     markers" Hadoop's ``s3a`` leaves on S3) and removed files whose tombstones are still in
     the log; neither holds data to delete."""
+    names = sorted(set(names))  # delta-rs lists a file once per version that removed it
     if not names:
         return []
     infos = location.filesystem.get_file_info([location.path(name) for name in names])
@@ -84,6 +103,9 @@ def vacuum(
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
+        TableFeatureError: without Delta's jars, the table uses a feature that hides file
+            references from the log in storage (its catalog owns its commits), or one
+            spark-mlt does not know.
 
     Example::
 
@@ -96,9 +118,13 @@ def vacuum(
         files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
     else:
         table = open_table(location.uri, storage_options=storage_options)
+        protocol = check_writable(table, location.uri, operation="vacuum")
         listed = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False, full=True)
-        files = _files_only(location, listed)  # before deleting: a folder is told from a file while it exists
-        if not dry_run:
+        files = _files_only(location, _without_vectors(listed))  # a folder is told from a file while it exists
+        if not dry_run and "deletionVectors" in protocol.reader | protocol.writer:
+            for name in files:
+                location.remove_file(location.path(name))
+        elif not dry_run:
             table.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False, full=True)
     if not dry_run:
         _remove_empty_staging(location, cutoff=time.time() - retention_hours * 3600)

@@ -1,30 +1,56 @@
 """Reading a Delta table (or one of its versions) into Spark, in parallel.
 
-With Delta's jars this is ``spark.read.format("delta")``. Without them, delta-rs lists the
-version's files and partition values and Spark reads the Parquet files: correct, and time
-travel matches delta-rs. Partition columns are not stored in the files, so each partition's
-files are read on their own and the values added as literals (Spark's ``basePath`` option
-cannot be used: the files sit in the writes' staging subfolders, not one Hive layout).
+With Delta's jars this is ``spark.read.format("delta")``. Without them (the jar-free path),
+delta-rs reads the log and Spark reads the version's Parquet files, after the protocol gate
+(:func:`~spark_mlt.storage.features.check_readable`) has made sure that this returns exactly
+the rows Delta returns:
+
+* one Parquet scan of all the version's files, with the schema the files store
+  (:mod:`spark_mlt.storage.schema`: physical names under column mapping, renamed back after);
+* partition values (not in the files) and deletion vectors need to know each row's file: a
+  small table of the version's files (one row per file: its path, a number, its partition
+  values as delta-rs parsed them) is broadcast-joined on ``_metadata.file_path``, and the
+  deleted rows (:mod:`spark_mlt.storage.deletions`) are left out with an anti-join on the
+  file's number and the row's index in its file (``_metadata.row_index``). A row whose file
+  the table does not list fails the query rather than lose its partition values.
+
+The plan has the same shape for one file or a million, one partition or many; no row of the
+table passes through the driver.
+
+Paths: the log (and delta-rs' listing) holds them percent-encoded; Spark's
+``_metadata.file_path`` is the file's URI. Both are decoded before they are compared
+(``+`` is a literal in a URI path, so it is protected from ``url_decode``).
 """
 
 from __future__ import annotations
 
 import os
+import posixpath
 from collections.abc import Mapping
-from typing import Any
+from urllib.parse import unquote
 
 import pyarrow as pa
 from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
-from spark_mlt.storage.catalog import has_delta_jars, resolve_location
+from spark_mlt.errors import TableError
+from spark_mlt.storage.catalog import BACKENDS, Backend, resolve_location, use_delta_spark
+from spark_mlt.storage.deletions import deleted_runs
+from spark_mlt.storage.features import check_readable
 from spark_mlt.storage.fs import Location, locate
+from spark_mlt.storage.schema import logical_columns, quote, table_layout
 from spark_mlt.storage.table import TableSnapshot, open_table
 
-__all__ = ["read_delta", "read_snapshot_rows"]
+__all__ = ["BACKENDS", "Backend", "read_delta", "read_snapshot_rows"]
+
+#: Deleted rows up to this many are broadcast to the anti-join (no shuffle of the table).
+BROADCAST_DELETED_ROWS = 1_000_000
+
+_FILE = "__spark_mlt_file"
+_FILE_ID = "__spark_mlt_file_id"
+_ROW = "__spark_mlt_row"
 
 
 def read_delta(
@@ -33,6 +59,7 @@ def read_delta(
     *,
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
+    backend: Backend = "auto",
 ) -> DataFrame:
     """A Delta table (or one of its versions) as a Spark DataFrame, read in parallel.
 
@@ -42,10 +69,14 @@ def read_delta(
         version: the version to read (time travel); the latest when None.
         storage_options: the store's settings for delta-rs, which lists the version's files
             without Delta's jars (Spark reads them with its own ``s3a`` settings).
+        backend: ``"auto"`` (delta-spark when the session has Delta's jars, else the jar-free
+            path), ``"delta-rs"`` or ``"delta-spark"``.
 
     Raises:
         MissingTableError: there is no Delta table at ``path`` (without Delta's jars), or no
             table of that name in the catalog.
+        TableFeatureError: the jar-free path cannot read this table exactly (the message says
+            which feature and the way forward).
         TableError: ``path`` is a table name and the session has no Delta catalog.
 
     Example::
@@ -53,7 +84,7 @@ def read_delta(
         ratings = read_delta(spark, "/data/ratings_mlt", version=3)
     """
     location = locate(resolve_location(path, spark=spark), storage_options)
-    if has_delta_jars(spark):
+    if use_delta_spark(spark, backend):
         reader = spark.read.format("delta")
         if version is not None:
             reader = reader.option("versionAsOf", version)
@@ -63,10 +94,10 @@ def read_delta(
     return _read_files(spark, location, open_table(location.uri, version=version, storage_options=storage_options))
 
 
-def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot) -> DataFrame:
+def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot, *, backend: Backend = "auto") -> DataFrame:
     """The rows of the version a :class:`~spark_mlt.storage.table.TableSnapshot` read, through
     its own handle: a job that has the snapshot (its codecs, layouts, properties) reads the
-    same version without opening the table again.
+    same version without opening the table again. ``backend`` as in :func:`read_delta`.
 
     Example::
 
@@ -74,38 +105,109 @@ def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot) -> DataFram
         ratings = read_snapshot_rows(spark, snapshot)
     """
     location = locate(snapshot.path, snapshot.storage_options)
-    if has_delta_jars(spark):
+    if use_delta_spark(spark, backend):
         return spark.read.format("delta").option("versionAsOf", snapshot.version).load(location.spark_path())
     return _read_files(spark, location, snapshot.table)
 
 
 def _read_files(spark: SparkSession, location: Location, table: DeltaTable) -> DataFrame:
-    schema: StructType = from_arrow_schema(pa.schema(table.schema().to_arrow()))
-    partition_columns = list(table.metadata().partition_columns)
-    data_schema = StructType([f for f in schema.fields if f.name not in partition_columns])
-    actions = pa.table(table.get_add_actions(flatten=True))
-    files = [_spark_file(location, p) for p in actions.column("path").to_pylist()]
-    if not files:
-        return spark.createDataFrame([], schema)
-    if not partition_columns:
-        return spark.read.schema(data_schema).parquet(*files).select(*schema.names)
-    groups: dict[tuple[Any, ...], list[str]] = {}
-    values = [actions.column(f"partition.{c}").to_pylist() for c in partition_columns]
-    for row, file in enumerate(files):
-        groups.setdefault(tuple(column[row] for column in values), []).append(file)
-    frames = []
-    for key, group in groups.items():
-        frame = spark.read.schema(data_schema).parquet(*group)
-        for column, value in zip(partition_columns, key, strict=True):
-            frame = frame.withColumn(column, F.lit(value).cast(schema[column].dataType))
-        frames.append(frame.select(*schema.names))
-    result = frames[0]
-    for frame in frames[1:]:
-        result = result.unionByName(frame)
-    return result
+    protocol = check_readable(table, location.uri, spark_version=spark.version)
+    layout = table_layout(table)
+    paths = [unquote(str(p)) for p in pa.table(table.get_add_actions(flatten=False)).column("path").to_pylist()]
+    if not paths:
+        return spark.createDataFrame([], layout.logical)
+    partitions = list(layout.partition_columns)
+    stored = StructType([p for f, p in zip(layout.logical, layout.physical, strict=True) if f.name not in partitions])
+    if "_metadata" in stored.names:
+        raise TableError(
+            f"the Delta table at {location.uri} has a column named _metadata, which hides Spark's file metadata "
+            "that the jar-free reader needs; use a session with Delta's jars"
+        )
+    scan = spark.read.schema(stored).parquet(*(_spark_file(location, p) for p in paths))
+    deletions = "deletionVectors" in protocol.reader
+    if not partitions and not deletions:
+        return scan.select(*logical_columns(layout, layout.data_columns))
+    scan = scan.select(
+        "*",
+        F.expr("url_decode(replace(_metadata.file_path, '+', '%2B'))").alias(_FILE),
+        F.col("_metadata.row_index").alias(_ROW),
+    )
+    files = _files_frame(spark, location, table, paths, partitions=partitions, logical=layout.logical)
+    rows = scan.join(F.broadcast(files), _FILE, "left")
+    unknown = F.concat(F.lit(f"the Delta table at {location.uri} does not list the file "), F.col(_FILE))
+    rows = rows.where(F.when(F.col(_FILE_ID).isNull(), F.raise_error(unknown)).otherwise(F.lit(True)))
+    if deletions:
+        rows = _without_deleted(spark, rows, table, {p: i for i, p in enumerate(paths)}, location)
+    parts = {name: F.col(quote(_partition_alias(i))).alias(name) for i, name in enumerate(partitions)}
+    data = dict(zip(layout.data_columns, logical_columns(layout, layout.data_columns), strict=True))
+    return rows.select(*(parts[name] if name in parts else data[name] for name in layout.logical.names))
+
+
+def _partition_alias(index: int) -> str:
+    return f"__spark_mlt_partition_{index}"
+
+
+def _files_frame(
+    spark: SparkSession,
+    location: Location,
+    table: DeltaTable,
+    paths: list[str],
+    *,
+    partitions: list[str],
+    logical: StructType,
+) -> DataFrame:
+    """One row per file of the version: its decoded URI as Spark names it, its number, and its
+    partition values (typed, as delta-rs parsed them from the log)."""
+    values: list[list[object]] = [[] for _ in paths]
+    if partitions:
+        column = pa.table(table.get_add_actions(flatten=False)).column("partition").to_pylist()
+        values = [[(row or {}).get(name) for name in partitions] for row in column]
+    schema = StructType(
+        [
+            StructField(_FILE, StringType(), False),
+            StructField(_FILE_ID, IntegerType(), False),
+            *(StructField(_partition_alias(i), logical[name].dataType, True) for i, name in enumerate(partitions)),
+        ]
+    )
+    rows = [(_file_key(_spark_file(location, p)), i, *values[i]) for i, p in enumerate(paths)]
+    return spark.createDataFrame(rows, schema)
+
+
+def _without_deleted(
+    spark: SparkSession, rows: DataFrame, table: DeltaTable, file_ids: dict[str, int], location: Location
+) -> DataFrame:
+    """``rows`` without those the version's deletion vectors delete."""
+    deleted = deleted_runs(table, file_ids, location.uri)
+    if not deleted.files:
+        return rows
+    schema = StructType(
+        [
+            StructField("f", IntegerType(), False),
+            StructField("s", ArrayType(LongType(), False), False),
+            StructField("l", ArrayType(LongType(), False), False),
+        ]
+    )
+    runs = spark.createDataFrame(deleted.files, schema).select("f", F.inline(F.arrays_zip("s", "l")))
+    gone = runs.select(
+        F.col("f").alias(_FILE_ID),
+        F.explode(F.sequence(F.col("s"), F.col("s") + F.col("l") - F.lit(1))).alias(_ROW),
+    )
+    if deleted.rows <= BROADCAST_DELETED_ROWS:
+        gone = F.broadcast(gone)
+    return rows.join(gone, [_FILE_ID, _ROW], "left_anti")
 
 
 def _spark_file(location: Location, path: str) -> str:
-    """What Spark is given for a file of the table: add actions hold paths relative to the
-    table, or absolute URIs (shallow clones, tables written by other engines)."""
+    """What Spark is given for a file of the table (``path`` decoded): add actions hold paths
+    relative to the table, or absolute URIs (shallow clones, tables written by other engines)."""
     return path if "://" in path or path.startswith("/") else location.spark_path(path)
+
+
+def _file_key(spark_path: str) -> str:
+    """The decoded URI Spark gives a file it was handed as ``spark_path`` (Hadoop's
+    ``Path.toUri``: ``file:/abs/path`` for a local file, the URI itself otherwise)."""
+    if spark_path.startswith("/"):
+        return "file:" + posixpath.normpath(spark_path)
+    if spark_path.startswith("file://"):
+        return "file:" + spark_path[len("file://") :]
+    return spark_path

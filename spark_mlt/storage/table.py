@@ -11,9 +11,13 @@ A stored codec whose JSON is corrupt or whose fingerprint does not match is refu
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 import pyarrow as pa
@@ -24,8 +28,10 @@ from deltalake.exceptions import TableNotFoundError as DeltaTableNotFoundError
 from pyspark.sql import SparkSession
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import MissingTableError, StorageError
+from spark_mlt.errors import MissingTableError, StorageError, TableFeatureError
 from spark_mlt.storage.catalog import is_table_name, resolve_location, table_location
+from spark_mlt.storage.deletions import deleted_row_count
+from spark_mlt.storage.features import FEATURES
 from spark_mlt.storage.fs import StorageOptions, redact, storage_options_of
 from spark_mlt.storage.properties import codecs_from_properties, run_app_id
 
@@ -51,8 +57,9 @@ class TableSnapshot:
         codecs: the codecs stored in the properties, by id column (validated).
         schema: the table's Arrow schema.
         partition_columns: the table's partition columns.
-        rows: the rows of this version (the sum of its files' ``numRecords`` statistics; files
-            without statistics count 0).
+        records: the rows in this version's files (the sum of their ``numRecords``
+            statistics; files without statistics count 0), deleted rows included.
+        files: the version's data files.
         table: the delta-rs handle the snapshot was read with.
         storage_options: the store's settings the handle was opened with (secrets hidden in
             the repr).
@@ -64,9 +71,27 @@ class TableSnapshot:
     codecs: dict[str, MLTCodec]
     schema: pa.Schema
     partition_columns: list[str]
-    rows: int
+    records: int
+    files: int
     table: DeltaTable = field(repr=False, compare=False)
     storage_options: StorageOptions = field(default_factory=StorageOptions, compare=False)
+
+    @cached_property
+    def rows(self) -> int:
+        """The rows of this version: ``records`` less the rows its deletion vectors delete
+        (read from the vectors, once, when first asked)."""
+        if "deletionVectors" not in (self.table.protocol().reader_features or ()):
+            return self.records
+        return self.records - deleted_row_count(self.table, self.path)
+
+    @property
+    def created_empty(self) -> bool:
+        """Whether this is the empty version 0 that a spark-mlt write created before its data
+        commit (which never landed: the write failed in between). A write with ``mode="error"``
+        takes such a table over instead of refusing it as existing."""
+        if self.version != 0 or self.files:
+            return False
+        return bool(_commit_metadata(self.table.history()[-1]).get(CREATE_MARKER[0]) == CREATE_MARKER[1])
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The table's commits, newest first, with spark-mlt's ``spark_mlt.*`` commit metadata.
@@ -82,6 +107,21 @@ class TableSnapshot:
         return self.table.transaction_version(run_app_id(run_id)) is not None
 
 
+#: The commit metadata entry of the commit that creates a table (version 0, no data).
+CREATE_MARKER = ("spark_mlt.operation", "create")
+
+
+def _commit_metadata(commit: Mapping[str, Any]) -> dict[str, Any]:
+    """spark-mlt's metadata of a commit: delta-rs keeps it in the commit's own entries,
+    delta-spark in its ``userMetadata`` (JSON)."""
+    found = {key: value for key, value in commit.items() if key.startswith("spark_mlt.")}
+    user = commit.get("userMetadata")
+    if isinstance(user, str) and user.startswith("{"):
+        with contextlib.suppress(ValueError):
+            found.update(json.loads(user))
+    return found
+
+
 def open_table(
     path: str | os.PathLike[str], *, version: int | None = None, storage_options: Mapping[str, str] | None = None
 ) -> DeltaTable:
@@ -92,6 +132,8 @@ def open_table(
         MissingTableError: there is no Delta table at ``path``.
         TableError: ``path`` is a table name and no session with Delta's catalog is active.
         StorageError: the store refused the request (the message holds no secret).
+        TableFeatureError: delta-rs refuses to open the table: its commits are owned by a
+            catalog (the log in storage alone may be stale).
     """
     location = resolve_location(path)
     options = storage_options_of(storage_options)
@@ -100,7 +142,29 @@ def open_table(
     except DeltaTableNotFoundError:
         raise MissingTableError(f"no Delta table at {location}", parameter="path") from None
     except (OSError, DeltaError) as error:
-        raise StorageError(f"cannot open the Delta table at {location}: {redact(str(error), options)}") from None
+        reason = redact(str(error), options)
+        refused = _refused_feature(reason)
+        if refused is not None:
+            known = FEATURES.get(refused)
+            why = f"which delta-rs cannot open ({known.how if known else 'a feature spark-mlt does not know'})"
+            forward = (
+                known.forward if known else "use a session with Delta's jars (spark-mlt then goes through delta-spark)"
+            )
+            raise TableFeatureError(
+                f"the Delta table at {location} uses the reader feature {refused!r}, {why}; {forward}",
+                feature=refused,
+            ) from None
+        raise StorageError(f"cannot open the Delta table at {location}: {reason}") from None
+
+
+def _refused_feature(reason: str) -> str | None:
+    """The feature for which delta-rs (its kernel) refused to open a table, or None. Its
+    errors carry no class of their own for this, so the two messages it gives are matched:
+    an unknown reader feature, and a catalog-managed table."""
+    if "catalog-managed" in reason:
+        return "catalogManaged"
+    match = re.search(r"Feature '([^']+)' is not supported", reason)
+    return match[1] if match else None
 
 
 def snapshot_of(table: DeltaTable, location: str, storage_options: Mapping[str, str] | None = None) -> TableSnapshot:
@@ -115,7 +179,8 @@ def snapshot_of(table: DeltaTable, location: str, storage_options: Mapping[str, 
         codecs=codecs_from_properties(properties, location=location),
         schema=pa.schema(table.schema().to_arrow()),
         partition_columns=list(metadata.partition_columns),
-        rows=int(pc.sum(records).as_py() or 0),
+        records=int(pc.sum(records).as_py() or 0),
+        files=len(records),
         table=table,
         storage_options=storage_options_of(storage_options),
     )

@@ -1,9 +1,14 @@
 """Append-only vocabularies: string keys ("SKU-000123", UUIDs) -> dense integer ids.
 
 MLT needs integer ids. A vocabulary is a Delta table ``(key string, id bigint)``: keys seen
-before keep their id forever; new keys get the next ids, in sorted key order so a rerun on the
-same input assigns the same ids. Ids start at 0 and have no gaps, so a codec sized for the
-vocabulary wastes no capacity.
+before keep their id forever; new keys get the next ids. Ids start at 0 and have no gaps, so a
+codec sized for the vocabulary wastes no capacity.
+
+New keys are numbered in parallel, never through one task: each key falls into one of
+:data:`BUCKETS` buckets by a hash of the key (``xxhash64``), the driver collects how many new
+keys each bucket has (at most :data:`BUCKETS` numbers) and gives each bucket its first id, and
+each bucket numbers its keys in key order. So the ids follow (bucket, key) order, which
+depends on the keys alone: a rerun on the same input assigns the same ids.
 
 Assumption: one writer per vocabulary at a time (a scheduled job). Two concurrent runs could
 hand the same id to different keys; :func:`check_vocabulary` detects that.
@@ -25,7 +30,19 @@ from spark_mlt.storage.reader import read_delta
 from spark_mlt.storage.table import table_exists
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
-__all__ = ["VocabularyError", "assign_ids", "check_vocabulary", "keys_for_ids", "read_vocabulary"]
+__all__ = [
+    "BUCKETS",
+    "VocabularyError",
+    "assign_ids",
+    "check_vocabulary",
+    "keys_for_ids",
+    "number_keys",
+    "read_vocabulary",
+]
+
+#: The buckets new keys are numbered in (in parallel, one window partition each); fixed, so
+#: that the ids depend on the keys alone.
+BUCKETS = 1024
 
 
 def read_vocabulary(
@@ -62,15 +79,38 @@ def assign_ids(
         new = keys.join(known.select("key"), "key", "left_anti")
         row = known.agg(F.max("id")).first()
         start = 0 if row is None or row[0] is None else int(row[0]) + 1
-    # One ordered pass over the new keys only: ids follow key order, so reruns are stable.
-    numbered = new.select("key", (F.row_number().over(Window.orderBy("key")) - 1 + F.lit(start)).alias("id"))
-    numbered = numbered.select("key", F.col("id").cast("bigint").alias("id"))
-    if known is None or numbered.limit(1).count():
+    numbered = number_keys(spark, new, start)
+    if known is None or numbered is not None:
+        if numbered is None:  # a new vocabulary with no key yet: the table, empty
+            numbered = spark.createDataFrame([], "key string, id bigint")
         options = WriteOptions(commit_info={"spark_mlt.vocabulary_of": column})
         write_delta(numbered, path, {}, mode="append", options=options, storage_options=storage_options)
     vocabulary = read_delta(spark, path, storage_options=storage_options)
     lookup = vocabulary.select(F.col("key").alias(f"__{column}_key"), F.col("id").alias(id_column))
     return df.join(lookup, F.col(column).cast("string") == F.col(f"__{column}_key"), "left").drop(f"__{column}_key")
+
+
+def number_keys(spark: SparkSession, keys: DataFrame, start: int) -> DataFrame | None:
+    """``keys`` (a distinct ``key`` column) numbered ``start``, ``start + 1``, ... in (bucket,
+    key) order, in parallel (see the module's note); None when there are no keys. Runs one
+    small job: the keys per bucket.
+
+    Example::
+
+        number_keys(spark, spark.createDataFrame([("a",), ("b",)], "key string"), 0)  # ids 0 and 1
+    """
+    keys = keys.select("key", F.pmod(F.xxhash64("key"), F.lit(BUCKETS)).alias("bucket"))
+    sizes = sorted((int(r[0]), int(r[1])) for r in keys.groupBy("bucket").count().collect())
+    if not sizes:
+        return None
+    firsts, first = [], start
+    for bucket, size in sizes:
+        firsts.append((bucket, first))
+        first += size
+    offsets = spark.createDataFrame(firsts, "bucket bigint, first bigint")
+    within = F.row_number().over(Window.partitionBy("bucket").orderBy("key")) - F.lit(1)
+    numbered = keys.join(F.broadcast(offsets), "bucket")
+    return numbered.select("key", (F.col("first") + within).cast("bigint").alias("id"))
 
 
 def keys_for_ids(

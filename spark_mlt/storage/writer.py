@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import ArrayType, StructType
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import MissingTableError, MLTError, TableError
+from spark_mlt.errors import MissingTableError, MLTError, TableError, TableFeatureError
 from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
 from spark_mlt.storage._plan import (
@@ -43,7 +43,16 @@ from spark_mlt.storage._plan import (
     refuse_existing_table,
     skipped_write,
 )
-from spark_mlt.storage.catalog import has_delta_jars, is_table_name, resolve_location, table_location
+from spark_mlt.storage.catalog import (
+    BACKENDS,
+    Backend,
+    has_delta_jars,
+    is_table_name,
+    resolve_location,
+    table_location,
+    use_delta_spark,
+)
+from spark_mlt.storage.features import check_writable
 from spark_mlt.storage.fs import locate
 from spark_mlt.storage.properties import check_run_id, codec_properties, merge_codecs
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
@@ -53,14 +62,12 @@ __all__ = [
     "WriteMode",
     "WriteOptions",
     "check_data_page_version",
+    "check_jar_free_write",
     "has_delta_jars",
     "snapshot_for_write",
     "token_write_options",
     "write_delta",
 ]
-
-Backend = Literal["auto", "delta-rs", "delta-spark"]
-_BACKENDS: tuple[Backend, ...] = ("auto", "delta-rs", "delta-spark")
 
 
 @dataclass(frozen=True)
@@ -81,34 +88,72 @@ class WriteOptions:
     backend: Backend = "auto"
 
     def __post_init__(self) -> None:
-        check_choice("backend", self.backend, _BACKENDS)
+        check_choice("backend", self.backend, BACKENDS)
 
 
 def snapshot_for_write(
-    path: str | os.PathLike[str], mode: WriteMode, *, storage_options: Mapping[str, str] | None = None
+    path: str | os.PathLike[str],
+    mode: WriteMode,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    spark: SparkSession | None = None,
+    backend: Backend = "auto",
 ) -> TableSnapshot | None:
     """The table at ``path`` as a write with ``mode`` finds it: its snapshot, or None when
     there is no table yet. A job reads it once, before any Spark work, and hands it to
     :func:`write_delta` (``snapshot=``), which then does not open the table again.
-    ``storage_options`` configure the table's store (see :func:`write_delta`).
+    ``storage_options`` configure the table's store (see :func:`write_delta`). When the write
+    will be jar-free (``backend``, ``"auto"``: ``spark`` or the active session has no Delta
+    jars), the table's protocol is checked here too, so a job refuses the table before it
+    writes anything anywhere.
 
     Raises:
         OptionError: ``mode`` is no write mode.
-        TableExistsError: ``mode="error"`` and a table exists at ``path``.
+        TableExistsError: ``mode="error"`` and a table exists at ``path`` (other than the
+            empty version 0 a failed spark-mlt write left, which the write takes over).
+        TableFeatureError: the write would be jar-free and the table uses a feature that path
+            cannot keep (see :mod:`spark_mlt.storage.features`), or ``mode="overwrite"`` and
+            the table is append-only.
 
     Example::
 
-        snapshot = snapshot_for_write("/data/ratings_mlt", "append")
+        snapshot = snapshot_for_write("/data/ratings_mlt", "append", spark=spark)
         write_delta(tokens, "/data/ratings_mlt", codecs, mode="append", snapshot=snapshot)
     """
+    snapshot = _snapshot(path, mode, storage_options)
+    if snapshot is not None and not use_delta_spark(spark or SparkSession.getActiveSession(), backend):
+        check_jar_free_write(snapshot, mode)
+    return snapshot
+
+
+def _snapshot(
+    path: str | os.PathLike[str], mode: WriteMode, storage_options: Mapping[str, str] | None
+) -> TableSnapshot | None:
     check_mode(mode)
     try:
         snapshot = read_snapshot(path, storage_options=storage_options)
     except MissingTableError:
         return None
-    if mode == "error":
+    if mode == "error" and not snapshot.created_empty:
         raise refuse_existing_table(os.fspath(path))
     return snapshot
+
+
+def check_jar_free_write(snapshot: TableSnapshot, mode: WriteMode) -> None:
+    """Refuses a jar-free write the table's protocol (or ``delta.appendOnly``) forbids.
+
+    Raises:
+        TableFeatureError: naming the feature and the way forward.
+    """
+    check_writable(snapshot.table, snapshot.path)
+    if mode == "overwrite" and snapshot.properties.get("delta.appendOnly", "false").lower() == "true":
+        raise TableFeatureError(
+            f"mode='overwrite' would remove rows from the Delta table at {snapshot.path}, which is append-only "
+            "(delta.appendOnly = true); append instead, or turn it off: "
+            "ALTER TABLE ... SET TBLPROPERTIES ('delta.appendOnly' = 'false')",
+            feature="appendOnly",
+            parameter="mode",
+        )
 
 
 def write_delta(
@@ -184,13 +229,15 @@ def write_delta(
     else:
         location = locate(path, storage_options)
         if snapshot == "read":
-            snapshot = snapshot_for_write(location.uri, mode, storage_options=storage_options)
-        elif snapshot is not None and mode == "error":
+            snapshot = _snapshot(location.uri, mode, storage_options)
+        elif snapshot is not None and mode == "error" and not snapshot.created_empty:
             raise refuse_existing_table(location.uri)
     wanted = dict(codecs or {})
     stored = merge_codecs(location.uri, snapshot.codecs, wanted) if snapshot is not None else wanted
     if run_id is not None and snapshot is not None and snapshot.has_run(run_id):
         return skipped_write(location.uri, snapshot.version, run_id)
+    if backend == "delta-rs" and snapshot is not None:
+        check_jar_free_write(snapshot, mode)
     info = {"spark_mlt.mode": mode, **opts.commit_info}
     if run_id is not None:
         info["spark_mlt.run_id"] = run_id
@@ -230,7 +277,7 @@ def _named_table(
         location = table_location(spark, name)
         snapshot = None if location is None else read_snapshot(location, storage_options=storage_options)
     if snapshot is not None:
-        if mode == "error":
+        if mode == "error" and not snapshot.created_empty:
             raise refuse_existing_table(name)
         return snapshot
     if backend != "delta-spark":

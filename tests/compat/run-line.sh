@@ -9,13 +9,23 @@ set -euo pipefail
 version=$1
 shift
 venv=$(tests/compat/venv.sh "$version")
-"$venv/bin/python" -c "import pyspark, pandas, numpy, pyarrow; print(f'== pyspark {pyspark.__version__}, pandas {pandas.__version__}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}')"
+"$venv/bin/python" -c "import pyspark, pandas, numpy, pyarrow, deltalake; print(f'== pyspark {pyspark.__version__}, pandas {pandas.__version__}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, deltalake {deltalake.__version__}')"
+line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
+# the table zoo (tests/support/zoo.py) of this line's Delta, for the jar-free tests; a line
+# without Delta reads the zoo `make zoo` built, if any
+if [[ -f .jars/spark-$line/delta/.complete ]]; then
+    zoo=.zoo/pyspark-$version
+    if [[ ! -f $zoo/manifest.json || tests/support/zoo.py -nt $zoo/manifest.json ]]; then
+        PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
+    fi
+    export MLT_TEST_ZOO=$zoo
+fi
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" \
     tests/test_functions.py tests/test_ml.py tests/test_jobs.py tests/test_delta.py tests/test_sqlgen.py \
-    tests/test_connect.py tests/test_compositions.py tests/test_s3.py tests/test_kernels.py
+    tests/test_connect.py tests/test_compositions.py tests/test_s3.py tests/test_kernels.py \
+    tests/test_delta_features.py
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
-line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     echo "== delta-spark on Spark $line"
     started=$SECONDS

@@ -29,3 +29,14 @@ def plan_figures(df: DataFrame) -> tuple[float, int]:
 def expression_nodes(df: DataFrame) -> int:
     """Expression nodes in ``df``'s optimized plan."""
     return plan_figures(df)[1]
+
+
+def plan_operators(df: DataFrame) -> int:
+    """Operators (logical plan nodes) in ``df``'s optimized plan (Spark Classic)."""
+    total, stack = 0, [df._jdf.queryExecution().optimizedPlan()]
+    while stack:
+        node = stack.pop()
+        total += 1
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
+    return total

@@ -92,6 +92,14 @@ class MotoServer:
         self.filesystem.create_dir(name)
         return name
 
+    def upload(self, folder: str, prefix: str = "zoo") -> str:
+        """A copy of the local ``folder`` (a table) in a new bucket; its ``s3a://`` URI."""
+        bucket = self.bucket(prefix)
+        pafs.copy_files(
+            folder, f"{bucket}/table", source_filesystem=pafs.LocalFileSystem(), destination_filesystem=self.filesystem
+        )
+        return f"s3a://{bucket}/table"
+
     def objects(self, bucket: str) -> dict[str, bytes]:
         """Every object in ``bucket``, by key."""
         selector = pafs.FileSelector(bucket, recursive=True)

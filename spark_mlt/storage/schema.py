@@ -1,0 +1,305 @@
+"""A Delta table's schema as Spark sees it: logical and physical columns, and the rules a
+write must keep.
+
+A Delta schema is Spark's own JSON schema format (``StructType.fromJson`` reads it), with
+Delta's entries in the fields' metadata:
+
+* column mapping (``delta.columnMapping.mode`` = ``name`` or ``id``): each field, nested ones
+  too, has a ``delta.columnMapping.physicalName`` (and an ``id``). The data files store the
+  physical names, so renaming or dropping a column only changes the log. A reader reads the
+  physical names and renames them back; a writer writes physical names (and, in ``id`` mode,
+  Parquet field ids). Partition values in the log are keyed by physical names too (delta-rs
+  maps them back to logical names when it lists the files).
+* ``delta.generationExpression``: a generated column's SQL expression.
+* ``delta.invariants``: a legacy column invariant (``{"expression": {"expression": "x > 0"}}``).
+* ``delta.identity.*``: an identity column (only a writer that allocates ids keeps it).
+
+Besides the schema, the table's properties hold CHECK constraints (``delta.constraints.<name>``)
+and ``delta.appendOnly``; a non-nullable field is a NOT NULL constraint. Delta rejects a row for
+which a CHECK constraint is false *or null* (measured with delta-spark 4.4: ``CHECK (y > 0)``
+refuses ``y = NULL``), so the checks here do too.
+
+Everything here is read from one delta-rs handle (:func:`table_layout`) and used by the
+jar-free reader (:mod:`spark_mlt.storage.reader`) and writer (:mod:`spark_mlt.storage._delta_rs`).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from deltalake import DeltaTable
+from pyspark.sql import Column, DataFrame
+from pyspark.sql import functions as F
+from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
+
+__all__ = [
+    "RULE_MARKER",
+    "ColumnMapping",
+    "Rule",
+    "TableLayout",
+    "enforce_rules",
+    "layout_of",
+    "logical_columns",
+    "physical_columns",
+    "quote",
+    "table_layout",
+]
+
+ColumnMapping = Literal["none", "name", "id"]
+
+_PHYSICAL = "delta.columnMapping.physicalName"
+_ID = "delta.columnMapping.id"
+_GENERATED = "delta.generationExpression"
+_INVARIANTS = "delta.invariants"
+_IDENTITY = "delta.identity."
+_CONSTRAINT = "delta.constraints."
+#: Spark's key for a Parquet field id in a field's metadata (written when
+#: ``spark.sql.parquet.fieldId.write.enabled``, Spark's default).
+_FIELD_ID = "parquet.field.id"
+#: Starts the message of a broken rule, so the writer tells it from other failures of the job.
+RULE_MARKER = "[spark-mlt rule]"
+
+
+def quote(name: str) -> str:
+    """``name`` as a Spark SQL identifier (backquoted, backquotes doubled)."""
+    return "`" + name.replace("`", "``") + "`"
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One rule a row must keep to be written: a CHECK constraint, a NOT NULL column, a legacy
+    invariant, or a generated column's expression (the column must equal it).
+
+    Attributes:
+        kind: ``"CHECK constraint"``, ``"NOT NULL constraint"``, ``"invariant"`` or
+            ``"generated column"``.
+        name: the constraint's or column's name.
+        expression: a Spark SQL boolean expression over the table's logical columns that must
+            be true for the row.
+        columns: the columns whose values the error shows.
+    """
+
+    kind: str
+    name: str
+    expression: str
+    columns: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class TableLayout:
+    """What a Delta table's metadata says about its columns, in Spark's terms.
+
+    Attributes:
+        logical: the table's columns as readers see them (Delta's metadata entries removed).
+        physical: the data files' columns: physical names under column mapping (Parquet field
+            ids in ``id`` mode); the same as ``logical`` without column mapping. Partition
+            columns are in both (they are not stored in the files).
+        mapping: the column mapping mode.
+        partition_columns: the partition columns (logical names).
+        generated: each generated column's SQL expression.
+        identity: the identity columns.
+        rules: the rules each written row must keep.
+        append_only: ``delta.appendOnly`` is true: rows may be added, never removed.
+    """
+
+    logical: StructType
+    physical: StructType
+    mapping: ColumnMapping
+    partition_columns: tuple[str, ...]
+    generated: Mapping[str, str] = field(default_factory=dict)
+    identity: tuple[str, ...] = ()
+    rules: tuple[Rule, ...] = ()
+    append_only: bool = False
+
+    @property
+    def physical_names(self) -> dict[str, str]:
+        """The physical name of each top-level column, by logical name."""
+        return {f.name: p.name for f, p in zip(self.logical.fields, self.physical.fields, strict=True)}
+
+    @property
+    def data_columns(self) -> list[str]:
+        """The logical names of the columns stored in the data files (all but partitions)."""
+        return [f.name for f in self.logical.fields if f.name not in self.partition_columns]
+
+
+def table_layout(table: DeltaTable) -> TableLayout:
+    """The layout of the version ``table`` holds (one read of its schema and metadata)."""
+    metadata = table.metadata()
+    return layout_of(json.loads(table.schema().to_json()), metadata.configuration, metadata.partition_columns)
+
+
+def layout_of(
+    document: Mapping[str, Any], configuration: Mapping[str, str | None], partition_columns: Sequence[str]
+) -> TableLayout:
+    """The layout of a table with this schema (Delta's JSON document), configuration (table
+    properties) and partition columns."""
+    properties = {k: v for k, v in configuration.items() if v is not None}
+    mode = str(properties.get("delta.columnMapping.mode", "none")).lower()
+    mapping: ColumnMapping = "name" if mode == "name" else "id" if mode == "id" else "none"
+    logical = StructType.fromJson(_without_delta_metadata(document))
+    physical = StructType.fromJson(_physical_document(document, mapping)) if mapping != "none" else logical
+    fields = document.get("fields", [])
+    generated = {f["name"]: str(f["metadata"][_GENERATED]) for f in fields if _GENERATED in f.get("metadata", {})}
+    identity = tuple(f["name"] for f in fields if any(k.startswith(_IDENTITY) for k in f.get("metadata", {})))
+    names = [f.name for f in logical.fields]
+    rules = [  # in delta-spark's order: NOT NULL and invariants, then CHECK constraints
+        *_not_null_rules(logical),
+        *_invariant_rules(fields, names),
+        *(
+            Rule("CHECK constraint", key[len(_CONSTRAINT) :], expression, _referenced(expression, names))
+            for key, expression in sorted(properties.items())
+            if key.startswith(_CONSTRAINT)
+        ),
+        *(
+            Rule("generated column", name, f"{quote(name)} <=> ({expression})", (name, *_referenced(expression, names)))
+            for name, expression in generated.items()
+        ),
+    ]
+    return TableLayout(
+        logical=logical,
+        physical=physical,
+        mapping=mapping,
+        partition_columns=tuple(partition_columns),
+        generated=generated,
+        identity=identity,
+        rules=tuple(rules),
+        append_only=str(properties.get("delta.appendOnly", "false")).lower() == "true",
+    )
+
+
+def _without_delta_metadata(node: Any) -> Any:
+    """A schema document without Delta's ``delta.*`` field metadata (kept: comments and the like)."""
+    if isinstance(node, dict):
+        out = {key: _without_delta_metadata(value) for key, value in node.items() if key != "metadata"}
+        if "metadata" in node:
+            out["metadata"] = {k: v for k, v in node["metadata"].items() if not k.startswith("delta.")}
+        return out
+    if isinstance(node, list):
+        return [_without_delta_metadata(item) for item in node]
+    return node
+
+
+def _physical_document(node: Any, mapping: ColumnMapping) -> Any:
+    """The schema document with each field named as the files store it (recursively: structs in
+    arrays and maps too); in ``id`` mode each field carries its Parquet field id."""
+    if isinstance(node, list):
+        return [_physical_document(item, mapping) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: _physical_document(value, mapping) for key, value in node.items() if key != "metadata"}
+    if "metadata" in node:  # a struct field
+        metadata = node["metadata"]
+        out["name"] = metadata.get(_PHYSICAL, node["name"])
+        out["metadata"] = {_FIELD_ID: int(metadata[_ID])} if mapping == "id" and _ID in metadata else {}
+    return out
+
+
+def _referenced(expression: str, names: Sequence[str]) -> tuple[str, ...]:
+    """The columns an expression names (for the error's values; a best effort on the text)."""
+    return tuple(n for n in names if re.search(rf"(?<![\w`]){re.escape(n)}(?![\w`])|`{re.escape(n)}`", expression))
+
+
+def _not_null_rules(schema: StructType, prefix: str = "", parent: str | None = None) -> list[Rule]:
+    """NOT NULL of top-level fields, and of struct fields where their struct is not null."""
+    rules = []
+    for f in schema.fields:
+        path = f"{prefix}{quote(f.name)}"
+        if not f.nullable:
+            condition = f"{path} IS NOT NULL" if parent is None else f"{parent} IS NULL OR {path} IS NOT NULL"
+            shown = (f.name,) if parent is None else ()
+            rules.append(Rule("NOT NULL constraint", path.replace("`", ""), condition, shown))
+        if isinstance(f.dataType, StructType):
+            rules.extend(_not_null_rules(f.dataType, f"{path}.", path))
+    return rules
+
+
+def _invariant_rules(fields: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Rule]:
+    rules = []
+    for f in fields:
+        text = f.get("metadata", {}).get(_INVARIANTS)
+        if text is None:
+            continue
+        document = json.loads(text) if isinstance(text, str) else text
+        expression = str(document["expression"]["expression"])
+        rules.append(Rule("invariant", f["name"], expression, _referenced(expression, names)))
+    return rules
+
+
+def _strip(kind: DataType) -> DataType:
+    """``kind`` without field metadata (a cast target that matches the logical type)."""
+    if isinstance(kind, StructType):
+        return StructType([StructField(f.name, _strip(f.dataType), f.nullable) for f in kind.fields])
+    if isinstance(kind, ArrayType):
+        return ArrayType(_strip(kind.elementType), kind.containsNull)
+    if isinstance(kind, MapType):
+        return MapType(_strip(kind.keyType), _strip(kind.valueType), kind.valueContainsNull)
+    return kind
+
+
+def _nested_names_differ(a: DataType, b: DataType) -> bool:
+    return _strip(a) != _strip(b)
+
+
+def logical_columns(layout: TableLayout, names: Sequence[str]) -> list[Column]:
+    """Columns that turn the physical columns ``names`` (logical names) of a DataFrame read with
+    ``layout.physical`` into the logical ones: renamed, and nested fields renamed by a cast
+    (Spark casts structs field by position)."""
+    physical = {f.name: p for f, p in zip(layout.logical.fields, layout.physical.fields, strict=True)}
+    columns = []
+    for name in names:
+        source = physical[name]
+        logical = layout.logical[name].dataType
+        column = F.col(quote(source.name))
+        if _nested_names_differ(source.dataType, logical):
+            column = column.cast(_strip(logical))
+        columns.append(column.alias(name))
+    return columns
+
+
+def physical_columns(layout: TableLayout, df: DataFrame) -> DataFrame:
+    """``df`` (the table's logical columns) with its columns as the files store them: physical
+    names (and field ids in ``id`` mode) under column mapping; ``df`` itself otherwise."""
+    if layout.mapping == "none":
+        return df
+    columns = []
+    for logical, f in zip(layout.logical.fields, layout.physical.fields, strict=True):
+        column = F.col(quote(logical.name))
+        if _nested_names_differ(f.dataType, logical.dataType):
+            column = column.cast(f.dataType)
+        columns.append(column.alias(f.name, metadata=f.metadata) if f.metadata else column.alias(f.name))
+    return df.select(*columns)
+
+
+def enforce_rules(df: DataFrame, layout: TableLayout) -> DataFrame:
+    """``df`` with the table's generated columns it lacks computed, in the table's column order,
+    and every rule checked row by row: the first row that breaks one fails the query with
+    :data:`RULE_MARKER`, the rule and the row's values (so a write job fails before it commits).
+
+    Example::
+
+        rows = enforce_rules(rows, table_layout(DeltaTable(path)))
+    """
+    for name, expression in layout.generated.items():
+        if name not in df.columns:
+            df = df.withColumn(name, F.expr(expression).cast(layout.logical[name].dataType))
+    if set(df.columns) == set(layout.logical.names):
+        df = df.select(*(quote(name) for name in layout.logical.names))
+    if not layout.rules:
+        return df
+    keep = F.lit(True)
+    for rule in layout.rules:
+        values = [
+            F.concat(F.lit(f"{name}="), F.coalesce(F.col(quote(name)).cast("string"), F.lit("null")))
+            for name in rule.columns
+        ]
+        message = F.concat(
+            F.lit(f"{RULE_MARKER} {rule.kind} {rule.name} ({rule.expression}) violated by row with values: "),
+            F.concat_ws(", ", *values) if values else F.lit("(none)"),
+        )
+        broken = ~F.coalesce(F.expr(rule.expression), F.lit(False))
+        keep = keep & F.when(broken, F.raise_error(message)).otherwise(F.lit(True))
+    return df.where(keep)

@@ -1,0 +1,410 @@
+"""Tables as other engines write them, on the jar-free path: read exactly, or refused.
+
+The tables come from the zoo (:mod:`tests.support.zoo`): built by delta-spark on a line that
+has Delta, with what ``spark.read.format("delta")`` returned for each version. Every test here
+runs without Delta's jars, on every supported line (``make test`` reads the zoo the 4.2 line
+built; ``tests/compat/run-line.sh`` builds one with each line that has Delta).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from deltalake import DeltaTable
+from deltalake.transaction import CommitProperties
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+from spark_mlt import MLTCodec
+from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
+from spark_mlt.batch.inspect import inspect_table
+from spark_mlt.column import mlt_encode
+from spark_mlt.errors import ConstraintViolationError, TableExistsError, TableFeatureError, TableSchemaError
+from spark_mlt.storage import orphan_files, read_delta, vacuum, write_delta
+from spark_mlt.storage._plan import spark_arrow_schema
+from spark_mlt.storage.features import FEATURES
+from spark_mlt.storage.properties import codec_properties
+from spark_mlt.storage.table import CREATE_MARKER
+from tests.support import s3 as local_s3
+from tests.support.frames import assert_same_rows
+from tests.support.plans import plan_operators
+from tests.support.spark_lines import VERSION
+from tests.support.zoo import Zoo, find_zoo
+
+pytestmark = pytest.mark.compat
+
+CODEC = MLTCodec.from_seed(13, 5, seed=42)
+
+
+def _cases() -> list[tuple[str, int]]:
+    found = find_zoo()
+    return found.cases() if isinstance(found, Zoo) else []
+
+
+@pytest.mark.parametrize(("name", "version"), _cases() or [pytest.param("-", 0, marks=pytest.mark.skip("no zoo"))])
+def test_jar_free_reads_return_exactly_the_rows_delta_returns(
+    spark: SparkSession, zoo: Zoo, name: str, version: int
+) -> None:
+    """Deletion vectors (on disk, inline, after a purge, in escaped partition folders), column
+    mapping (name and id modes, renamed, dropped and re-added columns, renamed struct fields
+    and partition columns), timestampNtz, v2 checkpoints with sidecars, constraints, generated
+    columns, change data feed and spark-mlt's own tables after delta-spark changed them: each
+    version as delta-spark read it (time travel before and after each delete)."""
+    if name == "widen" and VERSION < (4, 0):
+        pytest.skip("Spark 3.5 cannot read widened files: the gate refuses it (test_the_gate_refuses_...)")
+    expected = spark.read.parquet(zoo.expected(name, version))
+    assert_same_rows(read_delta(spark, zoo.path(name), version=version), expected)
+
+
+def test_partition_and_deletion_reads_plan_the_same_for_one_file_or_many(spark: SparkSession, tmp_path: Path) -> None:
+    """The plan does not grow with the number of files or partitions (no union per partition)."""
+    sizes = []
+    for parts in (1, 40):
+        path = str(tmp_path / f"t{parts}")
+        df = spark.range(400).select(F.col("id").alias("userId"), (F.col("id") % parts).cast("int").alias("part"))
+        write_delta(
+            df.withColumn("userId_mlt", mlt_encode("userId", CODEC)), path, {"userId": CODEC}, partition_by=["part"]
+        )
+        read = read_delta(spark, path)
+        assert read.count() == 400
+        sizes.append(plan_operators(read))
+    assert sizes[0] == sizes[1]
+
+
+def test_s3_tables_with_deletion_vectors_and_column_mapping_read_exactly(
+    spark: SparkSession, zoo: Zoo, s3: local_s3.MotoServer
+) -> None:
+    """The same tables on the local S3 server (copied there as they are), read through s3a."""
+    for name in ("dv", "cm_name"):
+        if zoo.missing(name):
+            pytest.skip(str(zoo.missing(name)))
+        uri = s3.upload(zoo.path(name), f"zoo-{name.replace('_', '-')}")
+        version = zoo.versions(name)[-1]
+        got = read_delta(spark, uri, storage_options=local_s3.storage_options())
+        assert_same_rows(got, spark.read.parquet(zoo.expected(name, version)))
+
+
+def _with_protocol(zoo: Zoo, into: Path, reader: list[str], writer: list[str]) -> str:
+    """A copy of a plain table whose next commit upgrades the protocol to these features (what
+    a newer writer would commit); delta-rs still opens it."""
+    path = zoo.copy("append_only", into)
+    log = Path(path) / "_delta_log"
+    version = DeltaTable(path).version() + 1
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": reader, "writerFeatures": writer}
+    (log / f"{version:020d}.json").write_text(
+        json.dumps({"commitInfo": {"timestamp": 0, "operation": "UPGRADE PROTOCOL"}})
+        + "\n"
+        + json.dumps({"protocol": protocol})
+        + "\n"
+    )
+    return path
+
+
+REFUSED_WRITES = {
+    "identity": "identityColumns",
+    "row_tracking": "rowTracking",
+    "clustering": "clustering",
+    "in_commit_timestamps": "inCommitTimestamp",
+    "widen": "typeWidening",
+    "variant": "variantType",
+}
+
+
+@pytest.mark.parametrize(("name", "feature"), sorted(REFUSED_WRITES.items()))
+def test_the_gate_refuses_writes_it_cannot_keep_naming_the_feature_and_the_way_forward(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path, name: str, feature: str
+) -> None:
+    if zoo.missing(name):
+        pytest.skip(str(zoo.missing(name)))
+    path = zoo.copy(name, tmp_path)
+    before = DeltaTable(path).version()
+    rows = read_delta(spark, path, backend="delta-rs") if name != "variant" else None
+    with pytest.raises(TableFeatureError, match=rf"{path}.*'{feature}'.*Delta's jars") as raised:
+        write_delta(rows if rows is not None else spark.range(1), path, mode="append")
+    assert raised.value.feature == feature
+    assert DeltaTable(path).version() == before
+
+
+@pytest.mark.parametrize(
+    ("reader", "feature"),
+    [
+        (["variantType"], "variantType"),
+        (["catalogManaged"], "catalogManaged"),
+        (["someFutureFeature"], "someFutureFeature"),
+    ],
+)
+def test_the_gate_refuses_reads_it_cannot_do_exactly(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path, reader: list[str], feature: str
+) -> None:
+    """A feature the jar-free reader does not implement, one it never will (a catalog owns the
+    commits: the log in storage may be stale) and one it does not know are all refused."""
+    path = _with_protocol(zoo, tmp_path, reader, reader)
+    with pytest.raises(TableFeatureError, match=rf"{path} uses the reader feature '{feature}'") as raised:
+        read_delta(spark, path)
+    assert raised.value.feature == feature
+
+
+def test_type_widening_reads_on_spark_4_and_is_refused_on_3_5(spark: SparkSession, zoo: Zoo) -> None:
+    if zoo.missing("widen"):
+        pytest.skip(str(zoo.missing("widen")))
+    if VERSION >= (4, 0):
+        assert read_delta(spark, zoo.path("widen")).where("id = 3000000000 AND s = 70000").count() == 1
+    else:
+        with pytest.raises(TableFeatureError, match=r"'typeWidening'.*Spark 3\.5"):
+            read_delta(spark, zoo.path("widen"))
+
+
+def test_every_feature_delta_spark_writes_in_the_zoo_is_known_to_the_gate(zoo: Zoo) -> None:
+    features = {
+        name
+        for entry in zoo.manifest["tables"].values()
+        for name in entry["protocol"]["reader_features"] + entry["protocol"]["writer_features"]
+    }
+    assert features <= set(FEATURES)
+
+
+# --- jar-free writes keep the table's rules --------------------------------------------------
+
+
+def _need(zoo: Zoo, *names: str) -> None:
+    for name in names:
+        if zoo.missing(name):
+            pytest.skip(str(zoo.missing(name)))
+
+
+def _staging_folders(path: str) -> list[str]:
+    return sorted(p.name for p in Path(path).iterdir() if p.name.startswith("mlt-"))
+
+
+@pytest.mark.parametrize("name", ["cm_name", "cm_id"])
+def test_appends_to_a_column_mapped_table_write_physical_names(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path, name: str
+) -> None:
+    """Files under the physical names (and field ids in id mode), partition values keyed by
+    them: delta-rs, and the jar-free reader, see the logical columns with the new rows."""
+    _need(zoo, name)
+    path = zoo.copy(name, tmp_path)
+    before = read_delta(spark, path)
+    new = before.where("id < 50").withColumn("id", F.col("id") + 1_000_000)
+    write_delta(new, path, mode="append")
+    assert_same_rows(read_delta(spark, path), before.unionByName(new))
+    layout = json.loads(DeltaTable(path).schema().to_json())
+    physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in layout["fields"]}
+    added = [f for f in Path(path).rglob("*.parquet") if f.parent.name.startswith(physical["region"])]
+    assert added, "the new files are in folders named by the partition column's physical name"
+    stored = pq.read_schema(added[0])
+    assert set(stored.names) == {physical[c] for c in ("id", "x", "info", "gone")}
+    if name == "cm_id":
+        assert stored.field(physical["id"]).metadata[b"PARQUET:field_id"] == b"1"
+    partitions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).column("partition.region").to_pylist()
+    assert "r 1" in partitions  # delta-rs maps the physical keys back
+
+
+def test_check_constraints_and_not_null_fail_the_write_naming_the_rule_and_the_values(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    """A CHECK constraint that is false or null, and a null in a NOT NULL column, fail the
+    write before its commit (as delta-spark refuses them); valid rows are appended."""
+    _need(zoo, "constraints")
+    path = zoo.copy("constraints", tmp_path)
+    version = DeltaTable(path).version()
+    schema = "x int, y int, note string"
+    cases = {
+        "CHECK constraint x_small (x < 1000) violated by row with values: x=5000": [(5000, 1, "big")],
+        "CHECK constraint y_positive (y > 0) violated by row with values: y=null": [(1, None, "null y")],
+        "NOT NULL constraint x (`x` IS NOT NULL) violated by row with values: x=null": [(None, 1, "null x")],
+    }
+    for message, rows in cases.items():
+        with pytest.raises(ConstraintViolationError, match=re.escape(message)):
+            write_delta(spark.createDataFrame([(1, 1, "ok"), *rows], schema), path, mode="append")
+        assert DeltaTable(path).version() == version
+        assert _staging_folders(path) == []
+    write_delta(spark.createDataFrame([(999, 5, "ok")], schema), path, mode="append")
+    assert read_delta(spark, path).count() == 3
+
+
+def test_generated_columns_are_computed_when_missing_and_checked_when_given(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    _need(zoo, "generated")
+    path = zoo.copy("generated", tmp_path)
+    write_delta(spark.createDataFrame([(10,), (None,)], "id bigint"), path, mode="append")
+    assert sorted(map(tuple, read_delta(spark, path).collect()), key=str) == sorted(
+        [(1, 2), (2, 4), (10, 20), (None, None)], key=str
+    )
+    with pytest.raises(ConstraintViolationError, match=r"generated column twice .* twice=7"):
+        write_delta(spark.createDataFrame([(3, 7)], "id bigint, twice bigint"), path, mode="append")
+
+
+def test_an_append_only_table_takes_appends_and_refuses_an_overwrite(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    _need(zoo, "append_only")
+    path = zoo.copy("append_only", tmp_path)
+    rows = spark.createDataFrame([(3,)], "id bigint")
+    with pytest.raises(TableFeatureError, match=r"append-only .*delta.appendOnly") as raised:
+        write_delta(rows, path, mode="overwrite")
+    assert (raised.value.feature, raised.value.parameter) == ("appendOnly", "mode")
+    write_delta(rows, path, mode="append")
+    assert read_delta(spark, path).count() == 3
+
+
+def test_writes_to_a_table_with_deletion_vectors_keep_its_deleted_rows_deleted(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    """An append leaves the vectors alone; an overwrite removes each file with its vector
+    (delta-rs carries it in the remove action), so time travel to older versions stays exact."""
+    _need(zoo, "dv")
+    path = zoo.copy("dv", tmp_path)
+    last = zoo.versions("dv")[-1]
+    before = read_delta(spark, path)
+    new = spark.createDataFrame([(1_000_000, 1, "new")], "id bigint, p int, name string")
+    write_delta(new, path, mode="append")
+    assert_same_rows(read_delta(spark, path), before.unionByName(new))
+    write_delta(new, path, mode="overwrite")
+    assert_same_rows(read_delta(spark, path), new)
+    assert_same_rows(read_delta(spark, path, version=last), spark.read.parquet(zoo.expected("dv", last)))
+
+
+def test_an_append_to_a_change_data_feed_table_reads_as_inserts_in_the_feed(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    """An append commits add actions only, which the change feed reads as inserts (delta-rs'
+    reader here; an overwrite's deletes are checked with delta-spark's, in
+    test_delta_spark.py: delta-rs 1.6's feed gets deleted rows of files with vectors wrong)."""
+    _need(zoo, "cdf")
+    path = zoo.copy("cdf", tmp_path)
+    start = DeltaTable(path).version() + 1
+    write_delta(spark.createDataFrame([(500,), (501,)], "id bigint"), path, mode="append")
+    feed = pa.table(DeltaTable(path).load_cdf(starting_version=start)).to_pylist()
+    assert sorted((row["_change_type"], row["id"], row["_commit_version"]) for row in feed) == [
+        ("insert", 500, start),
+        ("insert", 501, start),
+    ]
+
+
+def test_appends_to_a_table_with_v2_checkpoints_write_no_classic_checkpoint(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    _need(zoo, "v2_checkpoint")
+    path = zoo.copy("v2_checkpoint", tmp_path)
+    log = Path(path) / "_delta_log"
+    checkpoints = sorted(p.name for p in log.glob("*.checkpoint*"))
+    for i in range(3):  # the table asks for a checkpoint every 2 commits
+        write_delta(spark.createDataFrame([(1000 + i,)], "id bigint"), path, mode="append")
+    assert sorted(p.name for p in log.glob("*.checkpoint*")) == checkpoints
+    assert read_delta(spark, path).count() == 48
+
+
+def test_a_first_write_that_died_after_creating_its_table_is_taken_over_by_the_rerun(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A write creates its table (version 0: codecs, no rows) and then commits its rows; a
+    driver that dies in between leaves version 0 alone. A rerun with mode='error' takes it
+    over instead of refusing an existing table; a table with rows is still refused."""
+    path = str(tmp_path / "ratings")
+    rows = spark.range(20).select(F.col("id").alias("userId")).withColumn("userId_mlt", mlt_encode("userId", CODEC))
+    DeltaTable.create(  # what spark-mlt's first commit leaves (see _delta_rs._create_table)
+        path,
+        spark_arrow_schema(rows),
+        configuration=codec_properties({"userId": CODEC}),
+        raise_if_key_not_exists=False,
+        commit_properties=CommitProperties(custom_metadata=dict([CREATE_MARKER])),
+    )
+    result = write_delta(rows, path, {"userId": CODEC})
+    assert (result.version, read_delta(spark, path).count()) == (1, 20)
+    with pytest.raises(TableExistsError):
+        write_delta(rows, path, {"userId": CODEC})
+    other = str(tmp_path / "other")
+    DeltaTable.create(other, spark_arrow_schema(rows))  # empty, but not spark-mlt's
+    with pytest.raises(TableExistsError):
+        write_delta(rows, other, {"userId": CODEC})
+
+
+# --- spark-mlt's own tables after delta-spark changed them -------------------------------------
+
+
+def _ids(
+    spark: SparkSession, tmp_path: Path, start: int, rows: int, *, column: str = "score", big: bool = False
+) -> str:
+    source = str(tmp_path / f"ids-{start}-{column}.parquet")
+    score = F.lit(5000) if big else (F.col("id") % 997).cast("int")
+    spark.range(start, start + rows).select("id", score.alias(column)).write.parquet(source)
+    return source
+
+
+def test_decode_verify_and_inspect_see_exactly_the_rows_left_after_delta_spark_changed_the_table(
+    spark: SparkSession, zoo: Zoo
+) -> None:
+    """After DELETE with deletion vectors (30,000 -> 20,000 rows), OPTIMIZE ZORDER BY and a
+    column rename under column mapping: every kept id decodes, no deleted row comes back."""
+    _need(zoo, "ours_deleted", "ours_optimized", "ours_renamed")
+    for name, rows in (("ours_deleted", 20_000), ("ours_optimized", 30_000), ("ours_renamed", 30_000)):
+        report = decode_table(spark, zoo.path(name), DecodeOptions(verify=True))
+        assert (report.rows_out, report.mismatches) == (rows, 0), name
+        assert inspect_table(zoo.path(name))["rows"] == rows
+
+
+def test_vacuum_keeps_every_deletion_vector_a_version_needs(spark: SparkSession, zoo: Zoo, tmp_path: Path) -> None:
+    """delta-rs' vacuum does not see deletion vector files: spark-mlt's never lists or deletes
+    them, even with no retention, and the table reads the same after."""
+    _need(zoo, "dv", "ours_deleted")
+    for name in ("dv", "ours_deleted"):
+        path = zoo.copy(name, tmp_path)
+        vectors = sorted(p.name for p in Path(path).rglob("deletion_vector_*.bin"))
+        assert vectors
+        assert not [f for f in orphan_files(path) if "deletion_vector" in f]
+        removed = vacuum(path, retention_hours=0, dry_run=False)
+        assert not [f for f in removed if "deletion_vector" in f]
+        assert sorted(p.name for p in Path(path).rglob("deletion_vector_*.bin")) == vectors
+        last = zoo.versions(name)[-1]
+        assert_same_rows(read_delta(spark, path), spark.read.parquet(zoo.expected(name, last)))
+
+
+def test_tokenize_appends_to_our_table_after_a_delete_once_per_run_id(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    _need(zoo, "ours_deleted")
+    path = zoo.copy("ours_deleted", tmp_path)
+    source = _ids(spark, tmp_path, 30_000, 100)
+    options = TokenizeOptions(mode="append", run_id="2026-11-26", input_format="parquet")
+    assert tokenize_table(spark, source, path, ["id"], options).rows_out == 100
+    assert tokenize_table(spark, source, path, ["id"], options).write.skipped  # type: ignore[union-attr]
+    report = decode_table(spark, path, DecodeOptions(verify=True))
+    assert (report.rows_out, report.mismatches) == (20_100, 0)
+
+
+def test_a_renamed_column_is_refused_by_name_and_appended_under_its_new_one(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    """delta-spark renamed score to points (column mapping): input with the old name is
+    refused as a schema mismatch; input with the new one is written under the physical name."""
+    _need(zoo, "ours_renamed")
+    path = zoo.copy("ours_renamed", tmp_path)
+    options = TokenizeOptions(mode="append", input_format="parquet")
+    with pytest.raises(TableSchemaError, match=r"schema does not match"):
+        tokenize_table(spark, _ids(spark, tmp_path, 30_000, 10), path, ["id"], options)
+    tokenize_table(spark, _ids(spark, tmp_path, 30_000, 10, column="points"), path, ["id"], options)
+    report = decode_table(spark, path, DecodeOptions(verify=True))
+    assert (report.rows_out, report.mismatches) == (30_010, 0)
+    assert read_delta(spark, path).where("id >= 30000").agg(F.sum("points")).first()[0] == sum(
+        i % 997 for i in range(30_000, 30_010)
+    )
+
+
+def test_an_append_that_breaks_a_constraint_delta_spark_added_is_refused_and_changes_nothing(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    _need(zoo, "ours_constrained")
+    path = zoo.copy("ours_constrained", tmp_path)
+    version, folders = DeltaTable(path).version(), _staging_folders(path)
+    options = TokenizeOptions(mode="append", input_format="parquet")
+    with pytest.raises(ConstraintViolationError, match=r"score_small \(score < 1000\) .* score=5000"):
+        tokenize_table(spark, _ids(spark, tmp_path, 30_000, 100, big=True), path, ["id"], options)
+    assert DeltaTable(path).version() == version
+    assert _staging_folders(path) == folders
