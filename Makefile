@@ -87,6 +87,10 @@ bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and d
 	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call line_jars,$$py,delta s3) && \
 	    PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_delta $(BENCH_ARGS)
 
+bench-read: $(STAMP) ## Benchmark jar-free Delta reads (partitions, deletion vectors) against delta-spark (5M rows; PySpark 4.2.1 unless BENCH_LINE=...)
+	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call line_jars,$$py,delta) && \
+	    PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_read $(BENCH_ARGS)
+
 bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
 	$(BIN)/python benchmarks/benchmark_scale.py $(BENCH_ARGS)
 
@@ -96,7 +100,7 @@ bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M r
 paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (ML_DIR, data/ml-*, ../shared/movielens/ml-*) else synthetic; PAPER_EPOCHS=fixed for the paper's epochs
 	$(BIN)/python jobs/paper_demo.py
 
-bench: bench-codec bench-functions bench-delta bench-scale bench-paper ## Run every benchmark
+bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-paper ## Run every benchmark
 
 dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
 	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
@@ -138,4 +142,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log $(ZOO_DIR)
 
-.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-scale bench-paper dist clean
+.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-paper dist clean

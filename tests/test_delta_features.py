@@ -76,17 +76,21 @@ def test_partition_and_deletion_reads_plan_the_same_for_one_file_or_many(spark: 
     assert sizes[0] == sizes[1]
 
 
-def test_s3_tables_with_deletion_vectors_and_column_mapping_read_exactly(
+def test_s3_tables_with_deletion_vectors_and_column_mapping_read_and_write_exactly(
     spark: SparkSession, zoo: Zoo, s3: local_s3.MotoServer
 ) -> None:
-    """The same tables on the local S3 server (copied there as they are), read through s3a."""
+    """The same tables on the local S3 server (copied there as they are), read through s3a, and
+    appended to there (physical names on S3 too)."""
+    options = local_s3.storage_options()
     for name in ("dv", "cm_name"):
         if zoo.missing(name):
             pytest.skip(str(zoo.missing(name)))
         uri = s3.upload(zoo.path(name), f"zoo-{name.replace('_', '-')}")
-        version = zoo.versions(name)[-1]
-        got = read_delta(spark, uri, storage_options=local_s3.storage_options())
-        assert_same_rows(got, spark.read.parquet(zoo.expected(name, version)))
+        expected = spark.read.parquet(zoo.expected(name, zoo.versions(name)[-1]))
+        assert_same_rows(read_delta(spark, uri, storage_options=options), expected)
+        new = spark.createDataFrame(expected.limit(3).collect(), expected.schema).withColumn("id", F.col("id") + 10**7)
+        write_delta(new, uri, mode="append", storage_options=options)
+        assert_same_rows(read_delta(spark, uri, storage_options=options), expected.unionByName(new))
 
 
 def _with_protocol(zoo: Zoo, into: Path, reader: list[str], writer: list[str]) -> str:
@@ -408,3 +412,17 @@ def test_an_append_that_breaks_a_constraint_delta_spark_added_is_refused_and_cha
         tokenize_table(spark, _ids(spark, tmp_path, 30_000, 100, big=True), path, ["id"], options)
     assert DeltaTable(path).version() == version
     assert _staging_folders(path) == folders
+
+
+def test_tokenize_reads_a_delta_source_with_deleted_rows_and_renamed_columns_exactly(
+    spark: SparkSession, zoo: Zoo, tmp_path: Path
+) -> None:
+    """The tokenize job's input, as a warehouse hands it over: rows deleted with deletion
+    vectors stay deleted, a column renamed under column mapping has its values."""
+    _need(zoo, "dv", "cm_name")
+    for name in ("dv", "cm_name"):
+        expected = spark.read.parquet(zoo.expected(name, zoo.versions(name)[-1]))
+        output = str(tmp_path / f"{name}_mlt")
+        report = tokenize_table(spark, zoo.path(name), output, ["id"], TokenizeOptions(input_format="delta"))
+        assert report.rows_out == expected.count()
+        assert_same_rows(read_delta(spark, output).select(*expected.columns), expected)

@@ -34,14 +34,14 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
 from deltalake.exceptions import CommitFailedError
-from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, RemoveAction, Transaction
+from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 from pyspark.sql import DataFrame
 
 from spark_mlt.errors import ConcurrentWriteError, ConstraintViolationError, MLTError, StorageError
@@ -65,6 +65,9 @@ from spark_mlt.storage.schema import (
     table_layout,
 )
 from spark_mlt.storage.table import CREATE_MARKER, open_table, snapshot_of
+
+if TYPE_CHECKING:  # newer deltalake (1.6.6) exports it; spark-mlt only names it in hints
+    from deltalake.transaction import RemoveAction
 
 __all__ = ["STAGING_PREFIX", "write"]
 

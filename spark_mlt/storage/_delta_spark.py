@@ -132,10 +132,15 @@ _CONFLICT_CLASSES = frozenset(
 
 
 def lost_race(error: BaseException) -> bool:
-    """Whether ``error`` is Delta refusing a commit because another writer's commit won: told
-    by its error class (``getCondition`` on PySpark 4, ``getErrorClass`` before), or, where
-    PySpark 3.5 wraps an exception it does not know without it, by the Java class that heads
-    the exception's description (``Throwable.toString``), never by its message."""
+    """Whether ``error`` is Delta refusing a commit because another writer's commit won, told
+    by the exception's class, never by its message: the Java class of a Py4J error (Spark
+    Classic raises Delta's exceptions so), else PySpark's error class (``getCondition`` on
+    PySpark 4, ``getErrorClass`` before, over Spark Connect too), else, where PySpark 3.5 wraps
+    an exception it does not know without either, the Java class that heads its description
+    (``Throwable.toString``)."""
+    java = getattr(error, "java_exception", None)
+    if java is not None:
+        return str(java.getClass().getSimpleName()) in _CONFLICT_CLASSES
     if not isinstance(error, PySparkException):
         return False
     ask = getattr(error, "getCondition", None) or error.getErrorClass

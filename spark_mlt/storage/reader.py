@@ -127,11 +127,10 @@ def _read_files(spark: SparkSession, location: Location, table: DeltaTable) -> D
     deletions = "deletionVectors" in protocol.reader
     if not partitions and not deletions:
         return scan.select(*logical_columns(layout, layout.data_columns))
-    scan = scan.select(
-        "*",
-        F.expr("url_decode(replace(_metadata.file_path, '+', '%2B'))").alias(_FILE),
-        F.col("_metadata.row_index").alias(_ROW),
-    )
+    located = [F.expr("url_decode(replace(_metadata.file_path, '+', '%2B'))").alias(_FILE)]
+    if deletions:
+        located.append(F.col("_metadata.row_index").alias(_ROW))
+    scan = scan.select("*", *located)
     files = _files_frame(spark, location, table, paths, partitions=partitions, logical=layout.logical)
     rows = scan.join(F.broadcast(files), _FILE, "left")
     unknown = F.concat(F.lit(f"the Delta table at {location.uri} does not list the file "), F.col(_FILE))

@@ -11,10 +11,19 @@ passes its snapshot down.
   builder (:mod:`spark_mlt.storage._delta_spark`).
 * ``"delta-rs"`` otherwise, the embedded default that needs no jars: Spark writes Parquet in
   parallel, delta-rs commits exactly the files of Spark's job commit, atomically
-  (:mod:`spark_mlt.storage._delta_rs`).
+  (:mod:`spark_mlt.storage._delta_rs`). An existing table's protocol is checked first
+  (:func:`check_jar_free_write`: a feature this path cannot keep is refused before any data
+  moves), and its rules (constraints, NOT NULL, generated columns) are checked in Spark and its
+  column mapping kept (:mod:`spark_mlt.storage.schema`).
 
 Appending or overwriting reuses the stored codecs: a different codec for a column the table
 already has is refused (tokens of two codecs in one column could not be decoded).
+
+A table is created in its own commit (version 0: schema and codec properties, no rows) before
+its first rows: delta-rs takes properties other than ``delta.*`` only when it creates a table
+without data (``create_table_with_add_actions`` refuses them). A first write that dies between
+the two leaves that empty version 0; its re-run with ``mode="error"`` takes it over instead of
+refusing an existing table (:attr:`~spark_mlt.storage.table.TableSnapshot.created_empty`).
 
 Idempotent runs: ``write_delta(..., run_id="2026-11-22")`` records the run id as a Delta
 application transaction in the data commit, and a write whose run id the table already holds
