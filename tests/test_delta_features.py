@@ -26,6 +26,7 @@ from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.column import mlt_encode
 from spark_mlt.errors import ConstraintViolationError, TableExistsError, TableFeatureError, TableSchemaError
 from spark_mlt.storage import orphan_files, read_delta, vacuum, write_delta
+from spark_mlt.storage._delta_spark import session_conf
 from spark_mlt.storage._plan import spark_arrow_schema
 from spark_mlt.storage.features import FEATURES
 from spark_mlt.storage.properties import codec_properties
@@ -58,7 +59,9 @@ def test_jar_free_reads_return_exactly_the_rows_delta_returns(
     if name == "widen" and VERSION < (4, 0):
         pytest.skip("Spark 3.5 cannot read widened files: the gate refuses it (test_the_gate_refuses_...)")
     expected = spark.read.parquet(zoo.expected(name, version))
-    assert_same_rows(read_delta(spark, zoo.path(name), version=version), expected)
+    # files split across tasks (the dv table's files have several row groups): row indexes count on
+    with session_conf(spark, {"spark.sql.files.maxPartitionBytes": "65536", "spark.sql.files.openCostInBytes": "0"}):
+        assert_same_rows(read_delta(spark, zoo.path(name), version=version), expected)
 
 
 def test_partition_and_deletion_reads_plan_the_same_for_one_file_or_many(spark: SparkSession, tmp_path: Path) -> None:
@@ -199,8 +202,9 @@ def test_appends_to_a_column_mapped_table_write_physical_names(
     assert_same_rows(read_delta(spark, path), before.unionByName(new))
     layout = json.loads(DeltaTable(path).schema().to_json())
     physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in layout["fields"]}
-    added = [f for f in Path(path).rglob("*.parquet") if f.parent.name.startswith(physical["region"])]
-    assert added, "the new files are in folders named by the partition column's physical name"
+    added = list(Path(path).glob("mlt-*/**/*.parquet"))  # the write's own folder
+    assert added
+    assert all(f.parent.name.startswith(physical["region"] + "=") for f in added)  # partition folders too
     stored = pq.read_schema(added[0])
     assert set(stored.names) == {physical[c] for c in ("id", "x", "info", "gone")}
     if name == "cm_id":
@@ -282,6 +286,8 @@ def test_an_append_to_a_change_data_feed_table_reads_as_inserts_in_the_feed(
     reader here; an overwrite's deletes are checked with delta-spark's, in
     test_delta_spark.py: delta-rs 1.6's feed gets deleted rows of files with vectors wrong)."""
     _need(zoo, "cdf")
+    if int(pa.__version__.split(".")[0]) < 16:
+        pytest.skip(f"pyarrow {pa.__version__} cannot import delta-rs' change feed (string views)")
     path = zoo.copy("cdf", tmp_path)
     start = DeltaTable(path).version() + 1
     write_delta(spark.createDataFrame([(500,), (501,)], "id bigint"), path, mode="append")

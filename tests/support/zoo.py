@@ -67,17 +67,23 @@ def _version(path: str) -> int:
 
 
 def build_dv(spark: Any, path: str) -> list[int]:
-    """On-disk deletion vectors, partitioned: deletes, a second delete of a file that has a
-    vector already, a purge, a new delete, then OPTIMIZE. Every version is checked."""
+    """On-disk deletion vectors, partitioned, in files of several row groups: deletes, a second
+    delete of a file that has a vector already, a purge, a new delete, then OPTIMIZE. Every
+    version is checked."""
     t = _target(path)
     _sql(
         spark,
         f"CREATE TABLE {t} (id BIGINT, p INT, name STRING) USING delta PARTITIONED BY (p) "
         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
     )
-    spark.range(ROWS).selectExpr("id", "CAST(id % 3 AS INT) AS p", "CONCAT('n', id) AS name").repartition(
-        2
-    ).write.format("delta").mode("append").save(path)
+    # small row groups, so that a reader that splits the files must count rows across splits
+    spark.conf.set("parquet.block.size", str(32 * 1024))
+    try:
+        spark.range(ROWS).selectExpr("id", "CAST(id % 3 AS INT) AS p", "CONCAT('n', id) AS name").repartition(
+            2
+        ).write.format("delta").mode("append").save(path)
+    finally:
+        spark.conf.unset("parquet.block.size")
     _sql(
         spark,
         f"DELETE FROM {t} WHERE id % 10 = 0",
@@ -293,13 +299,15 @@ def build_constraints(spark: Any, path: str) -> list[int]:
 
 
 def build_generated(spark: Any, path: str) -> list[int]:
-    """A generated column."""
+    """A generated column (on Spark 3.5, whose SQL has none, through Delta's table builder)."""
     t = _target(path)
-    _sql(
-        spark,
-        f"CREATE TABLE {t} (id BIGINT, twice BIGINT GENERATED ALWAYS AS (id * 2)) USING delta",
-        f"INSERT INTO {t} (id) VALUES (1), (2)",
-    )
+    if pyspark.__version__ >= "4":
+        _sql(spark, f"CREATE TABLE {t} (id BIGINT, twice BIGINT GENERATED ALWAYS AS (id * 2)) USING delta")
+    else:
+        session, tables = spark._jsparkSession, spark._jvm.io.delta.tables.DeltaTable
+        twice = tables.columnBuilder(session, "twice").dataType("BIGINT").generatedAlwaysAs("id * 2").build()
+        tables.create(session).location(path).addColumn("id", "BIGINT").addColumn(twice).execute()
+    _sql(spark, f"INSERT INTO {t} (id) VALUES (1), (2)")
     return [_version(path)]
 
 
