@@ -19,6 +19,7 @@ from deltalake import DeltaTable
 from deltalake.transaction import CommitProperties
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
@@ -30,6 +31,7 @@ from spark_mlt.storage._delta_spark import session_conf
 from spark_mlt.storage._plan import spark_arrow_schema
 from spark_mlt.storage.features import FEATURES
 from spark_mlt.storage.properties import codec_properties
+from spark_mlt.storage.reader import _file_key, exact_files
 from spark_mlt.storage.table import CREATE_MARKER
 from tests.support import s3 as local_s3
 from tests.support.frames import assert_same_rows
@@ -432,3 +434,20 @@ def test_tokenize_reads_a_delta_source_with_deleted_rows_and_renamed_columns_exa
         report = tokenize_table(spark, zoo.path(name), output, ["id"], TokenizeOptions(input_format="delta"))
         assert report.rows_out == expected.count()
         assert_same_rows(read_delta(spark, output).select(*expected.columns), expected)
+
+
+def test_the_reader_names_files_exactly_as_spark_does(spark: SparkSession, tmp_path: Path) -> None:
+    """Each row's file (``_metadata.file_path``) is joined to the table of files by the URI
+    spark-mlt computes for it: the two must agree for every character a path may hold, and a
+    path that looks like a glob pattern is read as the file it names."""
+    folder = tmp_path / "p=a b %41 é ü\u00a0"
+    folder.mkdir()
+    names = ["plain", " !\"#$%&'()*+,-.;<=>?@[]^_`{|}~", "%2520", "日本", "tab\tline"]
+    paths = []
+    for i, name in enumerate(names):
+        path = str(folder / f"{name}-{i}.parquet")
+        pq.write_table(pa.table({"i": [i]}), path)
+        paths.append(path)
+    read = exact_files(spark, StructType([StructField("i", LongType())]), paths)
+    got = dict(read.select("i", "_metadata.file_path").collect())  # type: ignore[arg-type]
+    assert {i: _file_key(path) for i, path in enumerate(paths)} == got
