@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from spark_mlt.batch import local_session
 from spark_mlt.batch.jars import delta_session_conf
 from spark_mlt.storage import read_delta
+from tests.support.plans import plan_operators
 
 
 def _work(df: DataFrame) -> None:
@@ -46,16 +47,6 @@ def _build(spark: SparkSession, root: str, rows: int, partitions: int) -> dict[s
     spark.sql(f"ALTER TABLE delta.`{paths['deleted']}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
     spark.sql(f"DELETE FROM delta.`{paths['deleted']}` WHERE id % 10 = 0")
     return paths
-
-
-def _operators(df: DataFrame) -> int:
-    total, stack = 0, [df._jdf.queryExecution().optimizedPlan()]
-    while stack:
-        node = stack.pop()
-        total += 1
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
-    return total
 
 
 def main() -> None:
@@ -90,7 +81,7 @@ def main() -> None:
         spark.range(1000).select("id", F.lit(0).alias("bucket"), F.lit("x").alias("name")).write.format(
             "delta"
         ).partitionBy("bucket").save(one)
-        sizes = [_operators(read_delta(spark, p, backend="delta-rs")) for p in (one, paths["partitioned"])]
+        sizes = [plan_operators(read_delta(spark, p, backend="delta-rs")) for p in (one, paths["partitioned"])]
         print(f"plan operators, jar-free, 1 partition / {args.partitions} partitions: {sizes[0]} / {sizes[1]}")
     finally:
         spark.stop()

@@ -271,33 +271,6 @@ def build_v2_checkpoint(spark: Any, path: str) -> list[int]:
     return [_version(path)]
 
 
-def build_widen(spark: Any, path: str) -> list[int]:
-    """Type widening: INT to BIGINT and SMALLINT to INT, with files of both widths."""
-    t = _target(path)
-    _sql(
-        spark,
-        f"CREATE TABLE {t} (id INT, s SMALLINT) USING delta TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
-        f"INSERT INTO {t} VALUES (1, 2), (-3, -4)",
-        f"ALTER TABLE {t} CHANGE COLUMN id TYPE BIGINT",
-        f"ALTER TABLE {t} CHANGE COLUMN s TYPE INT",
-        f"INSERT INTO {t} VALUES (3000000000, 70000)",
-    )
-    return [_version(path)]
-
-
-def build_constraints(spark: Any, path: str) -> list[int]:
-    """CHECK constraints and a NOT NULL column."""
-    t = _target(path)
-    _sql(
-        spark,
-        f"CREATE TABLE {t} (x INT NOT NULL, y INT, note STRING) USING delta",
-        f"INSERT INTO {t} VALUES (1, 2, 'a'), (3, 4, 'b')",
-        f"ALTER TABLE {t} ADD CONSTRAINT x_small CHECK (x < 1000)",
-        f"ALTER TABLE {t} ADD CONSTRAINT y_positive CHECK (y > 0)",
-    )
-    return [_version(path)]
-
-
 def build_generated(spark: Any, path: str) -> list[int]:
     """A generated column (on Spark 3.5, whose SQL has none, through Delta's table builder)."""
     t = _target(path)
@@ -311,33 +284,11 @@ def build_generated(spark: Any, path: str) -> list[int]:
     return [_version(path)]
 
 
-def build_append_only(spark: Any, path: str) -> list[int]:
-    t = _target(path)
-    _sql(
-        spark,
-        f"CREATE TABLE {t} (id BIGINT) USING delta TBLPROPERTIES ('delta.appendOnly' = 'true')",
-        f"INSERT INTO {t} VALUES (1), (2)",
-    )
-    return [_version(path)]
+def _statements(*statements: str) -> Build:
+    """A table built by SQL statements (``{t}``: the table), checked at its last version."""
 
-
-def build_cdf(spark: Any, path: str) -> list[int]:
-    """Change data feed with deletion vectors (a DELETE writes change data files)."""
-    t = _target(path)
-    _sql(
-        spark,
-        f"CREATE TABLE {t} (id BIGINT) USING delta TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
-        "'delta.enableDeletionVectors' = 'true')",
-        f"INSERT INTO {t} SELECT id FROM range(100)",
-        f"DELETE FROM {t} WHERE id % 4 = 0",
-    )
-    return [_version(path)]
-
-
-def _refused(create: str, *more: str) -> Build:
     def build(spark: Any, path: str) -> list[int]:
-        t = _target(path)
-        _sql(spark, create.format(t=t), *(statement.format(t=t) for statement in more))
+        _sql(spark, *(statement.format(t=_target(path)) for statement in statements))
         return [_version(path)]
 
     return build
@@ -417,25 +368,46 @@ SOURCES: dict[str, Build] = {
     "cm_id": build_cm_id,
     "ntz": build_ntz,
     "v2_checkpoint": build_v2_checkpoint,
-    "widen": build_widen,
-    "constraints": build_constraints,
+    # type widening: INT to BIGINT and SMALLINT to INT, with files of both widths
+    "widen": _statements(
+        "CREATE TABLE {t} (id INT, s SMALLINT) USING delta TBLPROPERTIES ('delta.enableTypeWidening' = 'true')",
+        "INSERT INTO {t} VALUES (1, 2), (-3, -4)",
+        "ALTER TABLE {t} CHANGE COLUMN id TYPE BIGINT",
+        "ALTER TABLE {t} CHANGE COLUMN s TYPE INT",
+        "INSERT INTO {t} VALUES (3000000000, 70000)",
+    ),
+    "constraints": _statements(
+        "CREATE TABLE {t} (x INT NOT NULL, y INT, note STRING) USING delta",
+        "INSERT INTO {t} VALUES (1, 2, 'a'), (3, 4, 'b')",
+        "ALTER TABLE {t} ADD CONSTRAINT x_small CHECK (x < 1000)",
+        "ALTER TABLE {t} ADD CONSTRAINT y_positive CHECK (y > 0)",
+    ),
     "generated": build_generated,
-    "append_only": build_append_only,
-    "cdf": build_cdf,
-    "identity": _refused(
+    "append_only": _statements(
+        "CREATE TABLE {t} (id BIGINT) USING delta TBLPROPERTIES ('delta.appendOnly' = 'true')",
+        "INSERT INTO {t} VALUES (1), (2)",
+    ),
+    # change data feed with deletion vectors (the DELETE writes change data files)
+    "cdf": _statements(
+        "CREATE TABLE {t} (id BIGINT) USING delta TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true', "
+        "'delta.enableDeletionVectors' = 'true')",
+        "INSERT INTO {t} SELECT id FROM range(100)",
+        "DELETE FROM {t} WHERE id % 4 = 0",
+    ),
+    "identity": _statements(
         "CREATE TABLE {t} (k BIGINT GENERATED ALWAYS AS IDENTITY, id BIGINT) USING delta",
         "INSERT INTO {t} (id) VALUES (1), (2)",
     ),
-    "row_tracking": _refused(
+    "row_tracking": _statements(
         "CREATE TABLE {t} (id BIGINT) USING delta TBLPROPERTIES ('delta.enableRowTracking' = 'true')",
         "INSERT INTO {t} VALUES (1), (2)",
     ),
-    "clustering": _refused("CREATE TABLE {t} (id BIGINT) USING delta CLUSTER BY (id)", "INSERT INTO {t} VALUES (1)"),
-    "in_commit_timestamps": _refused(
+    "clustering": _statements("CREATE TABLE {t} (id BIGINT) USING delta CLUSTER BY (id)", "INSERT INTO {t} VALUES (1)"),
+    "in_commit_timestamps": _statements(
         "CREATE TABLE {t} (id BIGINT) USING delta TBLPROPERTIES ('delta.enableInCommitTimestamps' = 'true')",
         "INSERT INTO {t} VALUES (1)",
     ),
-    "variant": _refused(
+    "variant": _statements(
         "CREATE TABLE {t} (id BIGINT, v VARIANT) USING delta",
         "INSERT INTO {t} SELECT 1, parse_json('{{\"a\": 1}}')",
     ),
