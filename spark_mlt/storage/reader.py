@@ -115,7 +115,8 @@ def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot, *, backend:
 def _read_files(spark: SparkSession, location: Location, table: DeltaTable) -> DataFrame:
     protocol = check_readable(table, location.uri, spark_version=spark.version)
     layout = table_layout(table)
-    paths = [unquote(str(p)) for p in pa.table(table.get_add_actions(flatten=False)).column("path").to_pylist()]
+    actions = pa.table(table.get_add_actions(flatten=False))
+    paths = [unquote(str(p)) for p in actions.column("path").to_pylist()]
     if not paths:
         return spark.createDataFrame([], layout.logical)
     partitions = list(layout.partition_columns)
@@ -133,7 +134,7 @@ def _read_files(spark: SparkSession, location: Location, table: DeltaTable) -> D
     if deletions:
         located.append(F.col("_metadata.row_index").alias(_ROW))
     scan = scan.select("*", *located)
-    files = _files_frame(spark, location, table, paths, partitions=partitions, logical=layout.logical)
+    files = _files_frame(spark, location, actions, paths, partitions=partitions, logical=layout.logical)
     rows = scan.join(F.broadcast(files), _FILE, "left")
     unknown = F.concat(F.lit(f"the Delta table at {location.uri} does not list the file "), F.col(_FILE))
     rows = rows.where(F.when(F.col(_FILE_ID).isNull(), F.raise_error(unknown)).otherwise(F.lit(True)))
@@ -158,17 +159,18 @@ def _partition_alias(index: int) -> str:
 def _files_frame(
     spark: SparkSession,
     location: Location,
-    table: DeltaTable,
+    actions: pa.Table,
     paths: list[str],
     *,
     partitions: list[str],
     logical: StructType,
 ) -> DataFrame:
-    """One row per file of the version: its decoded URI as Spark names it, its number, and its
-    partition values (typed, as delta-rs parsed them from the log)."""
+    """One row per file of the version (``actions``: delta-rs' add actions, ``paths``: their
+    decoded paths): its URI as Spark names it, its number, and its partition values (typed, as
+    delta-rs parsed them from the log)."""
     values: list[list[object]] = [[] for _ in paths]
     if partitions:
-        column = pa.table(table.get_add_actions(flatten=False)).column("partition").to_pylist()
+        column = actions.column("partition").to_pylist()
         values = [[(row or {}).get(name) for name in partitions] for row in column]
     schema = StructType(
         [

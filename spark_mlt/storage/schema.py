@@ -12,10 +12,11 @@ Delta's entries in the fields' metadata:
   maps them back to logical names when it lists the files).
 * ``delta.generationExpression``: a generated column's SQL expression.
 * ``delta.invariants``: a legacy column invariant (``{"expression": {"expression": "x > 0"}}``).
-* ``delta.identity.*``: an identity column (only a writer that allocates ids keeps it).
+* ``delta.identity.*``: an identity column (only Delta's own writer allocates its values: the
+  protocol gate refuses jar-free writes to such tables).
 
-Besides the schema, the table's properties hold CHECK constraints (``delta.constraints.<name>``)
-and ``delta.appendOnly``; a non-nullable field is a NOT NULL constraint. Delta rejects a row for
+Besides the schema, the table's properties hold CHECK constraints (``delta.constraints.<name>``);
+a non-nullable field is a NOT NULL constraint. Delta rejects a row for
 which a CHECK constraint is false *or null* (measured with delta-spark 4.4: ``CHECK (y > 0)``
 refuses ``y = NULL``), so the checks here do too.
 
@@ -55,7 +56,6 @@ _PHYSICAL = "delta.columnMapping.physicalName"
 _ID = "delta.columnMapping.id"
 _GENERATED = "delta.generationExpression"
 _INVARIANTS = "delta.invariants"
-_IDENTITY = "delta.identity."
 _CONSTRAINT = "delta.constraints."
 #: Spark's key for a Parquet field id in a field's metadata (written when
 #: ``spark.sql.parquet.fieldId.write.enabled``, Spark's default).
@@ -101,9 +101,7 @@ class TableLayout:
         mapping: the column mapping mode.
         partition_columns: the partition columns (logical names).
         generated: each generated column's SQL expression.
-        identity: the identity columns.
         rules: the rules each written row must keep.
-        append_only: ``delta.appendOnly`` is true: rows may be added, never removed.
     """
 
     logical: StructType
@@ -111,9 +109,7 @@ class TableLayout:
     mapping: ColumnMapping
     partition_columns: tuple[str, ...]
     generated: Mapping[str, str] = field(default_factory=dict)
-    identity: tuple[str, ...] = ()
     rules: tuple[Rule, ...] = ()
-    append_only: bool = False
 
     @property
     def physical_names(self) -> dict[str, str]:
@@ -144,7 +140,6 @@ def layout_of(
     physical = StructType.fromJson(_physical_document(document, mapping)) if mapping != "none" else logical
     fields = document.get("fields", [])
     generated = {f["name"]: str(f["metadata"][_GENERATED]) for f in fields if _GENERATED in f.get("metadata", {})}
-    identity = tuple(f["name"] for f in fields if any(k.startswith(_IDENTITY) for k in f.get("metadata", {})))
     names = [f.name for f in logical.fields]
     rules = [  # in delta-spark's order: NOT NULL and invariants, then CHECK constraints
         *_not_null_rules(logical),
@@ -165,9 +160,7 @@ def layout_of(
         mapping=mapping,
         partition_columns=tuple(partition_columns),
         generated=generated,
-        identity=identity,
         rules=tuple(rules),
-        append_only=str(properties.get("delta.appendOnly", "false")).lower() == "true",
     )
 
 

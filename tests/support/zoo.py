@@ -242,20 +242,6 @@ def build_cm_id(spark: Any, path: str) -> list[int]:
     return _column_mapping(spark, path, "id")
 
 
-def build_ntz(spark: Any, path: str) -> list[int]:
-    """TIMESTAMP_NTZ columns, also as partition columns with a DATE one."""
-    t = _target(path)
-    _sql(
-        spark,
-        f"CREATE TABLE {t} (id BIGINT, ts TIMESTAMP_NTZ, d DATE, pts TIMESTAMP_NTZ) USING delta "
-        "PARTITIONED BY (d, pts)",
-        f"INSERT INTO {t} VALUES (1, TIMESTAMP_NTZ'2024-01-02 03:04:05.678901', DATE'2024-01-02', "
-        "TIMESTAMP_NTZ'2024-01-02 00:00:00'), (2, NULL, NULL, NULL), "
-        "(3, TIMESTAMP_NTZ'1969-12-31 23:59:59', DATE'1969-12-31', TIMESTAMP_NTZ'1969-12-31 23:59:59.5')",
-    )
-    return [1]
-
-
 def build_v2_checkpoint(spark: Any, path: str) -> list[int]:
     """v2 checkpoints (a checkpoint every 2 commits) with sidecar files."""
     t = _target(path)
@@ -366,7 +352,13 @@ SOURCES: dict[str, Build] = {
     "dv_inline": build_dv_inline,
     "cm_name": build_cm_name,
     "cm_id": build_cm_id,
-    "ntz": build_ntz,
+    # TIMESTAMP_NTZ columns, also as partition columns with a DATE one
+    "ntz": _statements(
+        "CREATE TABLE {t} (id BIGINT, ts TIMESTAMP_NTZ, d DATE, pts TIMESTAMP_NTZ) USING delta PARTITIONED BY (d, pts)",
+        "INSERT INTO {t} VALUES (1, TIMESTAMP_NTZ'2024-01-02 03:04:05.678901', DATE'2024-01-02', "
+        "TIMESTAMP_NTZ'2024-01-02 00:00:00'), (2, NULL, NULL, NULL), "
+        "(3, TIMESTAMP_NTZ'1969-12-31 23:59:59', DATE'1969-12-31', TIMESTAMP_NTZ'1969-12-31 23:59:59.5')",
+    ),
     "v2_checkpoint": build_v2_checkpoint,
     # type widening: INT to BIGINT and SMALLINT to INT, with files of both widths
     "widen": _statements(
