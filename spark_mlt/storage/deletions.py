@@ -42,12 +42,10 @@ class DeletedRuns:
         files: for each file with deleted rows, its id (the caller's numbering), the first row
             index of each run and each run's length.
         rows: the deleted rows in all.
-        runs: the runs in all.
     """
 
     files: list[tuple[int, list[int], list[int]]]
     rows: int
-    runs: int
 
 
 def _masks(table: DeltaTable, location: str) -> pa.Table:
@@ -109,7 +107,7 @@ def deleted_runs(table: DeltaTable, file_ids: Mapping[str, int], location: str) 
                 "(REORG TABLE ... APPLY (PURGE)) or use a session with Delta's jars",
                 feature="deletionVectors",
             )
-    return DeletedRuns(files, rows, runs)
+    return DeletedRuns(files, rows)
 
 
 def deleted_row_count(table: DeltaTable, location: str) -> int:

@@ -221,7 +221,7 @@ def write_delta(
     check_mode(mode)
     check_run_id(run_id)
     spark = df.sparkSession
-    backend = opts.backend if opts.backend != "auto" else _default_backend(spark)
+    backend: Backend = "delta-spark" if use_delta_spark(spark, opts.backend) else "delta-rs"
     if is_table_name(path):
         snapshot = _named_table(
             df,
@@ -300,10 +300,6 @@ def _named_table(
     created = read_snapshot(resolve_location(name, spark=spark), storage_options=storage_options)
     merge_codecs(name, created.codecs, dict(codecs or {}))  # another writer may have created it first
     return created
-
-
-def _default_backend(spark: SparkSession) -> Backend:
-    return "delta-spark" if has_delta_jars(spark) else "delta-rs"
 
 
 def check_data_page_version(version: object) -> Literal[1, 2]:
