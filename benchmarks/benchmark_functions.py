@@ -57,9 +57,9 @@ from spark_mlt import MLTCodec
 from spark_mlt.batch import local_session
 from spark_mlt.codec import MAX_ID
 from spark_mlt.column import mlt_decode, mlt_encode, register_mlt_functions
-from spark_mlt.column.engine import auto_engine
-from spark_mlt.column.layouts import LAYOUTS, Layout, shape_tokens
-from spark_mlt.column.targets import ColumnTarget
+from spark_mlt.column import sqltext as sql
+from spark_mlt.column.engine import POLICY, Situation
+from spark_mlt.column.layouts import LAYOUT, LAYOUTS, VECTOR, Layout
 from spark_mlt.column.versions import has_arrow_udfs
 from spark_mlt.ml import MLTDecoder, MLTEncoder
 
@@ -89,9 +89,9 @@ def _identity_udf() -> Callable[[Column], Column]:
 
 def _constants(codec: MLTCodec, layout: Layout) -> Column:
     """n constant tokens in ``layout``: the floor of writing that output."""
-    t = ColumnTarget()
-    column: Column = shape_tokens(t, [t.lit(j % codec.p) for j in range(codec.n)], codec, layout)
-    return column
+    shape = LAYOUT[layout]
+    value = F.expr(shape.write([sql.lit(j % codec.p) for j in range(codec.n)], codec))
+    return VECTOR.vector(value, F.lit(1)) if shape is VECTOR else value
 
 
 def layouts_of(codec: MLTCodec, wanted: set[str]) -> list[Layout]:
@@ -101,7 +101,8 @@ def layouts_of(codec: MLTCodec, wanted: set[str]) -> list[Layout]:
 def auto_pick(codec: MLTCodec, layout: Layout, shape: str) -> str:
     """The engine ``engine="auto"`` runs for the shape (in the one-expression round trip the
     decode's input is composed, the encode's is not)."""
-    return auto_engine(codec, layout, composed=shape == "one expression")
+    situation = Situation("decode", codec, LAYOUT[layout], bound=shape == "one expression")
+    return POLICY.choose(situation).engine
 
 
 @dataclass

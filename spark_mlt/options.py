@@ -37,16 +37,26 @@ from spark_mlt.errors import OptionError
 __all__ = [
     "ENGINES",
     "HANDLE_INVALID",
+    "ROW_HANDLING",
+    "STAGE_HANDLING",
     "TOKEN_SUFFIX",
     "Engine",
     "HandleInvalid",
+    "RowHandling",
+    "StageHandling",
     "check_choice",
 ]
 
 HandleInvalid = Literal["error", "null", "skip", "quarantine"]
+#: what a column function does with an invalid row (it cannot drop rows)
+RowHandling = Literal["error", "null"]
+#: what an ML stage does with one
+StageHandling = Literal["error", "null", "skip"]
 Engine = Literal["auto", "native", "udf"]
 
 HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip", "quarantine")
+ROW_HANDLING: tuple[RowHandling, ...] = ("error", "null")
+STAGE_HANDLING: tuple[StageHandling, ...] = ("error", "null", "skip")
 ENGINES: tuple[Engine, ...] = ("auto", "native", "udf")
 
 #: The token column of an id column ``c`` in the jobs' tables is ``c + TOKEN_SUFFIX``.

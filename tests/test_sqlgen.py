@@ -1,16 +1,15 @@
 """The native engine's arithmetic, evaluated on Python integers (no Spark).
 
-The expression builders are generic over an ExpressionTarget; here a tiny target evaluates them
-directly, so every path (GF(2) parities and XOR tables for p = 2, lookup tables for small p,
-lane-wise multiply-adds for large p) can be checked on whole domains and at the 63-bit edge
-in milliseconds. The Spark tests (test_functions.py) run the same expressions in Spark.
+The builders write SQL text; a tiny evaluator (tests.support.sqleval) runs that text with
+Spark's semantics, so every path (GF(2) parities and XOR tables for p = 2, lookup tables for
+small p, lane-wise multiply-adds for large p) can be checked on whole domains and at the
+63-bit edge in milliseconds. The Spark tests (test_functions.py) run the same text in Spark.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pytest
@@ -20,103 +19,12 @@ from hypothesis import strategies as st
 from spark_mlt import MLTCodec
 from spark_mlt.codec import MAX_ID
 from spark_mlt.codec.tables import TABLE_ENTRIES, decode_tables, encode_tables, xor_decode_tables, xor_encode_tables
+from spark_mlt.column import sqltext as sql
 from spark_mlt.column.builders import _decoded, _packed_parity, encode_tokens
+from spark_mlt.column.layouts import LAYOUT
+from tests.support.sqleval import Node, Overflow, compile_sql
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
-
-Value = Any  # an int, a bool, None (null) or a tuple (an array literal)
-
-
-class Overflow:
-    """A bigint result that overflowed: ANSI mode would fail the query if it were used."""
-
-
-class IntTarget:
-    """Evaluates the operations the builders use on Python ints with Spark's semantics
-    (null in, null out; get() outside the array is null). Every argument is evaluated before
-    the operation, so a bigint that overflows becomes :class:`Overflow`, which a CASE may
-    discard (Spark evaluates only the branch it takes) and which fails any other use."""
-
-    @staticmethod
-    def _bigint(value: int | Overflow) -> int | Overflow:
-        return value if isinstance(value, Overflow) or -(2**63) <= value < 2**63 else Overflow()
-
-    def lit(self, value: Value) -> Value:
-        return value
-
-    def add(self, a: Any, b: Any) -> Any:
-        return self._arith(a, b, a + b if isinstance(a, int) and isinstance(b, int) else 0)
-
-    def mul(self, a: Any, b: Any) -> Any:
-        return self._arith(a, b, a * b if isinstance(a, int) and isinstance(b, int) else 0)
-
-    def _arith(self, a: Any, b: Any, value: int) -> Any:
-        if a is None or b is None:
-            return None
-        return Overflow() if isinstance(a, Overflow) or isinstance(b, Overflow) else self._bigint(value)
-
-    def div(self, a: int, b: int) -> int:
-        return a // b  # ids are non-negative here
-
-    def mod(self, a: int | None, b: int) -> int | None:
-        return None if a is None else a % b
-
-    def bit_and(self, a: int | None, b: int) -> int | None:
-        return None if a is None else a & b
-
-    def bit_or(self, a: int | None, b: int | None) -> int | None:
-        return None if a is None or b is None else a | b
-
-    def bit_xor(self, a: int | None, b: int | None) -> int | None:
-        return None if a is None or b is None else self._bigint(a ^ b)
-
-    def cmp(self, a: int | None, op: str, b: int) -> bool | None:
-        if a is None:
-            return None
-        return {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b, "=": a == b, "<>": a != b}[op]
-
-    def and_(self, items: Sequence[bool | None]) -> bool | None:
-        return False if False in items else None if None in items else True
-
-    def or_(self, items: Sequence[bool | None]) -> bool | None:
-        return True if True in items else None if None in items else False
-
-    def case(self, branches: Sequence[tuple[bool | None, Value]], otherwise: Value) -> Value:
-        return next((value for condition, value in branches if condition), otherwise)
-
-    def cast(self, a: int | None, sql_type: str) -> int | None:
-        assert sql_type in ("INT", "BIGINT")
-        if a is not None and sql_type == "INT":
-            assert -(2**31) <= a < 2**31
-        return a
-
-    def long_array(self, values: Sequence[int]) -> Sequence[int]:
-        return values  # their range: test_lookup_tables_hold_bigints
-
-    def call(self, name: str, args: Sequence[Value]) -> Value:
-        if name == "get":
-            table, index = args
-            return None if index is None or not 0 <= index < len(table) else table[index]
-        if name in ("try_add", "try_multiply"):  # null where the bigint overflows
-            result = (self.add if name == "try_add" else self.mul)(*args)
-            return None if isinstance(result, Overflow) else result
-        return self._bits(name, *args)
-
-    def _bits(self, name: str, value: int | None, *rest: int) -> int | None:
-        if value is None:
-            return None
-        if name == "bit_count":
-            return bin(value & (2**64 - 1)).count("1")
-        shift = rest[0]
-        if name == "shiftleft":
-            return self._bigint(((value << shift) + 2**63) % 2**64 - 2**63)
-        if name == "shiftright":
-            return value >> shift
-        assert name == "shiftrightunsigned"
-        return (value % 2**64) >> shift
-
-
-T = IntTarget()
 
 
 @functools.cache
@@ -124,26 +32,39 @@ def _codec(p: int, n: int) -> MLTCodec:
     return MLTCodec.from_seed(p, n, seed=p * n)
 
 
-def _int(value: Value) -> int | None:
+def _int(value: object) -> int | None:
     assert not isinstance(value, Overflow), "a bigint overflowed"
-    return value if value is None else int(value)
+    return value if value is None else int(value)  # type: ignore[call-overload]
+
+
+@functools.cache
+def _encoder(codec: MLTCodec) -> Node:
+    return compile_sql(sql.call("array", encode_tokens("x", codec)))  # one text: shared words are evaluated once
 
 
 def _encoded(codec: MLTCodec, ids: Sequence[int]) -> list[list[int | None]]:
-    return [[_int(token) for token in encode_tokens(T, i, codec)] for i in ids]  # type: ignore[arg-type]
+    encoder = _encoder(codec)
+    return [[_int(token) for token in encoder({"x": i})] for i in ids]
+
+
+@functools.cache
+def _decoder(codec: MLTCodec, layout: str) -> tuple[Node, Node]:
+    names = [f"i{j}" for j in range(codec.n)]
+    value, checks = _decoded("packed", names, codec, LAYOUT[layout])  # type: ignore[index]
+    return compile_sql(value), compile_sql(sql.and_(checks) if checks else "true")
 
 
 def _decoded_ids(codec: MLTCodec, codes: Sequence[Sequence[int]], layout: str) -> list[int | None]:
     """Each code's id by the native decoder (null where invalid), from its tokens or packed."""
+    run_value, run_checks = _decoder(codec, layout)
     out = []
     for code in codes:
-        packed = int(codec.pack([code])[0]) if layout == "packed" else None
-        items = [int(token) for token in code]
+        env: dict[str, int | None] = {f"i{j}": int(token) for j, token in enumerate(code)}
+        env["packed"] = int(codec.pack([code])[0]) if layout == "packed" else None
         if layout == "packed":
             bits = codec.require_packed_bits()
-            items = [(packed % 2**64) >> (bits * j) & (2**bits - 1) for j in range(codec.n)]  # type: ignore[operator]
-        value, checks = _decoded(T, packed, items, codec, layout)  # type: ignore[arg-type]
-        out.append(_int(value) if T.and_(checks) is not False else None)
+            env.update({f"i{j}": (env["packed"] % 2**64) >> (bits * j) & (2**bits - 1) for j in range(codec.n)})  # type: ignore[operator]
+        out.append(_int(run_value(env)) if run_checks(env) is not False else None)
     return out
 
 
@@ -200,7 +121,8 @@ def test_p2_packed_tokens_are_the_xor_of_one_entry_per_ten_bits(n: int) -> None:
     assert xor_decode_tables(codec) is not None
     assert all(len(table) <= 1024 for table in spec.tables)
     ids = sorted({i for i in (0, 1, codec.max_id, codec.max_id // 3, 1023, 1024) if i <= codec.max_id})
-    packed = [int(_packed_parity(T, i, spec)) for i in ids]  # type: ignore[arg-type]
+    run = compile_sql(_packed_parity("x", spec))
+    packed = [int(run({"x": i})) for i in ids]
     assert packed == codec.pack(codec.encode(ids)).tolist()
 
 

@@ -61,7 +61,7 @@ def _decoded(
     decoded = {}
     for column, codec in report.codecs.items():
         layout = report.layouts[column]
-        ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, layout=layout, engine=options.engine)  # type: ignore[arg-type]
+        ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, layout=layout, engine=options.engine)
         if column not in vocabularies:
             decoded[column] = ids
             continue

@@ -13,6 +13,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from spark_mlt.codec import MLTCodec
+from spark_mlt.column.layouts import Layout
 from spark_mlt.storage import DeltaWriteResult
 
 __all__ = ["JobReport", "phase"]
@@ -41,7 +42,7 @@ class JobReport:
     mismatches: int | None = None
     write: DeltaWriteResult | None = None
     codecs: dict[str, MLTCodec] = field(default_factory=dict)
-    layouts: dict[str, str] = field(default_factory=dict)
+    layouts: dict[str, Layout] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
 
     def summary(self) -> str:

@@ -24,9 +24,9 @@ from spark_mlt.batch.options import JobOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import fit_codecs, mlt_encode
-from spark_mlt.column.layouts import STORAGE_LAYOUTS, Layout, StorageLayout, token_layouts
+from spark_mlt.column.layouts import Layout, StorageLayout, token_layouts
 from spark_mlt.errors import MLTError, OptionError, SourceError
-from spark_mlt.options import HANDLE_INVALID, TOKEN_SUFFIX, check_choice
+from spark_mlt.options import ENGINES, HANDLE_INVALID, TOKEN_SUFFIX, Engine, HandleInvalid, RowHandling, check_choice
 from spark_mlt.storage import (
     TableSnapshot,
     WriteOptions,
@@ -59,7 +59,6 @@ def resolve_layouts(
         MLTError: ``layout`` contradicts the existing table's layout of a column.
         CodecParameterError: ``"packed"`` for tokens that do not fit in 64 bits.
     """
-    check_choice("layout", layout, STORAGE_LAYOUTS)
     layouts: dict[str, Layout] = {}
     for column, codec in codecs.items():
         stored = (existing or {}).get(column)
@@ -92,10 +91,10 @@ def tokenize_dataframe(
     df: DataFrame,
     codecs: Mapping[str, MLTCodec],
     *,
-    handle_invalid: str = "error",
-    engine: str = "auto",
+    handle_invalid: HandleInvalid = "error",
+    engine: Engine = "auto",
     sources: Mapping[str, str] | None = None,
-    layouts: Mapping[str, str] | None = None,
+    layouts: Mapping[str, Layout] | None = None,
 ) -> tuple[DataFrame, DataFrame | None]:
     """Add ``c_mlt`` tokens for every codec column ``c`` (encoding ``sources[c]`` if given,
     e.g. the dense id of a string key), as array<int> or, where ``layouts[c]`` is
@@ -109,13 +108,14 @@ def tokenize_dataframe(
 
         tokens, _ = tokenize_dataframe(ratings, fit_codecs(ratings, ["userId"]))
     """
-    check_choice("handle_invalid", handle_invalid, HANDLE_INVALID)
+    check_choice("handle_invalid", handle_invalid, HANDLE_INVALID)  # a public function: its own boundary
+    check_choice("engine", engine, ENGINES)
     sources = dict(sources or {})
     out = df
     for column, codec in codecs.items():
-        layout = "packed" if (layouts or {}).get(column) == "packed" else "array"
-        per_row = "error" if handle_invalid == "error" else "null"
-        tokens = mlt_encode(sources.get(column, column), codec, layout=layout, handle_invalid=per_row, engine=engine)  # type: ignore[arg-type]
+        layout = (layouts or {}).get(column, "array")
+        per_row: RowHandling = "error" if handle_invalid == "error" else "null"
+        tokens = mlt_encode(sources.get(column, column), codec, layout=layout, handle_invalid=per_row, engine=engine)
         out = out.withColumn(f"{column}{TOKEN_SUFFIX}", tokens)
     if handle_invalid in ("error", "null"):
         return out, None

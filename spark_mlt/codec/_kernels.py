@@ -276,7 +276,7 @@ class _LaneKernel(Kernel):
         # Pad rows to a power-of-two byte width (up to 32): np.take copies those in one move.
         self.width = 1 << (self.n - 1).bit_length() if self.n <= 32 else self.n
         self.enc_tables = [self._table(matrix[a : a + size]) for a, size in self.groups]
-        self.compact = self.width != self.n and _overlapping_copy_works()
+        self.compact = self.width != self.n
         # BLAS indices pay for themselves once token pairs outnumber digit groups 3 to 1
         # (measured: (3, 39) decodes 1.9x faster, (13, 6) and (251, 8) 1.5x slower).
         self.wide = (self.n + 1) // 2 > 3 * len(self.groups)
@@ -417,35 +417,18 @@ def _mark_rows(mask: Mask | None, rows: Mask | None, start: int, total: int) -> 
 
 
 def _drop_padding(lanes: npt.NDArray[Any], n: int) -> npt.NDArray[Any]:
-    """The first n lanes of every row, packed contiguously, by overlapping row writes.
+    """The first n lanes of every row, packed contiguously.
 
-    Each padded row is written whole at a stride of n lanes, so its padding lands where the
-    next row starts and is overwritten by it; the last row's padding goes to slack at the end.
-    A strided copy of rows this short costs about 6x more.
+    Each row's first n lanes are read as one opaque field of a structured view (offset 0,
+    itemsize the padded row), so the copy moves one fixed-size item per row: 2x faster than a
+    strided copy of rows this short, and only what NumPy documents.
     """
     rows, width = lanes.shape
     item = lanes.dtype.itemsize
-    unit = np.dtype(f"V{width * item}")
-    buffer = np.empty(rows * n * item + width * item, dtype=np.uint8)
-    target = np.ndarray(shape=(rows,), dtype=unit, buffer=buffer, strides=(n * item,))
-    target[...] = lanes.view(unit).reshape(rows)
-    return buffer[: rows * n * item].view(lanes.dtype)
-
-
-_OVERLAP_OK: bool | None = None
-
-
-def _overlapping_copy_works() -> bool:
-    """Whether this NumPy writes overlapping rows in order (probed once, on 1000 rows)."""
-    global _OVERLAP_OK  # noqa: PLW0603 - a once-per-process probe
-    if _OVERLAP_OK is None:
-        _OVERLAP_OK = True
-        for dtype, n, width in ((np.uint8, 6, 8), (np.uint8, 7, 8), (np.uint16, 5, 8), (np.uint8, 9, 16)):
-            lanes = np.zeros((1000, width), dtype=dtype)
-            lanes[:, :n] = np.arange(1000 * n).reshape(1000, n) % 200
-            if not np.array_equal(_drop_padding(lanes, n).reshape(1000, n), lanes[:, :n]):
-                _OVERLAP_OK = False
-    return _OVERLAP_OK
+    row = np.dtype({"names": ["head"], "formats": [f"V{n * item}"], "offsets": [0], "itemsize": width * item})
+    heads = np.empty(rows, dtype=f"V{n * item}")
+    heads[...] = lanes.view(row).reshape(rows)["head"]
+    return heads.view(lanes.dtype)
 
 
 def _floor_reciprocal(divisor: int, vmax: int) -> float | None:

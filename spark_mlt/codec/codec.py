@@ -381,6 +381,17 @@ class MLTCodec:
 
     # ------------------------------------------------------------------ packed layout
     @property
+    def token_bits(self) -> int:
+        """Bits that hold any token: ``bit_length(p - 1)`` (at least 1).
+
+        Example::
+
+            >>> MLTCodec.from_seed(13, 6).token_bits
+            4
+        """
+        return max(1, (self._p - 1).bit_length())
+
+    @property
     def packed_bits(self) -> int | None:
         """Bits per token in the packed layout (``bit_length(p - 1)``), or None when the n
         tokens do not fit in 64 bits.
@@ -394,14 +405,14 @@ class MLTCodec:
             >>> MLTCodec.from_seed(13, 6).packed_bits
             4
         """
-        bits = max(1, (self._p - 1).bit_length())
+        bits = self.token_bits
         return bits if bits * self._n <= 64 else None
 
     def require_packed_bits(self) -> int:
         """:attr:`packed_bits`, or CodecParameterError when the tokens do not fit in 64 bits."""
         bits = self.packed_bits
         if bits is None:
-            needed = max(1, (self._p - 1).bit_length()) * self._n
+            needed = self.token_bits * self._n
             raise CodecParameterError(
                 f"the packed layout needs n * bit_length(p - 1) <= 64 bits; p={self._p}, n={self._n} "
                 f"needs {needed}: store these tokens as arrays"

@@ -1,5 +1,9 @@
 """Arrow <-> NumPy glue for the UDF engine (private; runs inside Python workers).
 
+Each layout's Arrow form, beside its Spark form in :mod:`spark_mlt.column.layouts` (which
+imports PySpark, and so cannot be imported here): array as list<int32>, struct as a struct
+of int32 fields t0..t{n-1}, packed as int64, a vector's values as list<double>.
+
 No per-row Python objects: ids come in as an Arrow int64 buffer, tokens go out as one flat
 int32 buffer wrapped in a list (or struct) array, nulls as a validity bitmap.
 
@@ -68,10 +72,15 @@ def encode_packed_arrow(codec: MLTCodec, ids: pa.Array, *, handle_invalid: str, 
 
 
 def encode_arrow(codec: MLTCodec, ids: pa.Array, *, layout: str, handle_invalid: str, name: str) -> pa.Array:
-    """Tokens of an int64 Arrow array as list<int32> (or struct t0..t{n-1}); null in, null out."""
+    """Tokens of an int64 Arrow array as list<int32>, struct t0..t{n-1} or (``layout="vector"``)
+    the vector's values, list<double> of token / (p - 1); null in, null out."""
     tokens, null = _encode(codec, ids, handle_invalid=handle_invalid, name=name)
     values_count = len(tokens)
     mask = _mask(null)
+    if layout == "vector":
+        offsets = pa.array(np.arange(0, (values_count + 1) * codec.n, codec.n, dtype=np.int32))
+        values = tokens.reshape(-1) / float(max(codec.p - 1, 1))
+        return pa.ListArray.from_arrays(offsets, pa.array(values), mask=mask)
     if layout == "struct":
         fields = [pa.array(np.ascontiguousarray(tokens[:, j])) for j in range(codec.n)]
         return pa.StructArray.from_arrays(fields, names=[f"t{j}" for j in range(codec.n)], mask=mask)

@@ -1,10 +1,10 @@
 """The native engine's expressions: encode, decode and unpack, with their checks and messages.
 
-Each builder is generic over an :class:`~spark_mlt.column.targets.ExpressionTarget`, so the
-column functions (a ``Column``) and the SQL functions (SQL text) get the same arithmetic. The
-arithmetic itself is lane-packed (:mod:`spark_mlt.column.lanes`), from lookup tables where
-they are small (:mod:`spark_mlt.codec.tables`); the token layouts come from
-:mod:`spark_mlt.column.layouts`.
+Each builder returns SQL text (:mod:`spark_mlt.column.sqltext`) over the SQL text of its
+input, so the column functions and the SQL functions get the same arithmetic. The arithmetic
+itself is lane-packed (:mod:`spark_mlt.column.lanes`), from lookup tables where they are
+small (:mod:`spark_mlt.codec.tables`); each layout's reading and writing comes from its
+object in :mod:`spark_mlt.column.layouts`.
 
 Traps handled here:
 
@@ -35,89 +35,89 @@ the lane-packed word it reads (see ``lanes``); and an input longer than a column
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
 
 from spark_mlt.codec import MAX_ID, MLTCodec
 from spark_mlt.codec.tables import XorTables, decode_tables, encode_tables, xor_decode_tables, xor_encode_tables
+from spark_mlt.column import sqltext as sql
 from spark_mlt.column.lanes import lane_outputs, lookup_words, mat_words, weighted
-from spark_mlt.column.layouts import shape_tokens, token_names, unpack_tokens, vector_scale, vector_values_of
-from spark_mlt.column.targets import ExpressionTarget
+from spark_mlt.column.layouts import PACKED, VECTOR, TokenLayout
+from spark_mlt.options import RowHandling
 
 __all__ = [
     "checked_id",
     "decode_expr",
     "encode_expr",
+    "encode_parts",
     "encode_tokens",
-    "encode_vector_parts",
     "input_gate",
     "unpack_expr",
-    "vector_of_parts",
 ]
 
-E = TypeVar("E")
 
-
-def input_gate(t: ExpressionTarget[E], value: E) -> E:
+def input_gate(value: str) -> str:
     """A predicate that is always false but fails analysis unless value is integral or decimal."""
-    contains = t.call("array_contains", [t.call("array", [t.cast(t.lit(0), "BIGINT")]), value])
-    interval = t.is_null(t.cast(value, "INTERVAL DAY"))
-    return t.and_([t.lit(False), contains, interval])
+    contains = sql.call("array_contains", [sql.call("array", [sql.cast(sql.lit(0), "BIGINT")]), value])
+    interval = sql.is_null(sql.cast(value, "INTERVAL DAY"))
+    return sql.and_([sql.lit(False), contains, interval])
 
 
-def _on_invalid(t: ExpressionTarget[E], handle_invalid: str, subject: tuple[str, E], problem: str, things: str) -> E:
+def _on_invalid(handle_invalid: RowHandling, subject: tuple[str, str], problem: str, things: str) -> str:
     """Null, or (``handle_invalid="error"``) an error whose message is ``subject[0]``, the
     offending value ``subject[1]`` as text, ``problem`` and how to get nulls instead."""
     if handle_invalid == "null":
-        return t.lit(None)
+        return sql.lit(None)
     prefix, value = subject
     advice = f"; use handle_invalid='null' to turn such {things} into nulls"
-    return t.call("raise_error", [t.call("concat", [t.lit(prefix), t.cast(value, "STRING"), t.lit(problem + advice)])])
+    return sql.call(
+        "raise_error", [sql.call("concat", [sql.lit(prefix), sql.cast(value, "STRING"), sql.lit(problem + advice)])]
+    )
 
 
-def _checked(t: ExpressionTarget[E], source: E, valid: E, value: E, on_invalid: E) -> E:
+def _checked(source: str, valid: str, value: str, on_invalid: str) -> str:
     """``value`` where ``valid``; null where ``source`` is null; else ``on_invalid`` (null or an
     error). ``value`` is computed outside the CASE, which only picks the array index, so
     subexpression elimination still sees it."""
-    pick = t.case([(t.is_null(source), t.lit(None)), (t.call("coalesce", [valid, t.lit(False)]), t.lit(1))], on_invalid)
-    return t.call("try_element_at", [t.call("array", [value]), pick])
+    pick = sql.case(
+        [(sql.is_null(source), sql.lit(None)), (sql.call("coalesce", [valid, sql.lit(False)]), sql.lit(1))], on_invalid
+    )
+    return sql.call("try_element_at", [sql.call("array", [value]), pick])
 
 
 # --- ids to tokens --------------------------------------------------------------------------
 
 
 def _id_checks(
-    t: ExpressionTarget[E], value: E, codec: MLTCodec, *, handle_invalid: str, sql_name: str
-) -> tuple[E, list[tuple[E, E]]]:
+    value: str, codec: MLTCodec, *, handle_invalid: RowHandling, sql_name: str
+) -> tuple[str, list[tuple[str, str]]]:
     """``TRY_CAST(value AS BIGINT)`` and the CASE branches that turn a null, invalid or
     mistyped ``value`` into null or an error; a row that passes them has a valid id."""
     p, n = codec.p, codec.n
-    x = t.try_cast(value, "BIGINT")
-    invalid = t.or_(
+    x = sql.try_cast(value, "BIGINT")
+    invalid = sql.or_(
         [
-            t.is_null(x),  # a decimal beyond the bigint range
-            t.cmp(x, "<", t.lit(0)),
-            t.cmp(x, ">", t.lit(codec.max_id)),
-            t.cmp(value, "<>", x),  # a decimal with a fraction
+            sql.is_null(x),  # a decimal beyond the bigint range
+            sql.cmp(x, "<", sql.lit(0)),
+            sql.cmp(x, ">", sql.lit(codec.max_id)),
+            sql.cmp(value, "<>", x),  # a decimal with a fraction
         ]
     )
     on_invalid = _on_invalid(
-        t,
         handle_invalid,
         (f"spark-mlt: {sql_name}: id ", value),
         f" is outside the codec's domain [0, {codec.max_id + 1}) (p={p}, n={n}); ids must be whole numbers",
         "ids",
     )
-    return x, [(input_gate(t, value), t.lit(None)), (t.is_null(value), t.lit(None)), (invalid, on_invalid)]
+    return x, [(input_gate(value), sql.lit(None)), (sql.is_null(value), sql.lit(None)), (invalid, on_invalid)]
 
 
-def checked_id(t: ExpressionTarget[E], value: E, codec: MLTCodec, *, handle_invalid: str, sql_name: str) -> E:
+def checked_id(value: str, codec: MLTCodec, *, handle_invalid: RowHandling, sql_name: str) -> str:
     """``value`` as a bigint id the codec accepts, or null (a null id, or an invalid one with
     ``handle_invalid="null"``); any other value fails the query naming it."""
-    x, checks = _id_checks(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
-    return t.case(checks, x)
+    x, checks = _id_checks(value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+    return sql.case(checks, x)
 
 
-def encode_tokens(t: ExpressionTarget[E], x: E, codec: MLTCodec) -> list[E]:
+def encode_tokens(x: str, codec: MLTCodec) -> list[str]:
     """The n tokens (each in [0, p)) of ``x``, a bigint expression that is never null and
     always a valid id (see :func:`encode_expr`), so no intermediate leaves the bigint range
     and no table index leaves its table."""
@@ -128,144 +128,88 @@ def encode_tokens(t: ExpressionTarget[E], x: E, codec: MLTCodec) -> list[E]:
         matrix = codec.M.tolist()
         columns = [sum(matrix[n - 1 - bit][j] << bit for bit in range(min(n, 63))) for j in range(n)]
         return [
-            t.bit_and(t.call("bit_count", [t.bit_and(x, t.lit(column))]), t.lit(1)) if column else t.lit(0)
+            sql.bit_and(sql.call("bit_count", [sql.bit_and(x, sql.lit(column))]), sql.lit(1)) if column else sql.lit(0)
             for column in columns
         ]
     spec = encode_tables(codec)
     if spec is not None:
         indexes = [
-            t.cast(t.mod(x if divisor == 1 else t.div(x, t.lit(divisor)), t.lit(size)), "INT")
+            sql.cast(sql.mod(x if divisor == 1 else sql.div(x, sql.lit(divisor)), sql.lit(size)), "INT")
             for divisor, size in spec.reads
         ]
-        return lane_outputs(t, lookup_words(t, indexes, spec), p)
-    digits: list[tuple[int, E]] = []
+        return lane_outputs(lookup_words(indexes, spec), p)
+    digits: list[tuple[int, str]] = []
     for i in range(n):
         weight = p ** (n - 1 - i)
         if weight > MAX_ID:
             continue  # this digit is 0 for every id below 2**63
-        digits.append((i, t.mod(x if weight == 1 else t.div(x, t.lit(weight)), t.lit(p))))
+        digits.append((i, sql.mod(x if weight == 1 else sql.div(x, sql.lit(weight)), sql.lit(p))))
     matrix = codec.M.tolist()
-    return lane_outputs(t, mat_words(t, [(d, matrix[i]) for i, d in digits], p, p - 1), p)
+    return lane_outputs(mat_words([(d, matrix[i]) for i, d in digits], p, p - 1), p)
 
 
-def _packed_parity(t: ExpressionTarget[E], x: E, spec: XorTables) -> E:
+def _packed_parity(x: str, spec: XorTables) -> str:
     """p = 2: the packed tokens of ``x`` (never null, a valid id), one table per ten bits."""
-    result: E | None = None
+    result: str | None = None
     for (first, count), table in zip(spec.spans, spec.tables, strict=True):
-        shifted = x if first == 0 else t.call("shiftright", [x, t.lit(first)])
-        entry = t.call("get", [t.long_array(table), t.cast(t.bit_and(shifted, t.lit((1 << count) - 1)), "INT")])
-        result = entry if result is None else t.bit_xor(result, entry)
-    return result if result is not None else t.lit(0)
+        shifted = x if first == 0 else sql.call("shiftright", [x, sql.lit(first)])
+        entry = sql.call(
+            "get", [sql.long_array(table), sql.cast(sql.bit_and(shifted, sql.lit((1 << count) - 1)), "INT")]
+        )
+        result = entry if result is None else sql.bit_xor(result, entry)
+    return result if result is not None else sql.lit(0)
 
 
-def encode_expr(
-    t: ExpressionTarget[E], value: E, codec: MLTCodec, *, layout: str, handle_invalid: str, sql_name: str
-) -> E:
-    """Tokens of ``value`` (any integral or decimal expression) in ``layout`` (see
-    :func:`~spark_mlt.column.layouts.shape_tokens`; a vector: :func:`encode_vector_parts`).
+def encode_expr(value: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str) -> str:
+    """Tokens of ``value`` (any integral or decimal expression) in ``layout`` (a vector:
+    its values, see :func:`encode_parts`).
 
     Shape of the expression: the tokens are computed from ``TRY_CAST(value AS BIGINT)``
     outside any conditional (Spark's subexpression elimination does not look inside CASE
     branches), whatever the id; a scalar CASE then picks the result, null, or the error:
     ``try_element_at(array(result), CASE ... THEN 1 END)``. See the module docs for the size.
     """
-    if layout == "vector":
-        doubles, pick = encode_vector_parts(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
-        return vector_of_parts(t, doubles, pick)
-    x, checks = _id_checks(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
-    if layout == "packed":  # a bigint: plus 0 where valid, null (or the error) otherwise; no array
-        parity = xor_encode_tables(codec)
-        packed = (
-            _packed_parity(t, x, parity)
-            if parity is not None
-            else shape_tokens(t, encode_tokens(t, x, codec), codec, layout)
-        )
-        return t.add(packed, t.case(checks, t.lit(0)))
-    result = shape_tokens(t, encode_tokens(t, x, codec), codec, layout)
-    return t.call("try_element_at", [t.call("array", [result]), t.case(checks, t.lit(1))])
+    result, checks = encode_parts(value, codec, layout=layout, handle_invalid=handle_invalid, sql_name=sql_name)
+    if layout is PACKED:  # a bigint: plus 0 where valid, null (or the error) otherwise; no array
+        return sql.add(result, sql.case(checks, sql.lit(0)))
+    return sql.call("try_element_at", [sql.call("array", [result]), sql.case(checks, sql.lit(1))])
 
 
-def encode_vector_parts(
-    t: ExpressionTarget[E], value: E, codec: MLTCodec, *, handle_invalid: str, sql_name: str
-) -> tuple[E, E]:
-    """The two parts of a vector encoder, neither of which is a vector: the values of the
-    vector (an array<double>, never null) and the pick (1 where the id is valid, else null or
-    the error). The vector is ``try_element_at(array(array_to_vector(values)), pick)``, so
-    both parts can be SQL text, which has no vector type (see
-    :class:`~spark_mlt.column.native.NativeEngine`)."""
-    x, checks = _id_checks(t, value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
-    return vector_values_of(t, encode_tokens(t, x, codec), codec), t.case(checks, t.lit(1))
-
-
-def vector_of_parts(t: ExpressionTarget[E], doubles: E, pick: E) -> E:
-    """The vector of :func:`encode_vector_parts`' values, or null (or the error) per its pick."""
-    return t.call("try_element_at", [t.call("array", [t.vector(doubles)]), pick])
+def encode_parts(
+    value: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str
+) -> tuple[str, list[tuple[str, str]]]:
+    """The tokens of ``value`` in ``layout``, computed for every row whatever its id, and
+    the CASE branches that turn a null or invalid id into null (a null id, or
+    ``handle_invalid="null"``) or the error. The vector layout's tokens are its values (an
+    array<double>, never null), which the engines wrap in a vector: SQL has no vector type."""
+    x, checks = _id_checks(value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+    parity = xor_encode_tables(codec) if layout is PACKED else None
+    tokens = _packed_parity(x, parity) if parity is not None else layout.write(encode_tokens(x, codec), codec)
+    return tokens, checks
 
 
 # --- tokens to ids --------------------------------------------------------------------------
 
 
 def unpack_expr(
-    t: ExpressionTarget[E], packed: E, codec: MLTCodec, *, layout: str, handle_invalid: str, sql_name: str
-) -> E:
+    packed: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str
+) -> str:
     """The tokens (array<int> or struct t0..t{n-1}) of a packed bigint; null in, null out."""
-    tokens, fits = unpack_tokens(t, packed, codec)
-    valid = t.and_(fits + [t.cmp(token, "<", t.lit(codec.p)) for token in tokens])
-    result = shape_tokens(t, tokens, codec, layout)
+    tokens, fits = PACKED.unpack(packed, codec)
+    valid = sql.and_(fits + [sql.cmp(token, "<", sql.lit(codec.p)) for token in tokens])
+    result = layout.write(tokens, codec)
     on_invalid = _on_invalid(
-        t,
         handle_invalid,
         (f"spark-mlt: {sql_name}: packed tokens ", packed),
         f" are not {codec.n} tokens of {codec.packed_bits} bits each in [0, {codec.p}) (p={codec.p}, n={codec.n})",
         "rows",
     )
-    return _checked(t, packed, valid, result, on_invalid)
-
-
-def _token_items(t: ExpressionTarget[E], tokens: E, codec: MLTCodec, layout: str) -> tuple[list[E], list[E]]:
-    """The n tokens of ``tokens`` as bigints (null where a token is null) and the checks of
-    their shape and range, each an expression that loops over the tokens or compares few of
-    them, so that the checks' code does not grow with n."""
-    p, n = codec.p, codec.n
-    if layout == "packed":
-        items, fits = unpack_tokens(t, tokens, codec)  # never null, each in [0, 2**bits)
-        below = [t.cmp(_greatest(t, items), "<", t.lit(p))] if p < 2 ** codec.require_packed_bits() else []
-        return items, fits + below
-    if layout in ("struct", "vector"):
-        size_ok: list[E] = []
-        if layout == "struct":
-            items = [t.cast(t.field(tokens, name), "BIGINT") for name in token_names(n)]
-        else:  # token / (p - 1), scaled back and rounded; NaN and infinities become +-2**53
-            values = t.vector_values(tokens)
-            limit, scale = t.lit(float(2**53)), t.lit(float(vector_scale(codec)))
-            rounded = [t.call("round", [t.mul(t.call("get", [values, t.lit(j)]), scale)]) for j in range(n)]
-            clamped = [t.call("least", [t.call("greatest", [r, t.lit(-float(2**53))]), limit]) for r in rounded]
-            items = [t.cast(c, "BIGINT") for c in clamped]
-            size_ok = [t.cmp(t.call("size", [values]), "=", t.lit(n))]
-        return items, [*size_ok, t.cmp(_least(t, items), ">=", t.lit(0)), t.cmp(_greatest(t, items), "<", t.lit(p))]
-    # get(): 0-based, null outside the array in every ANSI mode, and twice as fast as
-    # try_element_at when reading cached or Parquet arrays. array_min and array_max skip
-    # null tokens: a null token makes the decoded value null, which the caller checks.
-    items = [t.cast(t.call("get", [tokens, t.lit(j)]), "BIGINT") for j in range(n)]
-    checks = [
-        t.cmp(t.call("size", [tokens]), "=", t.lit(n)),
-        t.cmp(t.call("array_min", [tokens]), ">=", t.lit(0)),
-        t.cmp(t.call("array_max", [tokens]), "<", t.lit(p)),
-    ]
-    return items, checks
-
-
-def _least(t: ExpressionTarget[E], items: list[E]) -> E:
-    return items[0] if len(items) == 1 else t.call("least", items)
-
-
-def _greatest(t: ExpressionTarget[E], items: list[E]) -> E:
-    return items[0] if len(items) == 1 else t.call("greatest", items)
+    return _checked(packed, valid, result, on_invalid)
 
 
 def _chunk_indexes(
-    t: ExpressionTarget[E], tokens: E, items: list[E], spans: Sequence[tuple[int, int]], *, bits: int, layout: str
-) -> list[E]:
+    tokens: str, items: list[str], spans: Sequence[tuple[int, int]], *, bits: int, layout: TokenLayout
+) -> list[str]:
     """The index of each chunk of tokens: its tokens' low ``bits`` bits side by side, token
     ``first + i`` in bits ``[i*bits, (i+1)*bits)``: read off the packed value, or put together
     from the tokens (a token too large for its bits is invalid, and masking it keeps the
@@ -273,49 +217,50 @@ def _chunk_indexes(
     low = (1 << bits) - 1
     indexes = []
     for first, count in spans:
-        if layout == "packed":
-            whole = t.cast(tokens, "BIGINT")
-            shifted = t.call("shiftrightunsigned", [whole, t.lit(bits * first)]) if first else whole
-            index = t.bit_and(shifted, t.lit((1 << (bits * count)) - 1))
+        if layout is PACKED:
+            whole = sql.cast(tokens, "BIGINT")
+            shifted = sql.call("shiftrightunsigned", [whole, sql.lit(bits * first)]) if first else whole
+            index = sql.bit_and(shifted, sql.lit((1 << (bits * count)) - 1))
         else:
-            parts = [t.bit_and(items[first + i], t.lit(low)) for i in range(count)]
-            placed = [part if i == 0 else t.call("shiftleft", [part, t.lit(bits * i)]) for i, part in enumerate(parts)]
+            parts = [sql.bit_and(items[first + i], sql.lit(low)) for i in range(count)]
+            placed = [
+                part if i == 0 else sql.call("shiftleft", [part, sql.lit(bits * i)]) for i, part in enumerate(parts)
+            ]
             index = placed[0]
             for part in placed[1:]:
-                index = t.bit_or(index, part)
-        indexes.append(t.cast(index, "INT"))
+                index = sql.bit_or(index, part)
+        indexes.append(sql.cast(index, "INT"))
     return indexes
 
 
-def _decoded(t: ExpressionTarget[E], tokens: E, items: list[E], codec: MLTCodec, layout: str) -> tuple[E, list[E]]:
+def _decoded(tokens: str, items: list[str], codec: MLTCodec, layout: TokenLayout) -> tuple[str, list[str]]:
     """The id of the tokens, null where a token is null or where the id is 2**63 or more, and
     further checks of its validity (exact only for tokens in [0, p))."""
     p, n = codec.p, codec.n
     parity = xor_decode_tables(codec)
     if parity is not None:  # p = 2: the id is the XOR of one entry per ten tokens
-        indexes = _chunk_indexes(t, tokens, items, parity.spans, bits=1, layout=layout)
+        indexes = _chunk_indexes(tokens, items, parity.spans, bits=1, layout=layout)
         entries = [
-            t.call("get", [t.long_array(table), index]) for index, table in zip(indexes, parity.tables, strict=True)
+            sql.call("get", [sql.long_array(table), index]) for index, table in zip(indexes, parity.tables, strict=True)
         ]
         id_bits = entries[0]
         for entry in entries[1:]:
-            id_bits = t.bit_xor(id_bits, entry)
-        return id_bits, [t.cmp(id_bits, ">=", t.lit(0))]  # bit 63 set: an id of 2**63 or more
+            id_bits = sql.bit_xor(id_bits, entry)
+        return id_bits, [sql.cmp(id_bits, ">=", sql.lit(0))]  # bit 63 set: an id of 2**63 or more
     spec = decode_tables(codec)
     if spec is not None:
-        bits = max(1, (p - 1).bit_length())
-        words = lookup_words(t, _chunk_indexes(t, tokens, items, spec.spans, bits=bits, layout=layout), spec)
+        words = lookup_words(_chunk_indexes(tokens, items, spec.spans, bits=codec.token_bits, layout=layout), spec)
     else:
-        low = 2 ** max(1, (p - 1).bit_length()) - 1
+        low = 2**codec.token_bits - 1
         # The arithmetic runs on the tokens' low bits (t & low, equal to t when valid), so
         # invalid tokens (any bigint) cannot overflow it; the validity check rejects them.
         inverse = codec.M_inv.tolist()
-        masked = [t.bit_and(item, t.lit(low)) for item in items]
-        words = mat_words(t, [(masked[j], inverse[j]) for j in range(n)], p, low)
-    return _id_of_digits(t, lane_outputs(t, words, p), codec)
+        masked = [sql.bit_and(item, sql.lit(low)) for item in items]
+        words = mat_words([(masked[j], inverse[j]) for j in range(n)], p, low)
+    return _id_of_digits(lane_outputs(words, p), codec)
 
 
-def _id_of_digits(t: ExpressionTarget[E], digits: Sequence[E], codec: MLTCodec) -> tuple[E, list[E]]:
+def _id_of_digits(digits: Sequence[str], codec: MLTCodec) -> tuple[str, list[str]]:
     """The bigint id of n base-p digits (each in [0, p)), null when it is 2**63 or more, and
     the checks that the digits whose weight is 2**63 or more are 0.
 
@@ -326,17 +271,17 @@ def _id_of_digits(t: ExpressionTarget[E], digits: Sequence[E], codec: MLTCodec) 
     p, n = codec.p, codec.n
     weights = [p ** (n - 1 - i) for i in range(n)]
     if codec.capacity <= 2**63:
-        return weighted(t, list(zip(digits, weights, strict=True))), []
+        return weighted(list(zip(digits, weights, strict=True))), []
     split = p ** max(m for m in range(n) if p**m <= 2**62)
-    high = [t.cmp(d, "=", t.lit(0)) for d, w in zip(digits, weights, strict=True) if w > MAX_ID]
-    hi = weighted(t, [(d, w // split) for d, w in zip(digits, weights, strict=True) if split <= w <= MAX_ID])
-    lo = weighted(t, [(d, w) for d, w in zip(digits, weights, strict=True) if w < split])
-    return t.call("try_add", [t.call("try_multiply", [hi, t.lit(split)]), lo]), high
+    high = [sql.cmp(d, "=", sql.lit(0)) for d, w in zip(digits, weights, strict=True) if w > MAX_ID]
+    hi = weighted([(d, w // split) for d, w in zip(digits, weights, strict=True) if split <= w <= MAX_ID])
+    lo = weighted([(d, w) for d, w in zip(digits, weights, strict=True) if w < split])
+    return sql.call("try_add", [sql.call("try_multiply", [hi, sql.lit(split)]), lo]), high
 
 
 def decode_expr(
-    t: ExpressionTarget[E], tokens: E, codec: MLTCodec, *, layout: str, handle_invalid: str, sql_name: str
-) -> E:
+    tokens: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str
+) -> str:
     """The bigint id of ``tokens`` (array<int-like>, struct t0..t{n-1}, vector, or packed
     bigint).
 
@@ -347,25 +292,24 @@ def decode_expr(
     and it is read once: nothing copies the arithmetic.
     """
     p, n = codec.p, codec.n
-    items, checks = _token_items(t, tokens, codec, layout)
-    value, value_checks = _decoded(t, tokens, items, codec, layout)
-    shown = t.call("array", items) if layout == "vector" else tokens  # a vector is named by its tokens
-    packed = layout == "packed"
-    width = f"of {max(1, (p - 1).bit_length())} bits each " if packed else ""
+    items, checks = layout.read(tokens, codec)
+    value, value_checks = _decoded(tokens, items, codec, layout)
+    shown = sql.call("array", items) if layout is VECTOR else tokens  # a vector is named by its tokens
+    packed = layout is PACKED
+    width = f"of {codec.token_bits} bits each " if packed else ""
     on_invalid = _on_invalid(
-        t,
         handle_invalid,
         (f"spark-mlt: {sql_name}: {'packed tokens' if packed else 'token vector'} ", shown),
         f" is not a valid MLT code: expected {n} tokens in [0, {p}) {width}that decode to an id below 2^63"
         f" (p={p}, n={n})",
         "rows",
     )
-    return _or_else(t, value, [*checks, *value_checks], tokens, on_invalid)
+    return _or_else(value, [*checks, *value_checks], tokens, on_invalid)
 
 
-def _or_else(t: ExpressionTarget[E], value: E, checks: list[E], source: E, on_invalid: E) -> E:
+def _or_else(value: str, checks: list[str], source: str, on_invalid: str) -> str:
     """A bigint ``value`` where it is not null and every check holds; else null where
     ``source`` is null, and ``on_invalid`` (null or the error) otherwise."""
-    ok = t.case([(t.and_(checks), t.lit(0))], t.lit(None)) if checks else t.lit(0)
-    fallback = t.case([(t.is_null(source), t.lit(None))], on_invalid)
-    return t.call("coalesce", [value if not checks else t.add(value, ok), fallback])
+    ok = sql.case([(sql.and_(checks), sql.lit(0))], sql.lit(None)) if checks else sql.lit(0)
+    fallback = sql.case([(sql.is_null(source), sql.lit(None))], on_invalid)
+    return sql.call("coalesce", [value if not checks else sql.add(value, ok), fallback])

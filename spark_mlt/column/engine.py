@@ -1,94 +1,189 @@
-"""The one interface both engines implement, and the choice between them.
+"""The one interface every engine implements, and the one policy that picks an engine.
 
-* ``"native"``: Spark SQL expressions (:mod:`spark_mlt.column.native`); no Python worker.
+Every operation goes through an engine: encode, decode and unpack (the column functions and
+the ML stages), and registering SQL functions. Two engines implement :class:`ColumnEngine`:
+
+* ``"native"``: Spark SQL expressions (:mod:`spark_mlt.column.native`); no Python worker;
 * ``"udf"``: vectorised UDFs over the NumPy codec (:mod:`spark_mlt.column.udf`).
-* ``"auto"``: per codec, layout and input, the engine ``make bench-functions`` measures
-  faster (:func:`auto_engine`): native, except for a composed input on PySpark >= 4.1.
 
-Both give bit-identical tokens, the same nulls and the same errors. A vector column reaches
-an engine's ``decode`` as an array of tokens (:func:`spark_mlt.column.layouts.vector_tokens`),
-so both decode vectors with the same code.
+Both give bit-identical tokens, the same nulls and the same errors. ``engine="auto"`` asks
+:class:`EnginePolicy`, which reads what it can see (:class:`Situation`: the operation, the
+codec, the layout, whether the input is bound to a lambda, the Spark line, which engines are
+available) and applies its rules in order; each rule says why its engine wins there. A new
+engine implements :class:`ColumnEngine`, joins :data:`ENGINES` and adds the rules where it
+wins; nothing else changes.
+
+Example::
+
+    >>> POLICY.choose(Situation("encode", MLTCodec.from_seed(13, 6), LAYOUT["array"], bound=False)).engine
+    'native'
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
-from pyspark.sql import Column
+from pyspark.sql import Column, SparkSession
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.codec.tables import decode_tables, encode_tables
 from spark_mlt.column.inputs import Input
-from spark_mlt.column.layouts import Layout
+from spark_mlt.column.layouts import PACKED, TokenLayout
 from spark_mlt.column.native import NativeEngine
 from spark_mlt.column.udf import UdfEngine
-from spark_mlt.column.versions import has_arrow_udfs
-from spark_mlt.options import ENGINES, check_choice
+from spark_mlt.column.versions import PYSPARK_LINE, has_arrow_udfs
+from spark_mlt.options import Engine, RowHandling
 
-__all__ = ["ColumnEngine", "auto_engine", "engine_for"]
+__all__ = [
+    "ENGINES",
+    "POLICY",
+    "Choice",
+    "ColumnEngine",
+    "EnginePolicy",
+    "Operation",
+    "Rule",
+    "Situation",
+    "engine_for",
+]
+
+Operation = Literal["encode", "decode", "unpack", "register"]
+EngineName = Literal["native", "udf"]
 
 
 class ColumnEngine(Protocol):
-    """Builds the Column that encodes or decodes one input, checked and named."""
+    """Builds the Columns (and SQL functions) that encode, decode and unpack, checked and named."""
 
     name: str
 
-    def encode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
-        """Tokens of the ids in ``source``, in ``layout`` (array, struct, vector or packed)."""
+    def encode(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
+        """Tokens of the ids in ``source``, in ``layout``."""
         ...
 
-    def decode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
-        """Bigint ids of the tokens in ``source``, held in ``layout`` (array, struct or packed)."""
+    def decode(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
+        """Bigint ids of the tokens in ``source``, held in ``layout`` (a vector: its values)."""
+        ...
+
+    def unpack(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
+        """The tokens of packed tokens in ``source``, in ``layout`` (array or struct)."""
+        ...
+
+    def register(
+        self,
+        spark: SparkSession,
+        codec: MLTCodec,
+        names: tuple[str, str],
+        layout: TokenLayout,
+        handle_invalid: RowHandling,
+    ) -> None:
+        """Register the encoder and the decoder as SQL functions called ``names``."""
         ...
 
 
-_ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine()}
+#: every engine, by name
+ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine()}
 
 
-#: a packed codec with at most this many tokens runs a composed input natively (auto_engine)
-SMALL_LAMBDA_TOKENS = 6
+@dataclass(frozen=True)
+class Situation:
+    """What the policy sees of one operation."""
+
+    operation: Operation
+    codec: MLTCodec
+    layout: TokenLayout
+    #: the input is bound to a lambda variable (a Column, not a column by name)
+    bound: bool = False
+    #: (major, minor) of the Spark that runs it: the session's for ``register``, else the driver's PySpark
+    spark_line: tuple[int, int] = PYSPARK_LINE
+    #: vectorised UDFs take Arrow batches (PySpark >= 4.1), not pandas ones
+    arrow_udfs: bool = field(default_factory=has_arrow_udfs)
 
 
-def auto_engine(codec: MLTCodec, layout: Layout, *, composed: bool) -> Literal["native", "udf"]:
-    """The engine ``"auto"`` runs for ``codec`` in ``layout`` (encode and decode alike).
+@dataclass(frozen=True)
+class Rule:
+    """Where ``engine`` wins, and why."""
 
-    The rule, from ``make bench-functions`` (PySpark 4.3, ``local[2]``):
+    engine: str
+    applies: Callable[[Situation], bool]
+    reason: str
 
-    * an input that is a column, by name or a small expression of one: ``"native"``, faster
-      than the UDF for every codec family and layout measured, and it needs no Python on
-      the executors;
-    * a composed input (``composed``: a larger expression, such as another spark-mlt
-      function in ``mlt_decode(mlt_encode(id))``), which the native engine binds once to a
-      lambda variable: ``"udf"`` (one UDF argument, evaluated once), as Spark runs such a
-      lambda's body 5-50x slower than the same expression in a query of its own; except in
-      the packed layout of a codec whose lambda is small: lookup tables on both sides
-      (p <= 32), p = 2, or at most :data:`SMALL_LAMBDA_TOKENS` tokens (2M rows, PySpark 4.3:
-      packed round trips of (13, 6), (1009, 5), (65521, 4) and (2, 40) ran natively at
-      0.21-0.57x ``xxhash64`` against 0.08-0.14x through the UDF; (251, 8) at 0.01x against
-      0.14x). Before PySpark 4.1 the UDF engine's pandas UDFs pay a conversion per batch
-      and cannot take every packed value (nulls turn a bigint batch into float64), so there
-      packed input stays native and arrays, structs and vectors go to ``"udf"`` unless p = 2
-      (2M rows, PySpark 3.5: array round trips at 0.03-0.06x ``xxhash64`` through the UDF
-      against 0.01-0.02x natively, (2, 40) 0.01x both; (3, 39) natively under 5,000 rows/s).
+
+@dataclass(frozen=True)
+class Choice:
+    engine: str
+    reason: str
+
+
+def _small_lambda(situation: Situation) -> bool:
+    """A packed round trip whose lambda is small: lookup tables on both sides, p = 2, or at
+    most six tokens."""
+    codec = situation.codec
+    tables = encode_tables(codec) is not None and decode_tables(codec) is not None
+    return tables or codec.p == 2 or codec.n <= 6
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        "udf",
+        lambda s: s.operation == "register" and s.spark_line < (4, 0),
+        "Spark before 4.0 has no SQL functions (CREATE FUNCTION ... RETURN): vectorised UDFs are registered",
+    ),
+    Rule(
+        "native",
+        lambda s: s.operation in ("register", "unpack") or not s.bound,
+        "a column by name becomes one expression that Spark's code generator compiles, with no Python "
+        "worker; SQL functions and unpacking are such expressions",
+    ),
+    Rule(
+        "native",
+        lambda s: not s.arrow_udfs and (s.layout is PACKED or s.codec.p == 2),
+        "pandas UDFs (before PySpark 4.1) pay a conversion per batch and cannot take every packed value "
+        "(nulls turn a bigint batch into float64); p = 2 is a few bit operations",
+    ),
+    Rule(
+        "native",
+        lambda s: s.arrow_udfs and s.layout is PACKED and _small_lambda(s),
+        "a packed round trip through a small lambda (tables, p = 2 or at most six tokens) runs faster "
+        "as expressions than through a UDF",
+    ),
+    Rule(
+        "udf",
+        lambda s: True,
+        "Spark runs a lambda's body (which binds a Column input once) several times slower than the same "
+        "expression in a projection; a UDF evaluates its argument once",
+    ),
+)
+
+
+@dataclass(frozen=True)
+class EnginePolicy:
+    """Picks the engine for ``engine="auto"``: the first of :data:`RULES` that applies and
+    whose engine is available.
 
     Example::
 
-        >>> auto_engine(MLTCodec.from_seed(13, 6), "array", composed=False)
-        'native'
+        POLICY.choose(Situation("decode", codec, LAYOUT["array"], bound=True)).reason
     """
-    if not composed:
-        return "native"
-    if not has_arrow_udfs():
-        return "native" if layout == "packed" or codec.p == 2 else "udf"
-    if layout != "packed":
-        return "udf"
-    tables = encode_tables(codec) is not None and decode_tables(codec) is not None
-    return "native" if tables or codec.p == 2 or codec.n <= SMALL_LAMBDA_TOKENS else "udf"
+
+    rules: tuple[Rule, ...] = RULES
+    engines: Mapping[str, ColumnEngine] = field(default_factory=lambda: ENGINES)
+
+    def choose(self, situation: Situation) -> Choice:
+        for rule in self.rules:
+            if rule.engine in self.engines and rule.applies(situation):
+                return Choice(rule.engine, rule.reason)
+        raise LookupError(f"no engine for {situation}")  # pragma: no cover - the last rule always applies
+
+    def engine(self, requested: Engine, situation: Situation) -> ColumnEngine:
+        """The engine called ``requested``, or for ``"auto"`` the one :meth:`choose` picks."""
+        name = self.choose(situation).engine if requested == "auto" else requested
+        return self.engines[name]
 
 
-def engine_for(name: object, codec: MLTCodec, layout: Layout, source: Input) -> ColumnEngine:
-    """The engine called ``name``; for ``"auto"``, the one :func:`auto_engine` picks."""
-    chosen = check_choice("engine", name, ENGINES)
-    if chosen == "auto":
-        chosen = auto_engine(codec, layout, composed=not source.simple)
-    return _ENGINES[chosen]
+POLICY = EnginePolicy()
+
+
+def engine_for(requested: Engine, situation: Situation) -> ColumnEngine:
+    """:meth:`EnginePolicy.engine` of the default policy."""
+    return POLICY.engine(requested, situation)

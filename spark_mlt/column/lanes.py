@@ -21,69 +21,54 @@ bytecode (see the README's Performance section).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TypeVar
 
 from spark_mlt.codec import MAX_ID
 from spark_mlt.codec.tables import Tables, lane_groups
-from spark_mlt.column.targets import ExpressionTarget
+from spark_mlt.column import sqltext as sql
 
-__all__ = ["Words", "lane_outputs", "lookup_words", "mat_words", "sum_mod", "total", "weighted"]
+__all__ = ["Words", "lane_outputs", "lookup_words", "mat_words", "sum_mod", "weighted"]
 
-E = TypeVar("E")
-
-Words = tuple[list[E], int, Sequence[Sequence[int]]]  # lane-packed words, lane width, outputs per word
+Words = tuple[list[str], int, Sequence[Sequence[int]]]  # lane-packed words, lane width, outputs per word
 
 
-def total(t: ExpressionTarget[E], terms: Sequence[E]) -> E:
-    """The sum of ``terms`` as a balanced tree of additions (depth log2(n): Spark's parser
-    and optimizer take time that grows with an expression's depth); 0 for no terms."""
-    items = list(terms)
-    if not items:
-        return t.lit(0)
-    while len(items) > 1:
-        pairs = [t.add(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        items = pairs + ([items[-1]] if len(items) % 2 else [])
-    return items[0]
-
-
-def weighted(t: ExpressionTarget[E], terms: list[tuple[E, int]]) -> E:
+def weighted(terms: list[tuple[str, int]]) -> str:
     """The sum of ``term * weight``; 0 for no terms."""
-    return total(t, [term if weight == 1 else t.mul(term, t.lit(weight)) for term, weight in terms])
+    return sql.total([term if weight == 1 else sql.mul(term, sql.lit(weight)) for term, weight in terms])
 
 
-def sum_mod(t: ExpressionTarget[E], terms: list[tuple[E, int]], p: int) -> E:
+def sum_mod(terms: list[tuple[str, int]], p: int) -> str:
     """(sum of term * weight) mod p, never exceeding 2**63 - 1 on the way."""
     terms = [(term, w % p) for term, w in terms if w % p]
     if not terms:
-        return t.lit(0)
+        return sql.lit(0)
     per_group = max(1, MAX_ID // max(1, (p - 1) ** 2))  # products < (p-1)**2 each
     groups = []
     for start in range(0, len(terms), per_group):
-        groups.append(t.mod(weighted(t, terms[start : start + per_group]), t.lit(p)))
+        groups.append(sql.mod(weighted(terms[start : start + per_group]), sql.lit(p)))
     # each group < p: the sum of n of them is far below 2**63
-    return groups[0] if len(groups) == 1 else t.mod(total(t, groups), t.lit(p))
+    return groups[0] if len(groups) == 1 else sql.mod(sql.total(groups), sql.lit(p))
 
 
-def lane_outputs(t: ExpressionTarget[E], words: Words[E], p: int) -> list[E]:
+def lane_outputs(words: Words, p: int) -> list[str]:
     """Every output read from its word's lane: a shift, a mask (not for the top lane) and
     ``% p`` (not where the word holds one output, already reduced)."""
     values, lane, groups = words
     mask = (1 << lane) - 1
-    outputs: list[E] = []
+    outputs: list[str] = []
     for word, group in zip(values, groups, strict=True):
         if lane == 0:  # one output per word, reduced mod p already (sum_mod)
             outputs.append(word)
             continue
         for j in group:
             shift = lane * (j - group[0])
-            value = word if shift == 0 else t.call("shiftright", [word, t.lit(shift)])
+            value = word if shift == 0 else sql.call("shiftright", [word, sql.lit(shift)])
             if j != group[-1]:
-                value = t.bit_and(value, t.lit(mask))
-            outputs.append(t.mod(value, t.lit(p)))
+                value = sql.bit_and(value, sql.lit(mask))
+            outputs.append(sql.mod(value, sql.lit(p)))
     return outputs
 
 
-def mat_words(t: ExpressionTarget[E], rows: Sequence[tuple[E, Sequence[int]]], p: int, vmax: int) -> Words[E]:
+def mat_words(rows: Sequence[tuple[str, Sequence[int]]], p: int, vmax: int) -> Words:
     """``(sum_i v_i * W_i[j]) mod p`` for every column j, given rows ``(v_i, W_i)`` with
     ``|v_i| <= vmax`` (bigint expressions) and weights in [0, p), as words.
 
@@ -98,23 +83,23 @@ def mat_words(t: ExpressionTarget[E], rows: Sequence[tuple[E, Sequence[int]]], p
     n = len(rows[0][1])
     lane = max(1, len(rows) * vmax * (p - 1)).bit_length()
     if 62 // lane < 2:
-        return [sum_mod(t, [(v, w[j]) for v, w in rows], p) for j in range(n)], 0, [(j,) for j in range(n)]
+        return [sum_mod([(v, w[j]) for v, w in rows], p) for j in range(n)], 0, [(j,) for j in range(n)]
     groups = lane_groups(n, lane)
     words = []
     for columns in groups:
         terms = [(v, sum((w[j] % p) << (lane * (j - columns[0])) for j in columns)) for v, w in rows]
-        words.append(weighted(t, [(v, k) for v, k in terms if k]))
+        words.append(weighted([(v, k) for v, k in terms if k]))
     return words, lane, groups
 
 
-def lookup_words(t: ExpressionTarget[E], indexes: Sequence[E], spec: Tables) -> Words[E]:
+def lookup_words(indexes: Sequence[str], spec: Tables) -> Words:
     """The tables' words (one lookup per chunk each), given each chunk's index expression."""
-    words: list[E] = []
+    words: list[str] = []
     for tables in spec.tables:
         entries = [
-            t.call("get", [t.long_array(table), index])
+            sql.call("get", [sql.long_array(table), index])
             for index, table in zip(indexes, tables, strict=True)
             if any(table)
         ]
-        words.append(total(t, entries))
+        words.append(sql.total(entries))
     return words, spec.lane, spec.groups

@@ -1,34 +1,33 @@
-"""Token layouts: their names, their Spark types, and how Spark lays tokens out in each.
+"""Token layouts: one object per layout, which every engine and layer asks.
 
 * ``array``: array<int> of the n tokens;
 * ``struct``: a struct with int fields t0..t{n-1};
-* ``vector``: a dense ML vector of token / (p - 1), each in [0, 1];
-* ``packed``: one bigint, token j in bits ``[j*b, (j+1)*b)``, ``b = codec.packed_bits``.
+* ``packed``: one bigint, token j in bits ``[j*b, (j+1)*b)``, ``b = codec.packed_bits``;
+* ``vector``: a dense ML vector of token / (p - 1), each in [0, 1]: an array, scaled.
 
-Design decisions:
+Each :class:`TokenLayout` knows its Spark type, how to write n token expressions in it and
+how to read them back (SQL text, :mod:`spark_mlt.column.sqltext`), and the analysis-time gate
+that makes Spark reject a column of another type with a message that names the layout. SQL
+has no ML vector type, so the vector layout's SQL side works on the vector's values, an
+array<double>; :meth:`VectorLayout.values` and :meth:`VectorLayout.vector` are the two
+Column calls at its edge. The NumPy side of packing is :mod:`spark_mlt.codec.packing`, the
+Arrow side of every layout :mod:`spark_mlt.column.arrow` (it runs in Python workers, which
+must not import PySpark's ML modules).
 
-* One :data:`Layout` Literal, and here the named subsets each API takes (SQL functions, the
-  jobs' storage, ``mlt_unpack``, the decoder stage's ``auto``), so a layout is added or
-  renamed in one place.
-* A column's layout is read from its Spark type in one place, :func:`layout_of`;
-  :func:`column_layout` checks it against a wanted one and :func:`token_layouts` reads a
-  table's token columns, both through it.
-* Decoding checks a column's type against its layout when Spark analyses the query
-  (:func:`shape_gate`), so a wrong layout fails with Spark's DATATYPE_MISMATCH error naming the
-  column, the type found and the layout expected.
-* Packing in Spark (:func:`pack_tokens`, :func:`unpack_tokens`: shifts and masks) is written
-  once for both expression targets, so the column functions and the SQL functions share it;
-  the NumPy side is :mod:`spark_mlt.codec.packing`.
-* A vector is decoded by scaling each value back by p - 1 and rounding to the nearest
-  integer (exact: a double's error is far below one half), then decoding the tokens as an
-  array; a value that rounds outside [0, p), NaN or infinity is an invalid token, handled
-  per ``handle_invalid`` like any other (:func:`vector_tokens`).
+A column's layout is read from its Spark type in one place, :func:`layout_of`;
+:func:`column_layout` checks it against a wanted one and :func:`token_layouts` reads a
+table's token columns, both through it.
+
+Example::
+
+    >>> LAYOUT["packed"].spark_type(MLTCodec.from_seed(13, 3))
+    'bigint'
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from typing import Literal, TypeVar
+from collections.abc import Mapping, Sequence
+from typing import Literal
 
 from pyspark.ml.functions import array_to_vector, vector_to_array
 from pyspark.sql import Column
@@ -36,45 +35,40 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, IntegralType, StructType
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column.inputs import Input, bound
-from spark_mlt.column.targets import ColumnTarget, ExpressionTarget
+from spark_mlt.column import sqltext as sql
 from spark_mlt.errors import MLTTypeError
 from spark_mlt.options import TOKEN_SUFFIX
 
 __all__ = [
-    "DECODER_LAYOUTS",
+    "DECODE_LAYOUTS",
+    "LAYOUT",
     "LAYOUTS",
+    "PACKED",
     "SQL_LAYOUTS",
     "STORAGE_LAYOUTS",
     "UNPACK_LAYOUTS",
+    "VECTOR",
+    "DecodeLayout",
     "Layout",
     "StorageLayout",
+    "TokenLayout",
     "column_layout",
     "layout_of",
-    "pack_tokens",
-    "shape_gate",
-    "shape_tokens",
     "token_layouts",
     "token_names",
     "token_struct_type",
-    "unpack_tokens",
-    "vector_of_tokens",
-    "vector_scale",
-    "vector_tokens",
-    "vector_values_of",
 ]
 
-E = TypeVar("E")
-
 Layout = Literal["array", "struct", "vector", "packed"]
+#: what a decoder reads: a layout, or ``auto``: the one the column's type shows
+DecodeLayout = Literal["auto", "array", "struct", "vector", "packed"]
 #: How the jobs store a token column: ``auto`` (an existing table's layout, else packed when
 #: the tokens fit in 64 bits), ``packed`` or ``array``.
 StorageLayout = Literal["auto", "packed", "array"]
 
-#: every layout: ``mlt_encode``, ``mlt_decode`` and the encoder stage take them all
+#: every layout: ``mlt_encode``, ``mlt_decode`` and the ML stages take them all
 LAYOUTS: tuple[Layout, ...] = ("array", "struct", "vector", "packed")
-#: the decoder stage also reads the layout from the column's type
-DECODER_LAYOUTS: tuple[Layout | Literal["auto"], ...] = ("auto", *LAYOUTS)
+DECODE_LAYOUTS: tuple[DecodeLayout, ...] = ("auto", *LAYOUTS)
 #: what ``mlt_unpack`` returns
 UNPACK_LAYOUTS: tuple[Layout, ...] = ("array", "struct")
 #: the layouts a SQL function's parameter type can hold (ARRAY<INT>, BIGINT)
@@ -82,6 +76,9 @@ SQL_LAYOUTS: tuple[Layout, ...] = ("array", "packed")
 STORAGE_LAYOUTS: tuple[StorageLayout, ...] = ("auto", "packed", "array")
 
 TOKEN_COLUMN = "a token column (vector, array<int>, struct t0..t{n-1} or packed bigint)"
+
+#: rounded vector values beyond it are invalid tokens anyway; it keeps the cast to bigint exact
+_TOKEN_LIMIT = float(2**53)
 
 
 def token_names(n: int) -> list[str]:
@@ -98,6 +95,226 @@ def token_struct_type(n: int) -> str:
         'struct<t0:int, t1:int>'
     """
     return "struct<" + ", ".join(f"{name}:int" for name in token_names(n)) + ">"
+
+
+def _integral(value: str, hint: str) -> str:
+    """An expression that fails analysis, showing ``hint``, unless ``value`` is integral."""
+    length = sql.call("length", [hint])
+    listed = sql.call("array", [sql.cast(sql.lit(0), "BIGINT"), sql.cast(length, "BIGINT")])
+    return sql.and_([sql.call("array_contains", [listed, value]), sql.is_null(sql.bit_or(value, length))])
+
+
+def _least(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else sql.call("least", items)
+
+
+def _greatest(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else sql.call("greatest", items)
+
+
+class TokenLayout:
+    """How n tokens are laid out in one Spark column (SQL text in and out)."""
+
+    name: Layout
+    #: the type a message shows for the layout
+    shown: str
+
+    def spark_type(self, codec: MLTCodec) -> str:
+        """The column's Spark type (DDL)."""
+        raise NotImplementedError
+
+    def write(self, tokens: Sequence[str], codec: MLTCodec) -> str:
+        """The layout's value of the n ``tokens`` (bigint expressions in [0, p))."""
+        raise NotImplementedError
+
+    def read(self, column: str, codec: MLTCodec) -> tuple[list[str], list[str]]:
+        """The n tokens of ``column`` as bigints (null where a token is null) and the checks
+        of their shape and range, written so that the checks' code does not grow with n."""
+        raise NotImplementedError
+
+    def gate(self, column: str, codec: MLTCodec, name: str) -> tuple[str, str]:
+        """A predicate that is always false (the optimizer removes it) but fails analysis
+        unless ``column`` has this layout's type, and the column to read the tokens from.
+        Every expression that can fail carries :meth:`hint`, so Spark's DATATYPE_MISMATCH
+        error, which names the column and its type, also says which layout was expected."""
+        raise NotImplementedError
+
+    def hint(self, codec: MLTCodec, name: str) -> str:
+        """The message a mistyped column fails with: what was expected, and how to pick another
+        layout."""
+        last = codec.n - 1
+        fields = f", ..., t{last}:int" if last > 1 else ", t1:int" if last else ""
+        expected = self.shown.replace(", ...", fields)
+        others = ", ".join(f"layout='{other.name}' for {other.shown}" for other in LAYOUT.values() if other is not self)
+        return (
+            f"spark-mlt: {name} must hold {expected} tokens (layout='{self.name}', n={codec.n}); "
+            f"pass the layout the column holds ({others}), as mlt_encode's layout= wrote it"
+        )
+
+
+class ArrayLayout(TokenLayout):
+    name: Layout = "array"
+    shown = "array<int>"
+
+    def spark_type(self, codec: MLTCodec) -> str:
+        return "array<int>"
+
+    def write(self, tokens: Sequence[str], codec: MLTCodec) -> str:
+        return sql.call("array", [sql.cast(token, "INT") for token in tokens])
+
+    def read(self, column: str, codec: MLTCodec) -> tuple[list[str], list[str]]:
+        # get(): 0-based, null outside the array in every ANSI mode, and twice as fast as
+        # try_element_at on cached or Parquet arrays. array_min and array_max skip null
+        # tokens: a null token makes the decoded value null, which the caller checks.
+        items = [sql.cast(sql.call("get", [column, sql.lit(j)]), "BIGINT") for j in range(codec.n)]
+        checks = [
+            sql.cmp(sql.call("size", [column]), "=", sql.lit(codec.n)),
+            sql.cmp(sql.call("array_min", [column]), ">=", sql.lit(0)),
+            sql.cmp(sql.call("array_max", [column]), "<", sql.lit(codec.p)),
+        ]
+        return items, checks
+
+    def gate(self, column: str, codec: MLTCodec, name: str) -> tuple[str, str]:
+        hint = sql.lit(self.hint(codec, name))
+        check = sql.exists(column, lambda token: _integral(token, hint))
+        fails = sql.cmp(sql.call("size", [column]), "<", sql.lit(0))  # fails on anything but an array or map
+        # Read through a gate: Spark 3.5 computes get()'s type before checking its input and
+        # fails with a ClassCastException on a non-array, unless the input is unresolved. This
+        # gate is small (it is read once per token); the check above, read once, fails first
+        # (Spark reports the first failure it meets) and names the layout expected.
+        fields = sql.case([(sql.and_([sql.lit(False), fails]), sql.lit(None))], column)
+        return sql.and_([sql.lit(False), check]), fields
+
+
+class StructLayout(TokenLayout):
+    name: Layout = "struct"
+    shown = "struct<t0:int, ...>"
+
+    def spark_type(self, codec: MLTCodec) -> str:
+        return token_struct_type(codec.n)
+
+    def write(self, tokens: Sequence[str], codec: MLTCodec) -> str:
+        return sql.struct(token_names(codec.n), [sql.cast(token, "INT") for token in tokens])
+
+    def read(self, column: str, codec: MLTCodec) -> tuple[list[str], list[str]]:
+        items = [sql.cast(sql.field(column, name), "BIGINT") for name in token_names(codec.n)]
+        return items, [sql.cmp(_least(items), ">=", sql.lit(0)), sql.cmp(_greatest(items), "<", sql.lit(codec.p))]
+
+    def gate(self, column: str, codec: MLTCodec, name: str) -> tuple[str, str]:
+        hint = sql.lit(self.hint(codec, name))
+        # if(hint, column, column) folds to the column, and shows the hint where Spark cannot
+        # read a field of it (it names the expression it tried)
+        shown = sql.case([(sql.cmp(sql.call("length", [hint]), ">", sql.lit(0)), column)], column)
+        check = sql.is_null(sql.call("array", [_integral(sql.field(shown, f), hint) for f in token_names(codec.n)]))
+        return sql.and_([sql.lit(False), check]), shown
+
+
+class PackedLayout(TokenLayout):
+    name: Layout = "packed"
+    shown = "bigint"
+
+    def spark_type(self, codec: MLTCodec) -> str:
+        return "bigint"
+
+    def write(self, tokens: Sequence[str], codec: MLTCodec) -> str:
+        """One bigint holding ``tokens`` (each in [0, 2**bits)), token j in bits ``[j*b, (j+1)*b)``."""
+        bits = codec.require_packed_bits()
+        shifted = [
+            token if j == 0 else sql.call("shiftleft", [token, sql.lit(bits * j)]) for j, token in enumerate(tokens)
+        ]
+        return sql.balanced(shifted, sql.bit_or)
+
+    def unpack(self, column: str, codec: MLTCodec) -> tuple[list[str], list[str]]:
+        """The n tokens (bigint, each in [0, 2**bits), not checked against p) of a packed
+        value, and the check that no bit above them is set (none where they fill 64 bits)."""
+        bits = codec.require_packed_bits()
+        whole = sql.cast(column, "BIGINT")
+        mask = sql.lit(2**bits - 1)
+        tokens = [
+            sql.bit_and(whole if j == 0 else sql.call("shiftrightunsigned", [whole, sql.lit(bits * j)]), mask)
+            for j in range(codec.n)
+        ]
+        top = bits * codec.n
+        fits = [sql.cmp(sql.call("shiftrightunsigned", [whole, sql.lit(top)]), "=", sql.lit(0))] if top < 64 else []
+        return tokens, fits
+
+    def read(self, column: str, codec: MLTCodec) -> tuple[list[str], list[str]]:
+        items, fits = self.unpack(column, codec)  # never null, each in [0, 2**bits)
+        below = [sql.cmp(_greatest(items), "<", sql.lit(codec.p))] if codec.p < 2**codec.token_bits else []
+        return items, fits + below
+
+    def gate(self, column: str, codec: MLTCodec, name: str) -> tuple[str, str]:
+        return sql.and_([sql.lit(False), _integral(column, sql.lit(self.hint(codec, name)))]), column
+
+
+class VectorLayout(TokenLayout):
+    """An array, scaled: the SQL side reads and writes the vector's values (an array<double>
+    of token / (p - 1)); :meth:`vector` and :meth:`values` cross to and from the ML vector.
+    A value is read back by scaling it by p - 1 and rounding to the nearest integer (exact:
+    a double's error is far below one half); a value that rounds outside [0, p), NaN or
+    infinity is an invalid token, handled per ``handle_invalid`` like any other."""
+
+    name: Layout = "vector"
+    shown = "vector"
+
+    def spark_type(self, codec: MLTCodec) -> str:
+        return "vector"
+
+    @staticmethod
+    def scale(codec: MLTCodec) -> int:
+        """What a token is divided by: p - 1, so every value lies in [0, 1]."""
+        return max(codec.p - 1, 1)
+
+    def write(self, tokens: Sequence[str], codec: MLTCodec) -> str:
+        """The values, never null: a null token (of an invalid id, whose row the caller
+        discards) becomes 0, as ``array_to_vector`` fails on nulls."""
+        scale = sql.cast(sql.lit(self.scale(codec)), "DOUBLE")
+        scaled = [sql.call("try_divide", [sql.cast(token, "DOUBLE"), scale]) for token in tokens]
+        return sql.call("array", [sql.call("coalesce", [item, sql.cast(sql.lit(0), "DOUBLE")]) for item in scaled])
+
+    def read(self, column: str, codec: MLTCodec) -> tuple[list[str], list[str]]:
+        items = [self._token(sql.call("get", [column, sql.lit(j)]), codec) for j in range(codec.n)]
+        checks = [
+            sql.cmp(sql.call("size", [column]), "=", sql.lit(codec.n)),
+            sql.cmp(_least(items), ">=", sql.lit(0)),
+            sql.cmp(_greatest(items), "<", sql.lit(codec.p)),
+        ]
+        return items, checks
+
+    def tokens(self, column: str, codec: MLTCodec) -> str:
+        """The array<bigint> of tokens of the values ``column`` (for the UDF engine)."""
+        return f"transform({column}, {sql.LAMBDA_VARIABLE} -> {self._token(sql.LAMBDA_VARIABLE, codec)})"
+
+    def _token(self, value: str, codec: MLTCodec) -> str:
+        """value * (p - 1), rounded; beyond +-2**53, NaN and infinities become +-2**53 (outside
+        [0, p) like any other invalid token), so the cast to bigint never fails."""
+        rounded = sql.call("round", [sql.mul(value, sql.lit(float(self.scale(codec))))])
+        clamped = sql.call("least", [sql.call("greatest", [rounded, sql.lit(-_TOKEN_LIMIT)]), sql.lit(_TOKEN_LIMIT)])
+        return sql.cast(clamped, "BIGINT")
+
+    def gate(self, column: str, codec: MLTCodec, name: str) -> tuple[str, str]:
+        return sql.lit(False), column  # the values were gated where the vector was read (values)
+
+    def values(self, vector: Column, codec: MLTCodec, name: str) -> Column:
+        """The values (array<double>) of the vector column ``vector``; null for a null vector.
+        Analysis fails with :meth:`hint` unless the column is an ML vector."""
+        hint = F.lit(self.hint(codec, name))
+        never = F.array(F.lit(0.0))
+        check = F.coalesce(vector, array_to_vector(F.when(F.length(hint) > 0, never))).isNull()
+        gate = F.lit(False) & check
+        result: Column = F.when(gate | vector.isNull(), F.lit(None)).otherwise(vector_to_array(vector))
+        return result
+
+    def vector(self, values: Column, pick: Column) -> Column:
+        """The vector of ``values`` (never null), where ``pick`` is 1; null (or the error
+        ``pick`` raises) elsewhere."""
+        return F.call_function("try_element_at", F.array(array_to_vector(values)), pick)
+
+
+VECTOR = VectorLayout()
+PACKED = PackedLayout()
+#: the object of each layout
+LAYOUT: dict[Layout, TokenLayout] = {layout.name: layout for layout in (ArrayLayout(), StructLayout(), VECTOR, PACKED)}
 
 
 # --- reading a layout from a Spark type -----------------------------------------------------
@@ -124,7 +341,7 @@ def layout_of(data_type: DataType) -> Layout | None:
     return None
 
 
-def column_layout(schema: StructType, column: str, wanted: Layout | Literal["auto"] = "auto") -> Layout:
+def column_layout(schema: StructType, column: str, wanted: DecodeLayout = "auto") -> Layout:
     """The token layout of ``column`` in ``schema``: ``wanted`` if its type holds that
     layout, or (``"auto"``) the layout its type shows.
 
@@ -163,159 +380,3 @@ def token_layouts(schema: StructType, codecs: Mapping[str, MLTCodec]) -> dict[st
         for column in codecs
         if f"{column}{TOKEN_SUFFIX}" in names
     }
-
-
-# --- checking a token column's type when Spark analyses the query ---------------------------
-
-_EXPECTED = {"array": "array<int>", "struct": "struct<t0:int, ...>", "vector": "vector", "packed": "bigint"}
-
-
-def _hint(codec: MLTCodec, layout: str, name: str) -> str:
-    last = codec.n - 1
-    fields = f", ..., t{last}:int" if last > 1 else ", t1:int" if last else ""
-    expected = _EXPECTED[layout].replace(", ...", fields)
-    others = ", ".join(f"layout='{other}' for {shape}" for other, shape in _EXPECTED.items() if other != layout)
-    return (
-        f"spark-mlt: {name} must hold {expected} tokens (layout='{layout}', n={codec.n}); "
-        f"pass the layout the column holds ({others}), as mlt_encode's layout= wrote it"
-    )
-
-
-def shape_gate(t: ExpressionTarget[E], tokens: E, codec: MLTCodec, layout: str, name: str) -> tuple[E, E]:
-    """A predicate that is always false (the optimizer removes it) but fails analysis unless
-    ``tokens`` has the shape of ``layout``: an array of integers, a struct whose fields
-    t0..t{n-1} are integers, an ML vector, or an integer. Every expression that can fail
-    carries the hint, so Spark's DATATYPE_MISMATCH error, which names the column and the type
-    it found, also says which layout was expected and how to pick another. Also returns the
-    tokens to read items from, which fail with the hint too (the optimizer reduces them to
-    ``tokens``).
-
-    Any integer width is accepted (bigint tokens decode exactly); tokens outside [0, p) and
-    an array of the wrong length fail at run time, naming the token vector.
-    """
-    hint = t.lit(_hint(codec, layout, name))
-    length = t.call("length", [hint])
-
-    def integral(value: E) -> E:  # fails for strings, floating point, nested types
-        in_list = t.call(
-            "array_contains", [t.call("array", [t.cast(t.lit(0), "BIGINT"), t.cast(length, "BIGINT")]), value]
-        )
-        return t.and_([in_list, t.is_null(t.bit_or(value, length))])
-
-    fields = tokens
-    if layout in ("array", "vector"):
-        never = t.call("array", [t.cast(t.lit(0), "DOUBLE")])
-        if layout == "array":
-            check = t.exists(tokens, integral)
-            fails = t.cmp(t.call("size", [tokens]), "<", t.lit(0))  # fails on anything but an array or map
-        else:  # coalesce needs one type: a vector's (the vector is never built: the gate folds away)
-            check = t.is_null(
-                t.call("coalesce", [tokens, t.vector(t.case([(t.cmp(length, ">", t.lit(0)), never)], t.lit(None)))])
-            )
-            fails = t.is_null(t.call("coalesce", [tokens, t.vector(never)]))
-        # Read through a gate: Spark 3.5 computes get()'s type before checking its input and
-        # fails with a ClassCastException on a non-array, unless the input is unresolved. This
-        # gate is small (it is read once per token); the gate above, read once, fails first
-        # (Spark reports the first failure it meets) and names the layout expected.
-        fields = t.case([(t.and_([t.lit(False), fails]), t.lit(None))], tokens)
-    elif layout == "struct":
-        fields = t.with_field(tokens, "spark_mlt_expects", hint)
-        check = t.is_null(t.call("array", [integral(t.field(fields, f)) for f in token_names(codec.n)]))
-    else:
-        check = integral(tokens)
-    return t.and_([t.lit(False), check]), fields
-
-
-# --- laying tokens out, in Spark ------------------------------------------------------------
-
-
-def _balanced(items: Sequence[E], combine: Callable[[E, E], E]) -> E:
-    """``items`` combined pairwise as a balanced tree: depth log2(n), not n."""
-    while len(items) > 1:
-        pairs = [combine(items[i], items[i + 1]) for i in range(0, len(items) - 1, 2)]
-        items = pairs + ([items[-1]] if len(items) % 2 else [])
-    return items[0]
-
-
-def pack_tokens(t: ExpressionTarget[E], tokens: Sequence[E], bits: int) -> E:
-    """One bigint holding ``tokens`` (bigint, each in [0, 2**bits)), token j in bits
-    ``[j*bits, (j+1)*bits)``."""
-    shifted = [token if j == 0 else t.call("shiftleft", [token, t.lit(bits * j)]) for j, token in enumerate(tokens)]
-    return _balanced(shifted, t.bit_or)
-
-
-def unpack_tokens(t: ExpressionTarget[E], packed: E, codec: MLTCodec) -> tuple[list[E], list[E]]:
-    """The n tokens (bigint, each in [0, 2**bits), not checked against p) of a packed value,
-    and the check that no bit above them is set (empty where they fill all 64 bits)."""
-    bits = codec.require_packed_bits()
-    whole = t.cast(packed, "BIGINT")
-    mask = t.lit(2**bits - 1)
-    tokens = [
-        t.bit_and(whole if j == 0 else t.call("shiftrightunsigned", [whole, t.lit(bits * j)]), mask)
-        for j in range(codec.n)
-    ]
-    top = bits * codec.n
-    fits = [t.cmp(t.call("shiftrightunsigned", [whole, t.lit(top)]), "=", t.lit(0))] if top < 64 else []
-    return tokens, fits
-
-
-def vector_scale(codec: MLTCodec) -> int:
-    """What the vector layout divides a token by: p - 1, so every value lies in [0, 1]."""
-    return max(codec.p - 1, 1)
-
-
-def shape_tokens(t: ExpressionTarget[E], tokens: Sequence[E], codec: MLTCodec, layout: str) -> E:
-    """The n ``tokens`` (bigint expressions, in [0, p) when valid) in ``layout``: array,
-    struct or packed (vectors are built from :func:`vector_values_of`)."""
-    if layout == "packed":
-        return pack_tokens(t, tokens, codec.require_packed_bits())
-    ints = [t.cast(token, "INT") for token in tokens]
-    return t.struct(token_names(codec.n), ints) if layout == "struct" else t.call("array", ints)
-
-
-def vector_values_of(t: ExpressionTarget[E], tokens: Sequence[E], codec: MLTCodec) -> E:
-    """The array<double> of token / (p - 1) that the vector layout holds, never null: a null
-    token (from an invalid id whose row the caller discards) becomes 0, as
-    ``array_to_vector`` fails on nulls."""
-    scale = t.cast(t.lit(vector_scale(codec)), "DOUBLE")
-    scaled = [t.call("try_divide", [t.cast(token, "DOUBLE"), scale]) for token in tokens]
-    return t.call("array", [t.call("coalesce", [item, t.cast(t.lit(0), "DOUBLE")]) for item in scaled])
-
-
-def vector_of_tokens(tokens: Input, codec: MLTCodec) -> Column:
-    """A dense ML vector of token / (p - 1) from an array<int> of tokens (null stays null), by
-    a lambda over the array: reading the tokens n times per row would copy their expression
-    n times."""
-    scale = float(vector_scale(codec))
-    return bound(
-        tokens,
-        lambda t: F.when(t.isNull(), F.lit(None)).otherwise(
-            array_to_vector(F.transform(t, lambda token: token.cast("double") / scale))
-        ),
-    )
-
-
-_TOKEN_LIMIT = float(2**53)  # rounded values beyond it are invalid tokens anyway; it keeps the cast exact
-
-
-def vector_tokens(source: Input, codec: MLTCodec) -> Input:
-    """The tokens of a vector column, as an array<bigint> to decode in the array layout.
-
-    Each value times p - 1, rounded to the nearest integer; the type is checked when Spark
-    analyses the query (:func:`shape_gate`). Values beyond +-2**53, NaN and infinities become
-    2**53 or -2**53, outside [0, p) like any other invalid token, so the cast to bigint never
-    fails. The result is bound once where the decoder reads it n times.
-    """
-    scale = float(vector_scale(codec))
-
-    def tokens(vector: Column) -> Column:
-        gate, fields = shape_gate(ColumnTarget(), vector, codec, "vector", source.name)
-        clamp = F.lit(_TOKEN_LIMIT)
-        values = F.transform(
-            vector_to_array(fields),
-            lambda value: F.least(F.greatest(F.round(value * scale), -clamp), clamp).cast("bigint"),
-        )
-        result: Column = F.when(gate | fields.isNull(), F.lit(None)).otherwise(values)
-        return result
-
-    return Input(bound(source, tokens), source.name, simple=False)

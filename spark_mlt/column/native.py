@@ -1,69 +1,87 @@
 """The native engine: MLT as plain Spark SQL expressions, compiled by Spark's code generator.
 
-No Python worker runs. The arithmetic is built by :mod:`spark_mlt.column.builders` (exact
-with ANSI mode on and off); this module only binds it to the input column: as SQL text,
-parsed by Spark in one call, when the input is a column (by name or ``F.col``), else as a
-Column around the input (see :mod:`spark_mlt.column.targets` for why). SQL has no ML vector
-type, so vector tokens of a column are SQL text around two Column calls, and a vector input
-is decoded as a Column (``MLTDecoder`` first reads its values into an array column of their
-own, :func:`~spark_mlt.column.functions.vector_values_column`, and decodes that by name as
-SQL text: :func:`decode_vector_values`).
+No Python worker runs. The expressions are SQL text from :mod:`spark_mlt.column.builders`
+(exact with ANSI mode on and off), over the input's SQL text (:func:`~spark_mlt.column.inputs.bind`);
+the vector layout is SQL text over the vector's values, and two Column calls at its edge.
+Its SQL functions are ``CREATE TEMPORARY FUNCTION`` of the same text (Spark 4.0 and later).
 """
 
 from __future__ import annotations
 
-from typing import TypeVar
-
-from pyspark.sql import Column
+from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column.builders import decode_expr, encode_expr, encode_vector_parts, vector_of_parts
-from spark_mlt.column.inputs import Input, expression
-from spark_mlt.column.layouts import SQL_LAYOUTS, Layout, shape_gate
-from spark_mlt.column.targets import ColumnTarget, ExpressionTarget, SqlTarget, VectorValuesTarget
+from spark_mlt.column import sqltext as sql
+from spark_mlt.column.builders import decode_expr, encode_expr, encode_parts, unpack_expr
+from spark_mlt.column.inputs import Input, bind
+from spark_mlt.column.layouts import LAYOUT, VECTOR, TokenLayout
+from spark_mlt.column.versions import spark_line
+from spark_mlt.errors import OptionError
+from spark_mlt.options import RowHandling
 
-__all__ = ["NativeEngine", "decode_vector_values"]
-
-E = TypeVar("E")
+__all__ = ["NativeEngine"]
 
 
 class NativeEngine:
-    """Encodes and decodes with Spark SQL expressions."""
+    """Encodes, decodes, unpacks and registers SQL functions with Spark SQL expressions."""
 
     name = "native"
 
-    def encode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
-        def build(t: ExpressionTarget[E], value: E) -> E:
-            return encode_expr(t, value, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
+    def encode(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
+        if layout is VECTOR:  # SQL text for the values and the pick; SQL has no vector type
+            if source.sql is None:  # bind once, to a struct of both parts
+                both = bind(source, lambda v: _vector_parts(v, codec, handle_invalid, source.name))
+                return VECTOR.vector(both.getField("values"), both.getField("pick"))
+            parts = encode_parts(source.sql, codec, layout=VECTOR, handle_invalid=handle_invalid, sql_name=source.name)
+            return VECTOR.vector(F.expr(parts[0]), F.expr(sql.case(parts[1], sql.lit(1))))
+        return bind(
+            source, lambda v: encode_expr(v, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
+        )
 
-        if layout == "vector" and source.sql is not None:
-            return _vector_from_text(source.sql, source.name, codec, handle_invalid)
-        return expression(source, build, text=layout != "vector")
+    def decode(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
+        def build(tokens: str) -> str:
+            gate, fields = layout.gate(tokens, codec, source.name)
+            ids = decode_expr(fields, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
+            return sql.case([(gate, sql.lit(None))], ids)
 
-    def decode(self, source: Input, codec: MLTCodec, layout: Layout, handle_invalid: str) -> Column:
-        def build(t: ExpressionTarget[E], tokens: E) -> E:
-            gate, fields = shape_gate(t, tokens, codec, layout, source.name)
-            ids = decode_expr(t, fields, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
-            return t.case([(gate, t.lit(None))], ids)
+        return bind(source, build)
 
-        # the gate of a struct or a vector needs a Column (SQL cannot add a field, or read a vector)
-        return expression(source, build, text=layout in SQL_LAYOUTS)
+    def unpack(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
+        def build(packed: str) -> str:
+            gate, fields = LAYOUT["packed"].gate(packed, codec, source.name)
+            tokens = unpack_expr(fields, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
+            return sql.case([(gate, sql.lit(None))], tokens)
+
+        return bind(source, build)
+
+    def register(
+        self,
+        spark: SparkSession,
+        codec: MLTCodec,
+        names: tuple[str, str],
+        layout: TokenLayout,
+        handle_invalid: RowHandling,
+    ) -> None:
+        """``CREATE TEMPORARY FUNCTION`` of the encoder and the decoder. SQL functions cannot
+        hold lambdas, so their expressions copy what they read several times (Spark
+        evaluates their parameters once already)."""
+        if spark_line(spark.version) < (4, 0):
+            raise OptionError(
+                f"engine='native' registers SQL functions, which Spark {spark.version} lacks (they need "
+                "Spark 4.0); use engine='auto' or 'udf' (vectorised UDFs), or the column functions",
+                parameter="engine",
+            )
+        encode_name, decode_name = names
+        encode_sql = encode_expr("id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name)
+        decode_sql = decode_expr("tokens", codec, layout=layout, handle_invalid=handle_invalid, sql_name=decode_name)
+        tokens = layout.spark_type(codec).upper()
+        create = "CREATE OR REPLACE TEMPORARY FUNCTION"
+        spark.sql(f"{create} {encode_name}(id BIGINT) RETURNS {tokens} RETURN {encode_sql}")
+        spark.sql(f"{create} {decode_name}(tokens {tokens}) RETURNS BIGINT RETURN {decode_sql}")
 
 
-def decode_vector_values(sql: str, name: str, codec: MLTCodec, handle_invalid: str) -> Column:
-    """The ids of token vectors whose values are the array<double> column ``sql`` (see
-    :func:`~spark_mlt.column.functions.vector_values_column`), as SQL text; messages name
-    the vector column ``name``."""
-    text = decode_expr(VectorValuesTarget(), sql, codec, layout="vector", handle_invalid=handle_invalid, sql_name=name)
-    return F.expr(text)
-
-
-def _vector_from_text(sql: str, name: str, codec: MLTCodec, handle_invalid: str) -> Column:
-    """Vector tokens of the column whose SQL text is ``sql``: SQL text for the vector's
-    values and for the pick, and two Column calls for the vector, which SQL has no type for.
-    Built as Columns throughout, a Py4J call per operation, a (13, 9) encoder took 0.15-0.3 s
-    per column."""
-    doubles, pick = encode_vector_parts(SqlTarget(), sql, codec, handle_invalid=handle_invalid, sql_name=name)
-    vector: Column = vector_of_parts(ColumnTarget(), F.expr(doubles), F.expr(pick))
-    return vector
+def _vector_parts(value: str, codec: MLTCodec, handle_invalid: RowHandling, name: str) -> str:
+    """A struct of a vector's values and its pick (see :meth:`VectorLayout.vector`)."""
+    values, checks = encode_parts(value, codec, layout=VECTOR, handle_invalid=handle_invalid, sql_name=name)
+    return sql.struct(["values", "pick"], [values, sql.case(checks, sql.lit(1))])

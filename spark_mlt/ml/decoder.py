@@ -7,8 +7,10 @@ Design decisions:
   set explicitly must match the type, else an :class:`~spark_mlt.errors.MLTTypeError` names
   the column, its type and the layout to set. The check runs in ``transform``, before Spark
   analyses anything, so the message speaks of Params rather than SQL expressions.
-* Every layout decodes with :func:`spark_mlt.column.mlt_decode`, vectors (what
-  :class:`~spark_mlt.ml.MLTEncoderModel` writes by default) included.
+* Every layout decodes through the engine the policy picks, as :func:`spark_mlt.column.mlt_decode`
+  does; a vector (what :class:`~spark_mlt.ml.MLTEncoderModel` writes by default) has its
+  values put in a column of their own first, a DataFrame-level step, so that both engines
+  read them by name.
 """
 
 from __future__ import annotations
@@ -20,13 +22,12 @@ from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 from pyspark.sql import Column, DataFrame
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column import column_layout, mlt_decode
-from spark_mlt.column.engine import engine_for
-from spark_mlt.column.functions import decode_vector_values_column, vector_values_column
-from spark_mlt.column.inputs import as_input
-from spark_mlt.column.layouts import DECODER_LAYOUTS
+from spark_mlt.column import column_layout
+from spark_mlt.column.functions import decode_input
+from spark_mlt.column.inputs import as_input, column_input
+from spark_mlt.column.layouts import DECODE_LAYOUTS, LAYOUT, VECTOR, DecodeLayout
 from spark_mlt.ml.params import MLTCodecStageParams, to_choice
-from spark_mlt.options import HandleInvalid, check_choice
+from spark_mlt.options import RowHandling
 
 __all__ = ["MLTDecoder"]
 
@@ -60,11 +61,11 @@ class MLTDecoder(
     """
 
     _output_suffix = "_id"
-    layout: Param[str] = Param(
+    layout: Param[DecodeLayout] = Param(
         Params._dummy(),
         "layout",
         "token layout: 'auto' (read from the column's type), 'vector', 'array', 'struct' or 'packed'",
-        typeConverter=to_choice("layout", DECODER_LAYOUTS),
+        typeConverter=to_choice("layout", DECODE_LAYOUTS),
     )
 
     @keyword_only
@@ -111,27 +112,36 @@ class MLTDecoder(
         """
         return cls(codecs=list(codecs), **params)  # type: ignore[arg-type]  # Params checked by _set
 
+    def getLayout(self) -> DecodeLayout:  # noqa: N802 - Spark ML naming
+        """Gets the value of layout or its default value."""
+        value: DecodeLayout = self.getOrDefault(self.layout)  # checked by the Param's converter
+        return value
+
+    def setLayout(self, value: DecodeLayout) -> MLTDecoder:  # noqa: N802 - Spark ML naming
+        """Sets the value of :py:attr:`layout`."""
+        return self._set(layout=value)
+
     def _transform(self, dataset: DataFrame) -> DataFrame:
-        wanted = check_choice("layout", self.getLayout(), DECODER_LAYOUTS)
-        engine = self._engine()
+        wanted, engine = self.getLayout(), self.getEngine()
         columns = self._column_codecs()
-        layouts = {source: column_layout(dataset.schema, source, wanted) for source, _, _ in columns}
-        # The native engine decodes a vector from SQL text after its values are read into an
-        # array column of their own (see vector_values_column), dropped at the end.
+        layouts = {source: LAYOUT[column_layout(dataset.schema, source, wanted)] for source, _, _ in columns}
+        # A vector's values go into a column of their own first (dropped at the end), which
+        # both engines read by name: Spark keeps that column, read n times, in a projection
+        # of its own, and no lambda binds it.
         taken = {*dataset.columns, *(target for _, target, _ in columns)}
-        staged = {
-            source: _free_name(taken, i)
-            for i, (source, _, codec) in enumerate(columns)
-            if layouts[source] == "vector" and engine_for(engine, codec, "vector", as_input(source)).name == "native"
-        }
+        staged = {source: _free_name(taken, i) for i, (source, _, _) in enumerate(columns) if layouts[source] is VECTOR}
         prepared = dataset.withColumns(
-            {staged[source]: vector_values_column(source, codec) for source, _, codec in columns if source in staged}
+            {
+                staged[source]: VECTOR.values(as_input(source).column, codec, as_input(source).name)
+                for source, _, codec in columns
+                if source in staged
+            }
         )
 
-        def decode(source: str, codec: MLTCodec, handle: HandleInvalid) -> Column:
-            if source in staged:
-                return decode_vector_values_column(staged[source], source, codec, handle_invalid=handle)
-            return mlt_decode(source, codec, layout=layouts[source], handle_invalid=handle, engine=engine)
+        def decode(source: str, codec: MLTCodec, handle: RowHandling) -> Column:
+            shown = as_input(source)
+            tokens = column_input(staged[source], shown.name) if source in staged else shown
+            return decode_input(tokens, codec, layouts[source], handle, engine)
 
         return self._add_columns(prepared, decode).drop(*staged.values())
 

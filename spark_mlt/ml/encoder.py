@@ -21,7 +21,7 @@ from pyspark.sql import DataFrame
 
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.column import fit_codecs, mlt_encode
-from spark_mlt.ml.params import HasCodecSizing, MLTCodecStageParams, MLTStageParams
+from spark_mlt.ml.params import HasCodecSizing, HasLayout, MLTCodecStageParams, MLTStageParams
 
 __all__ = ["MLTEncoder", "MLTEncoderModel"]
 
@@ -29,6 +29,7 @@ __all__ = ["MLTEncoder", "MLTEncoderModel"]
 class MLTEncoder(
     Estimator["MLTEncoderModel"],
     MLTStageParams,
+    HasLayout,
     HasCodecSizing,
     DefaultParamsReadable["MLTEncoder"],
     DefaultParamsWritable,
@@ -99,7 +100,7 @@ class MLTEncoder(
 
     def _fit(self, dataset: DataFrame) -> MLTEncoderModel:
         pairs = self._columns()
-        layout, handle, engine = self._written_layout(), self._handle_invalid(), self._engine()
+        layout, handle, engine = self.getLayout(), self.getHandleInvalid(), self.getEngine()
         inputs = [source for source, _ in pairs]
         sized = fit_codecs(dataset, inputs, p=self.getP(), n=self.getN(), seed=self.getSeed())
         codecs: list[MLTCodec | str] = [sized[source] for source in inputs]
@@ -112,6 +113,7 @@ class MLTEncoder(
 class MLTEncoderModel(
     Model,
     MLTCodecStageParams,
+    HasLayout,
     DefaultParamsReadable["MLTEncoderModel"],
     DefaultParamsWritable,
 ):
@@ -164,8 +166,7 @@ class MLTEncoderModel(
         return self._set(**{name: value for name, value in kwargs.items() if value is not None})
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
-        layout = self._written_layout()
-        engine = self._engine()
+        layout, engine = self.getLayout(), self.getEngine()
         return self._add_columns(
             dataset,
             lambda source, codec, handle: mlt_encode(

@@ -20,7 +20,7 @@ Design decisions:
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from pyspark.ml.param import Param, Params, TypeConverters
 from pyspark.ml.param.shared import HasHandleInvalid, HasInputCol, HasInputCols, HasOutputCol, HasOutputCols
@@ -30,10 +30,9 @@ from pyspark.sql import functions as F
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.column.layouts import LAYOUTS, Layout
 from spark_mlt.errors import OptionError
-from spark_mlt.options import ENGINES, TOKEN_SUFFIX, Engine, HandleInvalid, check_choice
+from spark_mlt.options import ENGINES, STAGE_HANDLING, TOKEN_SUFFIX, Engine, RowHandling, StageHandling, check_choice
 
 __all__ = [
-    "STAGE_HANDLE_INVALID",
     "HasCodecSizing",
     "HasCodecs",
     "HasEngine",
@@ -44,15 +43,14 @@ __all__ = [
 ]
 
 P = TypeVar("P", bound=Params)
-
-#: what a stage does with an invalid id or token vector (``quarantine`` is for the jobs only)
-STAGE_HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip")
+C = TypeVar("C", bound=str)
 
 
-def to_choice(name: str, choices: Sequence[str]) -> Callable[[Any], str]:
-    """A Param type converter that accepts only ``choices`` (pyspark runs it on every set)."""
+def to_choice(name: str, choices: Sequence[C]) -> Callable[[Any], C]:
+    """A Param type converter that accepts only ``choices`` (pyspark runs it on every set), so
+    a getter returns one of them without checking again."""
 
-    def convert(value: Any) -> str:
+    def convert(value: Any) -> C:
         return check_choice(name, TypeConverters.toString(value), choices)
 
     return convert
@@ -74,7 +72,7 @@ def _to_codec_documents(value: Any) -> list[str]:
 class HasLayout(Params):
     """Mixin for Param layout: the token layout."""
 
-    layout: Param[str] = Param(
+    layout: Param[Layout] = Param(
         Params._dummy(),
         "layout",
         "token layout: 'vector' (dense ML vector of token / (p - 1)), 'array' (array<int>), 'struct' "
@@ -82,9 +80,10 @@ class HasLayout(Params):
         typeConverter=to_choice("layout", LAYOUTS),
     )
 
-    def getLayout(self) -> str:  # noqa: N802 - Spark ML naming
+    def getLayout(self) -> Layout:  # noqa: N802 - Spark ML naming
         """Gets the value of layout or its default value."""
-        return str(self.getOrDefault(self.layout))
+        value: Layout = self.getOrDefault(self.layout)  # checked by the Param's converter
+        return value
 
     def setLayout(self: P, value: str) -> P:  # noqa: N802
         """Sets the value of :py:attr:`layout`."""
@@ -94,16 +93,17 @@ class HasLayout(Params):
 class HasEngine(Params):
     """Mixin for Param engine: which implementation computes the tokens."""
 
-    engine: Param[str] = Param(
+    engine: Param[Engine] = Param(
         Params._dummy(),
         "engine",
         "'native' (Spark SQL expressions), 'udf' (vectorised UDF over the NumPy codec) or 'auto' (native)",
         typeConverter=to_choice("engine", ENGINES),
     )
 
-    def getEngine(self) -> str:  # noqa: N802 - Spark ML naming
+    def getEngine(self) -> Engine:  # noqa: N802 - Spark ML naming
         """Gets the value of engine or its default value."""
-        return str(self.getOrDefault(self.engine))
+        value: Engine = self.getOrDefault(self.engine)  # checked by the Param's converter
+        return value
 
     def setEngine(self: P, value: str) -> P:  # noqa: N802
         """Sets the value of :py:attr:`engine`."""
@@ -169,16 +169,21 @@ class HasCodecSizing(Params):
         return self._set(seed=value)
 
 
-class MLTStageParams(HasInputCol, HasInputCols, HasOutputCol, HasOutputCols, HasHandleInvalid, HasLayout, HasEngine):
-    """The Params of every spark-mlt stage: columns, ``handleInvalid``, ``layout``, ``engine``."""
+class MLTStageParams(HasInputCol, HasInputCols, HasOutputCol, HasOutputCols, HasHandleInvalid, HasEngine):
+    """The Params of every spark-mlt stage: columns, ``handleInvalid``, ``engine`` (and each
+    stage's own ``layout``)."""
 
     handleInvalid: Param[str] = Param(  # noqa: N815 - Spark ML naming
         Params._dummy(),
         "handleInvalid",
         "how to handle invalid ids or token vectors: 'error' (fail the query), 'null' (null output, "
         "row kept) or 'skip' (drop rows whose output is null while their input is not)",
-        typeConverter=to_choice("handleInvalid", STAGE_HANDLE_INVALID),
+        typeConverter=to_choice("handleInvalid", STAGE_HANDLING),
     )
+
+    def getHandleInvalid(self) -> StageHandling:  # noqa: N802 - Spark ML naming
+        """Gets the value of handleInvalid or its default value."""
+        return cast("StageHandling", self.getOrDefault(self.handleInvalid))  # checked by the Param's converter
 
     #: an output column not set is named input + this
     _output_suffix: str = TOKEN_SUFFIX
@@ -226,27 +231,17 @@ class MLTStageParams(HasInputCol, HasInputCols, HasOutputCol, HasOutputCols, Has
             )
         return list(zip(inputs, outputs, strict=True))
 
-    def _handle_invalid(self) -> HandleInvalid:
-        return check_choice("handleInvalid", self.getHandleInvalid(), STAGE_HANDLE_INVALID)
-
-    def _engine(self) -> Engine:
-        return check_choice("engine", self.getEngine(), ENGINES)
-
-    def _written_layout(self) -> Layout:
-        """The layout the encoder writes (the decoder's own check also allows ``auto``)."""
-        return check_choice("layout", self.getLayout(), LAYOUTS)
-
 
 class MLTCodecStageParams(MLTStageParams, HasCodecs):
     """The Params of the stages that apply codecs (the encoder model, the decoder), and the
     loop that adds one output column per input column."""
 
-    def _add_columns(self, dataset: DataFrame, make: Callable[[str, MLTCodec, HandleInvalid], Column]) -> DataFrame:
+    def _add_columns(self, dataset: DataFrame, make: Callable[[str, MLTCodec, RowHandling], Column]) -> DataFrame:
         """``dataset`` with ``make(input, codec, "error" | "null")`` as each output column;
         ``handleInvalid="skip"`` then drops the rows where an output is null but its input is not."""
         columns = self._column_codecs()
-        handle = self._handle_invalid()
-        column_handle: HandleInvalid = "error" if handle == "error" else "null"
+        handle = self.getHandleInvalid()
+        column_handle: RowHandling = "error" if handle == "error" else "null"
         out = dataset.withColumns({target: make(source, codec, column_handle) for source, target, codec in columns})
         if handle == "skip":
             for source, target, _ in columns:

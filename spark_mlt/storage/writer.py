@@ -38,9 +38,10 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql.types import ArrayType, StructType
+from pyspark.sql.types import StructType
 
 from spark_mlt.codec import MLTCodec
+from spark_mlt.column.layouts import layout_of
 from spark_mlt.errors import MissingTableError, MLTError, TableError, TableFeatureError
 from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
@@ -334,9 +335,10 @@ def token_write_options(
     options = {"parquet.writer.version": "v2"} if check_data_page_version(data_page_version) == 2 else {}
     for name in token_columns:
         kind = df.schema[name].dataType
-        if isinstance(kind, ArrayType):
+        layout = layout_of(kind)
+        if layout == "array":
             leaves = [f"{name}.list.element"]
-        elif isinstance(kind, StructType):
+        elif layout == "struct" and isinstance(kind, StructType):
             leaves = [f"{name}.{child.name}" for child in kind.fields]
         else:
             leaves = [name]
