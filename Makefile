@@ -27,13 +27,13 @@ line_python = $(if $(1),"$$(PYTHON=$(PYTHON) tests/compat/venv.sh $(1))/bin/pyth
 DELTA_LINE ?= 4.2.1
 # $(call line_jars,PY,GROUPS): make jars of GROUPS for the Spark line of the python PY
 line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
-    JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
+    JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
 
 DELTA ?=
 demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
 	@py=$(BIN)/python; \
 	if [[ "$(DELTA)" == spark ]]; then \
-	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, spark_line; raise SystemExit("delta" not in LINE_GROUPS[spark_line()])'; then \
+	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, jar_line; raise SystemExit("delta" not in LINE_GROUPS[jar_line()])'; then \
 	        echo "== Delta has no build for the PySpark in $(VENV): the demo runs on PySpark $(DELTA_LINE) (.compat/)"; \
 	        py=$(call line_python,$(DELTA_LINE)) || exit 1; \
 	    fi; \

@@ -22,11 +22,11 @@ Example::
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pyspark
 
+from spark_mlt.column.versions import spark_line
 from spark_mlt.errors import MissingJarsError, OptionError
 
 __all__ = [
@@ -36,9 +36,9 @@ __all__ = [
     "LINE_GROUPS",
     "default_jars_dir",
     "delta_session_conf",
+    "jar_line",
     "jar_paths",
     "spark_jars",
-    "spark_line",
 ]
 
 JAR_GROUPS: tuple[str, ...] = ("delta", "connect", "s3")
@@ -68,19 +68,21 @@ _WHY_MISSING = {
 }
 
 
-def spark_line(version: str | None = None) -> str:
-    """The Spark line (``major.minor``) of a PySpark version, by default the installed one.
+def jar_line(version: str | None = None) -> str:
+    """The name of the jar folder of a PySpark version's Spark line (``major.minor``), by
+    default the installed one's.
 
     Example::
 
-        spark_line("3.5.0")  # "3.5"
+        jar_line("3.5.0")  # "3.5"
     """
-    if version is None:
-        version = _installed_pyspark()
-    match = re.match(r"(\d+)\.(\d+)", version)
-    if match is None:
-        raise OptionError(f"spark_version {version!r} is no PySpark version like '3.5.0'", parameter="spark_version")
-    return f"{match[1]}.{match[2]}"
+    try:
+        major, minor = spark_line(_installed_pyspark() if version is None else version)
+    except ValueError:
+        raise OptionError(
+            f"spark_version {version!r} is no PySpark version like '3.5.0'", parameter="spark_version"
+        ) from None
+    return f"{major}.{minor}"
 
 
 def _installed_pyspark() -> str:
@@ -120,7 +122,7 @@ def jar_paths(
     if group not in JAR_GROUPS:
         raise OptionError(f"group {group!r} is not one of {', '.join(JAR_GROUPS)}", parameter="group")
     version = spark_version or _installed_pyspark()
-    line = spark_line(version)
+    line = jar_line(version)
     if line not in LINE_GROUPS:
         raise MissingJarsError(
             f"no jars for Spark {line} (pyspark {version}): `make jars` covers the lines {', '.join(LINE_GROUPS)}"

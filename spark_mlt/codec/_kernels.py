@@ -40,6 +40,8 @@ from typing import Any, Final
 import numpy as np
 import numpy.typing as npt
 
+from spark_mlt.codec.lookup import contribution_table, xor_table
+
 U64 = npt.NDArray[np.uint64]
 I64 = npt.NDArray[np.int64]
 F64 = npt.NDArray[np.float64]
@@ -141,22 +143,6 @@ def combine_digits(rows: Sequence[npt.NDArray[Any]], p: int, out: I64) -> Mask |
     return combine_limbs(limbs, radices, out)
 
 
-def _contributions(rows: I64, p: int) -> npt.NDArray[np.uint16]:
-    """Row v of the result is ``digits(v) @ rows mod p``, v's k base-p digits msd first.
-
-    Built a digit at a time: the table of the first j + 1 digits is that of the first j
-    (index v) beside each multiple of row j (index v * p + d), so the work is about
-    ``p**k * n`` additions in all (a few ms for (3, 39)'s 59,049-row tables).
-    """
-    k, n = rows.shape
-    table = np.zeros((1, n), dtype=np.uint16)  # sums below 2 * p <= 512
-    for i in range(k):
-        step = (np.arange(p, dtype=np.int64)[:, None] * rows[i][None, :] % p).astype(np.uint16)
-        table = (table[:, None, :] + step[None, :, :]).reshape(-1, n)
-        np.minimum(table, table - np.uint16(p), out=table)  # s - p wraps around where s < p
-    return table
-
-
 def _reduce_lanes(acc: npt.NDArray[Any], scratch: npt.NDArray[Any], p: int, bound: int) -> None:
     """acc = acc mod p in place, for unsigned lanes holding values below ``bound``."""
     multiple = 1
@@ -170,10 +156,8 @@ def _reduce_lanes(acc: npt.NDArray[Any], scratch: npt.NDArray[Any], p: int, boun
 
 def _xor_table(rows: npt.NDArray[np.uint64]) -> npt.NDArray[np.uint64]:
     """Entry v (0..255) is the XOR of ``rows[j]`` over the bits j of v, bit 0 = the MSB."""
-    table = np.zeros(256, dtype=np.uint64)
-    for j, row in enumerate(rows):
-        table[(np.arange(256) >> (7 - j)) & 1 == 1] ^= row
-    return table
+    padded = [int(row) for row in rows] + [0] * (8 - len(rows))
+    return np.array(xor_table(padded[::-1], 8), dtype=np.uint64)
 
 
 class _BitKernel(Kernel):
@@ -296,13 +280,13 @@ class _LaneKernel(Kernel):
 
     def _table(self, rows: I64) -> npt.NDArray[Any]:
         table = np.zeros((self.p ** rows.shape[0], self.width), dtype=np.uint8)
-        table[:, : self.n] = _contributions(rows, self.p)
+        table[:, : self.n] = contribution_table(rows, self.p)
         return table
 
     def _byte_pair_table(self, rows: I64) -> npt.NDArray[np.uint8]:
         """Contributions of one or two tokens, indexed by their bytes read as a uint16."""
         table = np.zeros((TABLE_ROWS if rows.shape[0] == 2 else 256, self.width), dtype=np.uint8)
-        values = _contributions(rows, self.p)  # indexed by t[a] * p + t[a+1]
+        values = contribution_table(rows, self.p)  # indexed by t[a] * p + t[a+1]
         if rows.shape[0] == 2:
             first, second = np.divmod(np.arange(self.p * self.p), self.p)
             table[first + 256 * second, : self.n] = values

@@ -20,6 +20,7 @@ import numpy as np
 import numpy.typing as npt
 
 from spark_mlt.codec.codec import MAX_ID, MLTCodec
+from spark_mlt.codec.lookup import contribution_table, xor_table
 
 __all__ = [
     "TABLE_ENTRIES",
@@ -94,9 +95,9 @@ def encode_tables(codec: MLTCodec) -> Tables | None:
     p, n = codec.p, codec.n
     if p * p > TABLE_ENTRIES:
         return None
-    per_chunk = int(np.floor(np.log(TABLE_ENTRIES) / np.log(p) + 1e-9))
-    while p**per_chunk > TABLE_ENTRIES:
-        per_chunk -= 1
+    per_chunk = 2  # the most digits whose table fits: p**per_chunk <= TABLE_ENTRIES
+    while p ** (per_chunk + 1) <= TABLE_ENTRIES:
+        per_chunk += 1
     first = next(i for i in range(n) if p ** (n - 1 - i) <= MAX_ID)  # higher digits are 0 for any bigint
     reads: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
@@ -104,9 +105,7 @@ def encode_tables(codec: MLTCodec) -> Tables | None:
     start = first
     for size in _chunk_sizes(n - first, per_chunk):
         stop = start + size
-        values = np.arange(p**size, dtype=np.int64)
-        digits = np.stack([(values // p ** (size - 1 - i)) % p for i in range(size)], axis=1)
-        shares.append(digits @ codec.M[start:stop] % p)
+        shares.append(contribution_table(codec.M[start:stop], p).astype(np.int64))
         reads.append((p ** (n - stop), p**size))
         spans.append((start, size))
         start = stop
@@ -121,10 +120,10 @@ def decode_tables(codec: MLTCodec) -> Tables | None:
     ``tokens @ M_inv mod p``. Entries of token values >= p are 0: such rows are rejected by
     the validity check. None where two tokens do not fit in one index."""
     p, n = codec.p, codec.n
-    bits = max(1, (p - 1).bit_length())
+    bits = codec.token_bits
     if 2 ** (2 * bits) > TABLE_ENTRIES:
         return None
-    per_chunk = max(2, int(np.log2(TABLE_ENTRIES)) // bits)
+    per_chunk = max(2, (TABLE_ENTRIES.bit_length() - 1) // bits)
     reads: list[tuple[int, int]] = []
     spans: list[tuple[int, int]] = []
     shares: list[npt.NDArray[np.int64]] = []
@@ -161,13 +160,7 @@ def _signed(value: int) -> int:
 
 def _xor_tables(rows: list[int], spans: list[tuple[int, int]]) -> XorTables:
     """Tables of the XOR of ``rows[first + i]`` over the set bits i of each chunk value."""
-    tables = []
-    for first, count in spans:
-        table = [0] * (1 << count)
-        for value in range(1, 1 << count):
-            low = value & -value
-            table[value] = table[value ^ low] ^ rows[first + low.bit_length() - 1]
-        tables.append(tuple(_signed(v) for v in table))
+    tables = [tuple(_signed(v) for v in xor_table(rows[first : first + count], count)) for first, count in spans]
     return XorTables(tuple(spans), tuple(tables))
 
 

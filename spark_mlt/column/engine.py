@@ -15,7 +15,8 @@ wins; nothing else changes.
 
 Example::
 
-    >>> POLICY.choose(Situation("encode", MLTCodec.from_seed(13, 6), LAYOUT["array"], bound=False)).engine
+    >>> from spark_mlt.column.layouts import LAYOUT
+    >>> POLICY.choose(Situation("encode", MLTCodec.from_seed(13, 6), LAYOUT["array"])).engine
     'native'
 """
 

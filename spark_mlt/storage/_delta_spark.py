@@ -32,6 +32,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from spark_mlt.column.sqltext import identifier, string
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
@@ -45,23 +46,14 @@ from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import merge_codecs, run_app_id
 from spark_mlt.storage.table import CREATE_MARKER, read_snapshot
 
-__all__ = ["create_table", "path_target", "session_conf", "sql_string", "write"]
-
-
-def sql_string(value: str) -> str:
-    """``value`` as a Spark SQL string literal (backslashes and quotes escaped)."""
-    return "'" + value.replace("\\", "\\\\").replace("'", "\\'") + "'"
+__all__ = ["create_table", "path_target", "session_conf", "write"]
 
 
 def path_target(location: Location) -> str:
     """The SQL name of the Delta table at ``location``: ``delta.`<absolute path or URI>```
     in Spark's form (Delta reads a relative path there as a table name; ``s3://`` is
     ``s3a://`` to Spark)."""
-    return "delta.`" + location.spark_path().replace("`", "``") + "`"
-
-
-def _column(name: str) -> str:
-    return "`" + name.replace("`", "``") + "`"
+    return "delta." + identifier(location.spark_path())
 
 
 def create_table(
@@ -73,12 +65,12 @@ def create_table(
 ) -> None:
     """``CREATE TABLE IF NOT EXISTS <target>`` with ``schema`` (columns nullable, as Spark's
     writers make them), partitioning and properties, and no data."""
-    columns = ", ".join(f"{_column(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
+    columns = ", ".join(f"{identifier(f.name)} {f.dataType.simpleString()}" for f in schema.fields)
     sql = f"CREATE TABLE IF NOT EXISTS {target} ({columns}) USING delta"
     if partition_by:
-        sql += f" PARTITIONED BY ({', '.join(_column(c) for c in partition_by)})"
+        sql += f" PARTITIONED BY ({', '.join(identifier(c) for c in partition_by)})"
     if properties:
-        pairs = ", ".join(f"{sql_string(k)} = {sql_string(v)}" for k, v in sorted(properties.items()))
+        pairs = ", ".join(f"{string(k)} = {string(v)}" for k, v in sorted(properties.items()))
         sql += f" TBLPROPERTIES ({pairs})"
     with session_conf(spark, {"spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict([CREATE_MARKER]))}):
         spark.sql(sql)

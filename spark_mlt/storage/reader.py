@@ -37,12 +37,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
+from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import TableError, TableFeatureError
 from spark_mlt.storage.catalog import BACKENDS, Backend, resolve_location, use_delta_spark
 from spark_mlt.storage.deletions import deleted_runs
 from spark_mlt.storage.features import check_readable
 from spark_mlt.storage.fs import Location, locate
-from spark_mlt.storage.schema import logical_columns, quote, table_layout
+from spark_mlt.storage.schema import logical_columns, table_layout
 from spark_mlt.storage.table import TableSnapshot, open_table
 
 __all__ = ["BACKENDS", "Backend", "read_delta", "read_snapshot_rows"]
@@ -140,7 +141,7 @@ def _read_files(spark: SparkSession, location: Location, table: DeltaTable) -> D
     rows = rows.where(F.when(F.col(_FILE_ID).isNull(), F.raise_error(unknown)).otherwise(F.lit(True)))
     if deletions:
         rows = _without_deleted(spark, rows, table, {p: i for i, p in enumerate(paths)}, location)
-    parts = {name: F.col(quote(_partition_alias(i))).alias(name) for i, name in enumerate(partitions)}
+    parts = {name: F.col(identifier(_partition_alias(i))).alias(name) for i, name in enumerate(partitions)}
     data = dict(zip(layout.data_columns, logical_columns(layout, layout.data_columns), strict=True))
     return rows.select(*(parts[name] if name in parts else data[name] for name in layout.logical.names))
 

@@ -37,6 +37,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
+from spark_mlt.column.sqltext import identifier
+
 __all__ = [
     "RULE_MARKER",
     "ColumnMapping",
@@ -46,7 +48,6 @@ __all__ = [
     "layout_of",
     "logical_columns",
     "physical_columns",
-    "quote",
     "table_layout",
 ]
 
@@ -62,11 +63,6 @@ _CONSTRAINT = "delta.constraints."
 _FIELD_ID = "parquet.field.id"
 #: Starts the message of a broken rule, so the writer tells it from other failures of the job.
 RULE_MARKER = "[spark-mlt rule]"
-
-
-def quote(name: str) -> str:
-    """``name`` as a Spark SQL identifier (backquoted, backquotes doubled)."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 @dataclass(frozen=True)
@@ -150,7 +146,12 @@ def layout_of(
             if key.startswith(_CONSTRAINT)
         ),
         *(
-            Rule("generated column", name, f"{quote(name)} <=> ({expression})", (name, *_referenced(expression, names)))
+            Rule(
+                "generated column",
+                name,
+                f"{identifier(name)} <=> ({expression})",
+                (name, *_referenced(expression, names)),
+            )
             for name, expression in generated.items()
         ),
     ]
@@ -200,7 +201,7 @@ def _not_null_rules(schema: StructType, prefix: str = "", parent: str | None = N
     """NOT NULL of top-level fields, and of struct fields where their struct is not null."""
     rules = []
     for f in schema.fields:
-        path = f"{prefix}{quote(f.name)}"
+        path = f"{prefix}{identifier(f.name)}"
         if not f.nullable:
             condition = f"{path} IS NOT NULL" if parent is None else f"{parent} IS NULL OR {path} IS NOT NULL"
             shown = (f.name,) if parent is None else ()
@@ -246,7 +247,7 @@ def logical_columns(layout: TableLayout, names: Sequence[str]) -> list[Column]:
     for name in names:
         source = physical[name]
         logical = layout.logical[name].dataType
-        column = F.col(quote(source.name))
+        column = F.col(identifier(source.name))
         if _nested_names_differ(source.dataType, logical):
             column = column.cast(_strip(logical))
         columns.append(column.alias(name))
@@ -260,7 +261,7 @@ def physical_columns(layout: TableLayout, df: DataFrame) -> DataFrame:
         return df
     columns = []
     for logical, f in zip(layout.logical.fields, layout.physical.fields, strict=True):
-        column = F.col(quote(logical.name))
+        column = F.col(identifier(logical.name))
         if _nested_names_differ(f.dataType, logical.dataType):
             column = column.cast(f.dataType)
         columns.append(column.alias(f.name, metadata=f.metadata) if f.metadata else column.alias(f.name))
@@ -280,13 +281,13 @@ def enforce_rules(df: DataFrame, layout: TableLayout) -> DataFrame:
         if name not in df.columns:
             df = df.withColumn(name, F.expr(expression).cast(layout.logical[name].dataType))
     if set(df.columns) == set(layout.logical.names):
-        df = df.select(*(quote(name) for name in layout.logical.names))
+        df = df.select(*(identifier(name) for name in layout.logical.names))
     if not layout.rules:
         return df
     keep = F.lit(True)
     for rule in layout.rules:
         values = [
-            F.concat(F.lit(f"{name}="), F.coalesce(F.col(quote(name)).cast("string"), F.lit("null")))
+            F.concat(F.lit(f"{name}="), F.coalesce(F.col(identifier(name)).cast("string"), F.lit("null")))
             for name in rule.columns
         ]
         message = F.concat(

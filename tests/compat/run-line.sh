@@ -10,7 +10,7 @@ version=$1
 shift
 venv=$(tests/compat/venv.sh "$version")
 "$venv/bin/python" -c "import pyspark, pandas, numpy, pyarrow, deltalake; print(f'== pyspark {pyspark.__version__}, pandas {pandas.__version__}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, deltalake {deltalake.__version__}')"
-line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import spark_line; print(spark_line())')
+line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
 # the table zoo (tests/support/zoo.py) of this line's Delta, for the jar-free tests; a line
 # without Delta reads the zoo `make zoo` built, if any
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
