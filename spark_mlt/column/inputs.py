@@ -13,8 +13,7 @@ of its own first.
 
 Example::
 
-    >>> as_input("user.`id.v2`").sql
-    '`user`.`id.v2`'
+    tokens = bind(as_input("user_id"), lambda id_sql: f"`+`({id_sql}, 1)")  # F.expr("`+`(`user_id`, 1)")
 """
 
 from __future__ import annotations
