@@ -1,12 +1,17 @@
 """PySpark column functions: MLT tokens of id columns, and ids of token columns.
 
-``functions`` holds the public functions, which hand their checked input to one of two
-engines behind one interface (``engine``): ``native`` (Spark SQL expressions: ``builders``
-over ``lanes`` of arithmetic, for the ``targets`` Column and SQL text) or ``udf`` (vectorised
-UDFs, with ``arrow`` running in the workers). ``layouts`` owns the token layouts both engines
-read and write (their names, Spark types, packing and vectors), ``inputs`` the sizing and
-binding of input columns, ``sql`` the registration for ``spark.sql``, ``sizing`` the codecs
-sized from the data, ``versions`` what the running Spark supports.
+Read top-down:
+
+* ``functions``: the public functions; they check their options once and hand their input
+  to an engine;
+* ``engine``: the one interface every engine implements, and the policy that picks one;
+* ``native`` (SQL expressions built by ``builders`` over the lane arithmetic of ``lanes``)
+  and ``udf`` (vectorised UDFs; ``arrow`` runs in the Python workers): the two engines;
+* ``sqltext``: the one expression form both write, SQL text;
+* ``layouts``: one object per token layout, which every layer asks;
+* ``inputs``: an input by name, or bound once to a lambda;
+* ``sql``: registration for ``spark.sql``; ``sizing``: codecs sized from the data;
+  ``versions``: what the running PySpark supports.
 
 Example::
 

@@ -15,7 +15,7 @@ from spark_mlt.codec import MLTCodec
 from spark_mlt.column import sqltext as sql
 from spark_mlt.column.builders import decode_expr, encode_expr, encode_parts, unpack_expr
 from spark_mlt.column.inputs import Input, bind
-from spark_mlt.column.layouts import LAYOUT, VECTOR, TokenLayout
+from spark_mlt.column.layouts import VECTOR, TokenLayout
 from spark_mlt.column.versions import spark_line
 from spark_mlt.errors import OptionError
 from spark_mlt.options import RowHandling
@@ -48,12 +48,9 @@ class NativeEngine:
         return bind(source, build)
 
     def unpack(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
-        def build(packed: str) -> str:
-            gate, fields = LAYOUT["packed"].gate(packed, codec, source.name)
-            tokens = unpack_expr(fields, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
-            return sql.case([(gate, sql.lit(None))], tokens)
-
-        return bind(source, build)
+        return bind(
+            source, lambda k: unpack_expr(k, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
+        )
 
     def register(
         self,

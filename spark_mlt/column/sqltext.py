@@ -155,10 +155,9 @@ def try_cast(a: str, sql_type: str) -> str:
 
 
 def case(branches: Sequence[tuple[str, str]], otherwise: str) -> str:
-    """Nested ``if(cond, value, otherwise)`` calls: the meaning of a CASE, but Spark's
-    parser, while cold, takes seconds over ``CASE ... ELSE <a large expression> END``
-    (10 s for the (3, 39) decoder's shape check, 0.8 s as an ``if``), and the code Spark
-    generates for ``if`` runs array encode faster.
+    """Nested ``if(cond, value, otherwise)`` calls: the meaning of a CASE, which Spark's
+    parser, while cold, reads in time that grows steeply with the size of its ELSE branch
+    (``make bench-functions`` measures the latency), and Spark generates faster code for ``if``.
 
     Example::
 

@@ -162,10 +162,11 @@ class UdfEngine:
         return decoded
 
     def unpack(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
-        """Shifts and masks in SQL: no UDF computes them faster (the native engine's code)."""
-        from spark_mlt.column.native import NativeEngine  # noqa: PLC0415 - one implementation of unpacking
+        """Shifts and masks in SQL text, around no UDF: none would compute them faster."""
 
-        return NativeEngine().unpack(source, codec, layout, handle_invalid)
+        return bind(
+            source, lambda k: unpack_expr(k, codec, layout=layout, handle_invalid=handle_invalid, sql_name=source.name)
+        )
 
     def register(
         self,

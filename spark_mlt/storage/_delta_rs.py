@@ -265,13 +265,14 @@ def commit(
     checkpoints no checkpoint is written (delta-rs writes classic ones).
     """
     if plan.snapshot is not None:
+        checked: int | None  # the version whose changes were checked (None: none yet)
         table, checked, joins_table = plan.snapshot.table, plan.snapshot.version, True
         expected = layout or table_layout(table)
     else:
         table, created = _create_table(plan, arrow_schema, partition_by)
         # a table another writer created meanwhile is checked like one that changed, against
         # the table this write would have created
-        checked, joins_table = (int(table.version()), False) if created else (-1, True)
+        checked, joins_table = (int(table.version()), False) if created else (None, True)
         document = json.loads(Schema.from_arrow(arrow_schema).to_json())
         expected = layout_of(document, dict(plan.properties), partition_by)
     mode = "overwrite" if plan.mode == "overwrite" and joins_table else "append"

@@ -22,7 +22,7 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
 fi
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" \
-    tests/test_functions.py tests/test_ml.py tests/test_jobs.py tests/test_delta.py tests/test_sqlgen.py \
+    tests/test_functions.py tests/test_ml.py tests/test_jobs.py tests/test_delta.py tests/test_native_arithmetic.py \
     tests/test_connect.py tests/test_compositions.py tests/test_s3.py tests/test_kernels.py \
     tests/test_delta_features.py
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
