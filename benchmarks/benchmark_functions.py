@@ -50,6 +50,7 @@ from dataclasses import dataclass
 
 import pyspark
 from pyspark.ml import Pipeline, PipelineModel
+from pyspark.ml.functions import array_to_vector
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -91,7 +92,7 @@ def _constants(codec: MLTCodec, layout: Layout) -> Column:
     """n constant tokens in ``layout``: the floor of writing that output."""
     shape = LAYOUT[layout]
     value = F.expr(shape.write([sql.lit(j % codec.p) for j in range(codec.n)], codec))
-    return VECTOR.vector(value, F.lit(1)) if shape is VECTOR else value
+    return array_to_vector(value) if shape is VECTOR else value
 
 
 def layouts_of(codec: MLTCodec, wanted: set[str]) -> list[Layout]:

@@ -127,8 +127,26 @@ def _token_matrix(
     return matrix, shaped
 
 
+def _vector_tokens(codec: MLTCodec, values: pa.Array) -> pa.Array:
+    """The tokens (list<int64>) of a list<double> of vector values: each scaled by p - 1 and
+    rounded; NaN, infinities and values beyond +-2**53 become 2**53 (an invalid token)."""
+    child = values.values
+    scaled = np.rint(child.to_numpy(zero_copy_only=False).astype(np.float64) * float(max(codec.p - 1, 1)))
+    limit = float(2**53)
+    tokens = np.where(np.isfinite(scaled), np.clip(scaled, -limit, limit), limit).astype(np.int64)
+    child_null = ~child.is_valid().to_numpy(zero_copy_only=False)
+    return pa.ListArray.from_arrays(
+        values.offsets,
+        pa.array(tokens, mask=child_null if child_null.any() else None),
+        mask=_mask(~values.is_valid().to_numpy(zero_copy_only=False)),
+    )
+
+
 def decode_arrow(codec: MLTCodec, tokens: pa.Array, *, layout: str, handle_invalid: str, name: str) -> pa.Array:
-    """Ids (int64) of an Arrow list<int> (or struct) token array; null in, null out."""
+    """Ids (int64) of an Arrow list<int>, struct, int64 (packed) or list<double> (a vector's
+    values) token array; null in, null out."""
+    if layout == "vector":
+        tokens, layout = _vector_tokens(codec, tokens), "array"
     matrix, shaped = _token_matrix(codec, tokens, layout)
     present = tokens.is_valid().to_numpy(zero_copy_only=False)
     if handle_invalid == "error":
@@ -199,7 +217,9 @@ def pandas_batch(batch: Callable[[pa.Array], pa.Array], *, takes: str, name: str
 
         return pandas_bigint_batch
 
+    element = pa.float64() if takes == "vector" else pa.int64()
+
     def pandas_array_batch(values: pd.Series) -> pd.Series:
-        return _arrow_to_pandas(batch(pa.array(values, type=pa.list_(pa.int64()), from_pandas=True)))
+        return _arrow_to_pandas(batch(pa.array(values, type=pa.list_(element), from_pandas=True)))
 
     return pandas_array_batch

@@ -31,7 +31,7 @@ from pyspark.sql import Column, SparkSession
 from spark_mlt.codec import MLTCodec
 from spark_mlt.codec.tables import decode_tables, encode_tables
 from spark_mlt.column.inputs import Input
-from spark_mlt.column.layouts import PACKED, TokenLayout
+from spark_mlt.column.layouts import PACKED, VECTOR, TokenLayout
 from spark_mlt.column.native import NativeEngine
 from spark_mlt.column.udf import UdfEngine
 from spark_mlt.column.versions import PYSPARK_LINE, has_arrow_udfs
@@ -135,6 +135,11 @@ RULES: tuple[Rule, ...] = (
         lambda s: s.operation in ("register", "unpack") or not s.bound,
         "a column by name becomes one expression that Spark's code generator compiles, with no Python "
         "worker; SQL functions and unpacking are such expressions",
+    ),
+    Rule(
+        "udf",
+        lambda s: s.operation == "decode" and s.layout is VECTOR,
+        "a vector's values reach SQL text only through a lambda (SQL has no vector type); a UDF reads them as they are",
     ),
     Rule(
         "native",

@@ -281,10 +281,6 @@ class VectorLayout(TokenLayout):
         ]
         return items, checks
 
-    def tokens(self, column: str, codec: MLTCodec) -> str:
-        """The array<bigint> of tokens of the values ``column`` (for the UDF engine)."""
-        return f"transform({column}, {sql.LAMBDA_VARIABLE} -> {self._token(sql.LAMBDA_VARIABLE, codec)})"
-
     def _token(self, value: str, codec: MLTCodec) -> str:
         """value * (p - 1), rounded; beyond +-2**53, NaN and infinities become +-2**53 (outside
         [0, p) like any other invalid token), so the cast to bigint never fails."""

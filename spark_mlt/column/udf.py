@@ -43,8 +43,9 @@ from spark_mlt.options import RowHandling
 
 __all__ = ["UdfEngine", "decode_udf", "encode_udf"]
 
-#: what a UDF's argument is: a bigint, an array<int>, or a checked id (bigint >= 0 or null)
-Takes = Literal["bigint", "array", "id"]
+#: what a UDF's argument is: a bigint, an array<int>, a checked id (bigint >= 0 or null), or
+#: a vector's values (array<double>)
+Takes = Literal["bigint", "array", "id", "vector"]
 
 
 def vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, *, takes: Takes) -> Any:
@@ -85,7 +86,8 @@ def decode_udf(codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandl
     def decode_batch(tokens: pa.Array) -> pa.Array:
         return decode_arrow(codec_from_json(document), tokens, layout=shape, handle_invalid=handle_invalid, name=name)
 
-    return vectorized_udf(decode_batch, "bigint", name, takes="bigint" if layout is PACKED else "array")
+    takes: Takes = "bigint" if layout is PACKED else "vector" if layout is VECTOR else "array"
+    return vectorized_udf(decode_batch, "bigint", name, takes=takes)
 
 
 def _id_argument(checked: str) -> str:
@@ -140,14 +142,17 @@ class UdfEngine:
     def decode(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
         """The id of the tokens. pandas UDFs (PySpark < 4.1) see a bigint batch holding nulls
         as float64 (inexact above 2**53), and a struct as a DataFrame: they get the tokens as
-        an array<int> instead, as do vectors (their values, scaled back) on every line."""
-        takes = layout if has_arrow_udfs() and layout is not VECTOR else LAYOUT["array"]
+        an array<int> instead. A vector's values go to the UDF as they are (no lambda)."""
+        if layout is VECTOR:  # the values, gated where they were read: the UDF takes them as they are
+            values: Column = decode_udf(codec, layout=VECTOR, handle_invalid=handle_invalid, name=source.name)(
+                source.column
+            )
+            return values
+        takes = layout if has_arrow_udfs() else LAYOUT["array"]
 
         def prepared(tokens: str) -> str:
             gate, fields = layout.gate(tokens, codec, source.name)
-            if layout is VECTOR:
-                argument = VECTOR.tokens(fields, codec)
-            elif takes is layout:
+            if takes is layout:
                 argument = fields
             elif layout is PACKED:
                 argument = unpack_expr(
