@@ -102,7 +102,8 @@ def layouts_of(codec: MLTCodec, wanted: set[str]) -> list[Layout]:
 def auto_pick(codec: MLTCodec, layout: Layout, shape: str) -> str:
     """The engine ``engine="auto"`` runs for the shape (in the one-expression round trip the
     decode's input is composed, the encode's is not)."""
-    situation = Situation("decode", codec, LAYOUT[layout], bound=shape == "one expression")
+    # the decoder of a vector column binds its values; in one expression the encoder's output
+    situation = Situation("decode", codec, LAYOUT[layout], bound=shape == "one expression" or layout == "vector")
     return POLICY.choose(situation).engine
 
 
