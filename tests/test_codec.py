@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
+pytest.importorskip("light_mlt", reason="light-mlt is a dev dependency; the compatibility venvs do not install it")
 from light_mlt.light_mlt import gauss_jordan_inv_mod_p, random_invertible_matrix_mod_p, to_base_p_matrix
 
 from spark_mlt import (

@@ -13,7 +13,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from spark_mlt import CodecFormatError, MLTCodec
+from spark_mlt import CodecFormatError
 from spark_mlt.column import mlt_encode
 from spark_mlt.errors import MLTError
 from spark_mlt.storage import (
@@ -26,11 +26,10 @@ from spark_mlt.storage import (
     write_delta,
 )
 from spark_mlt.storage.vocabulary import number_keys
+from tests.support.codecs import CODEC, OTHER
 from tests.support.spark_lines import QUERY_ERRORS
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
-
-CODEC = MLTCodec.from_seed(7, 7, seed=42)
 
 
 def _ratings(spark: SparkSession, start: int = 0, rows: int = 200) -> DataFrame:
@@ -94,7 +93,7 @@ def test_a_different_codec_for_a_stored_column_is_refused_and_the_table_kept(
 ) -> None:
     path = str(tmp_path / "ratings")
     write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
-    other = MLTCodec.from_seed(7, 7, seed=43)
+    other = OTHER
     for mode in ("append", "overwrite"):
         with pytest.raises(CodecMismatchError, match=r"already stores a codec for column 'userId' .*seed=42.*seed=43"):
             write_delta(_ratings(spark, 0, 10), path, {"userId": other}, mode=mode)  # type: ignore[arg-type]

@@ -21,7 +21,6 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from spark_mlt import MLTCodec
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.column import mlt_encode
@@ -34,14 +33,13 @@ from spark_mlt.storage.properties import codec_properties
 from spark_mlt.storage.reader import _file_key, exact_files
 from spark_mlt.storage.table import CREATE_MARKER
 from tests.support import s3 as local_s3
+from tests.support.codecs import CODEC
 from tests.support.frames import assert_same_rows
 from tests.support.plans import plan_operators
 from tests.support.spark_lines import VERSION
 from tests.support.zoo import Zoo, find_zoo
 
 pytestmark = pytest.mark.compat
-
-CODEC = MLTCodec.from_seed(13, 5, seed=42)
 
 
 def _cases() -> list[tuple[str, int]]:

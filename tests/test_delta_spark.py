@@ -25,7 +25,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from spark_mlt import MLTCodec
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
 from spark_mlt.batch.cli import run
 from spark_mlt.batch.inspect import inspect_table
@@ -48,13 +47,12 @@ from spark_mlt.storage import (
     write_delta,
 )
 from tests.support import s3 as local_s3
+from tests.support.codecs import CODEC, OTHER
 from tests.support.frames import assert_same_rows
 from tests.support.zoo import Zoo
 
 pytestmark = pytest.mark.delta_spark
 
-CODEC = MLTCodec.from_seed(7, 7, seed=42)
-OTHER = MLTCodec.from_seed(7, 7, seed=43)
 RS = WriteOptions(backend="delta-rs")
 _names = itertools.count()
 

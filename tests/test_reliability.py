@@ -39,9 +39,9 @@ from spark_mlt.storage import (
     vacuum,
     write_delta,
 )
+from tests.support.codecs import CODEC
 
 FAULT_JOBS = Path(__file__).parent / "support" / "fault_jobs.py"
-CODEC = MLTCodec.from_seed(13, 6, 42)  # the codec fault_jobs.py uses
 
 
 def _launch(scenario: str, output: Path, start: int, rows: int) -> subprocess.Popen[str]:

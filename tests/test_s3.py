@@ -25,7 +25,6 @@ from deltalake import DeltaTable
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_mlt import MLTCodec
 from spark_mlt.batch import (
     DecodeOptions,
     MovieLensOptions,
@@ -50,9 +49,8 @@ from spark_mlt.storage import (
 )
 from spark_mlt.storage.fs import locate, redact
 from tests.support import s3 as local_s3
+from tests.support.codecs import CODEC, OTHER
 
-CODEC = MLTCodec.from_seed(13, 6, 42)
-OTHER = MLTCodec.from_seed(13, 6, 43)
 FAULT_JOBS = Path(__file__).parent / "support" / "fault_jobs.py"
 
 

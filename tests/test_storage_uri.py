@@ -14,7 +14,6 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
-from spark_mlt import MLTCodec
 from spark_mlt.column import mlt_encode
 from spark_mlt.storage import (
     TABLE_FORMAT_VERSION,
@@ -28,12 +27,11 @@ from spark_mlt.storage import (
     vocabulary_properties,
     write_delta,
 )
+from tests.support.codecs import CODEC
 from tests.support.delta_opens import count_delta_opens
 from tests.support.spark_lines import QUERY_ERRORS
 
 pytestmark = pytest.mark.compat
-
-CODEC = MLTCodec.from_seed(7, 7, seed=42)
 
 
 def _ratings(spark: SparkSession, start: int = 0, rows: int = 100) -> DataFrame:
