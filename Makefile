@@ -30,7 +30,7 @@ line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
     JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
 
 DELTA ?=
-demo: check-java $(STAMP) ## Run the main job: tokenise MovieLens (ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
+demo: check-java $(STAMP) ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
 	@py=$(BIN)/python; \
 	if [[ "$(DELTA)" == spark ]]; then \
 	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, jar_line; raise SystemExit("delta" not in LINE_GROUPS[jar_line()])'; then \
@@ -56,7 +56,7 @@ zoo: check-java $(ZOO_DIR)/pyspark-$(DELTA_LINE)/manifest.json ## Build the tabl
 
 test: check-java $(STAMP) zoo ## Run the whole test suite, slow tests included (fetches the line's s3a jars and builds the table zoo first)
 	@$(call line_jars,$(BIN)/python,s3)
-	MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	SPARK_MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 COMPAT_LINES ?= 3.5.0 4.0.0 4.1.0 4.2.1
 test-compat: check-java ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...), one venv each, with their jars
@@ -65,7 +65,7 @@ test-compat: check-java ## Run the compatibility tests on older PySpark lines (C
 
 test-fast: $(STAMP) ## Run the test suite without the slow tests (uses the table zoo if built)
 	@$(call line_jars,$(BIN)/python,s3)
-	MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	SPARK_MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
 	$(BIN)/ruff check spark_mlt jobs benchmarks tests
@@ -83,7 +83,7 @@ BENCH_LINE ?=
 bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark: a matrix of codecs, layouts, query shapes and engines (2M ids, local[2]) and 3-row latency; BENCH_LINE=3.5.0 runs it on a compat venv
 	py=$(call line_python,$(BENCH_LINE)); PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_functions $(BENCH_ARGS)
 
-bench-delta: $(STAMP) ## Benchmark the tokenise-into-Delta job on delta-rs and delta-spark, local disk and local S3, against plain Parquet (20M ratings; PySpark 4.2.1 unless BENCH_LINE=...)
+bench-delta: $(STAMP) ## Benchmark the tokenize-into-Delta job on delta-rs and delta-spark, local disk and local S3, against plain Parquet (20M ratings; PySpark 4.2.1 unless BENCH_LINE=...)
 	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call line_jars,$$py,delta s3) && \
 	    PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_delta $(BENCH_ARGS)
 
@@ -91,13 +91,13 @@ bench-read: $(STAMP) ## Benchmark jar-free Delta reads (partitions, deletion vec
 	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call line_jars,$$py,delta) && \
 	    PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_read $(BENCH_ARGS)
 
-bench-scale: $(STAMP) ## Tokenise + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
+bench-scale: $(STAMP) ## Tokenize + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
 	$(BIN)/python benchmarks/benchmark_scale.py $(BENCH_ARGS)
 
 bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated
 	$(BIN)/python benchmarks/benchmark_paper.py $(BENCH_ARGS)
 
-paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (ML_DIR, data/ml-*, ../shared/movielens/ml-*) else synthetic; PAPER_EPOCHS=fixed for the paper's epochs
+paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*) else synthetic; SPARK_MLT_PAPER_EPOCHS=fixed for the paper's epochs
 	$(BIN)/python jobs/paper_demo.py
 
 bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-paper ## Run every benchmark

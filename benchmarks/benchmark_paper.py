@@ -2,7 +2,7 @@
 layout (138,493 users, 26,744 movies), and the time the paper's epochs would take on 20M rows.
 
 Ratings are generated in NumPy (planted user and movie effects, as ``generate_synthetic``) and
-tokenised with the paper's codec (p = 47, n = 7), so only training is timed. Each method trains
+tokenized with the paper's codec (p = 47, n = 7), so only training is timed. Each method trains
 one epoch; a training epoch is linear in the rows, so 20M rows take ``20M / rows`` times as long.
 The driver's peak memory (ru_maxrss) is printed after each size: the inputs are ids and tokens,
 never a dense one-hot matrix, so it grows with the rows, not with the one-hot width.
@@ -29,7 +29,7 @@ PAPER_ROWS = 20_000_263
 
 
 def synthetic(rows: int, seed: int = 7) -> Ratings:
-    """Ratings with planted user and movie effects, tokenised with p = 47, n = 7."""
+    """Ratings with planted user and movie effects, tokenized with p = 47, n = 7."""
     rng = np.random.default_rng(seed)
     users = rng.integers(1, USERS + 1, rows)
     popularity = 1.0 / np.arange(1, MOVIES + 1) ** 1.1

@@ -1,7 +1,7 @@
 """How much the paper's scores move: with the codec, with the split seed, with the compositional
 model's setting. Prints Markdown tables (the README's come from them).
 
-A MovieLens release is tokenised by the MovieLens job into a temporary Delta table (through
+A MovieLens release is tokenized by the MovieLens job into a temporary Delta table (through
 ``reproduce_paper``, as ``spark-mlt paper`` does), so the tokens are the ones a user's table
 holds; a Delta table the job wrote is read as it is. Every run chooses each method's epochs
 on a validation split carved from the training split (``epoch_selection="validation"``):
@@ -44,7 +44,7 @@ def codec_options(text: str) -> MovieLensOptions:
 
 
 class Runner:
-    """Runs ``reproduce_paper`` on one input, tokenising a release at most once per codec."""
+    """Runs ``reproduce_paper`` on one input, tokenizing a release at most once per codec."""
 
     def __init__(self, source: str, work: Path) -> None:
         self.source, self.work = source, work

@@ -1,7 +1,7 @@
-"""Benchmark: tokenise and decode-verify 5M .. 50M rows on local[2]; the driver's memory must not grow with them.
+"""Benchmark: tokenize and decode-verify 5M .. 50M rows on local[2]; the driver's memory must not grow with them.
 
 Each size runs in a fresh process (its own JVM): ids with a skewed key (one id in 30% of the
-rows) are tokenised into a Delta table (delta-rs commit), then the table is decoded and
+rows) are tokenized into a Delta table (delta-rs commit), then the table is decoded and
 checked against the kept ids (``decode_table(..., DecodeOptions(verify=True))``, 0 mismatches expected). The
 driver's peak resident memory is read at the end: the Python process (``ru_maxrss``) and the
 JVM (``VmHWM``; on local[2] the JVM is the driver and the executors, its heap capped by
@@ -44,7 +44,7 @@ def _peak_kib(pid: int) -> int:
 
 
 def run_one(rows: int, driver_memory: str, codec: tuple[int, int] | None, users: int) -> dict[str, float]:
-    """Tokenise + decode-verify ``rows`` rows in this process, with ``codec`` (p, n) for both
+    """Tokenize + decode-verify ``rows`` rows in this process, with ``codec`` (p, n) for both
     id columns or codecs sized from the data (None); returns timings and peaks."""
     conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": driver_memory}
     spark = local_session("spark-mlt-bench-scale", extra_conf=conf)
@@ -60,7 +60,7 @@ def run_one(rows: int, driver_memory: str, codec: tuple[int, int] | None, users:
         codecs = fit_codecs(ids, ["userId", "movieId"], p=p, n=n)
         tokens, _ = tokenize_dataframe(ids, codecs)
         written = write_delta(tokens, f"{folder}/t", codecs)
-        tokenise_s = time.perf_counter() - started
+        tokenize_s = time.perf_counter() - started
         started = time.perf_counter()
         report = decode_table(spark, f"{folder}/t", DecodeOptions(verify=True))
         decode_s = time.perf_counter() - started
@@ -68,7 +68,7 @@ def run_one(rows: int, driver_memory: str, codec: tuple[int, int] | None, users:
             "rows": rows,
             "committed": written.rows,
             "mismatches": report.mismatches or 0,
-            "tokenise_s": tokenise_s,
+            "tokenize_s": tokenize_s,
             "decode_s": decode_s,
             "python_peak_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
             "jvm_peak_mib": _peak_kib(jvm_pid) / 1024,
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         results.append(result)
         label = f"codec {codec}" if codec else "sized codecs"
         print(
-            f"{rows:>12,} rows, {label}: tokenise {result['tokenise_s']:6.1f} s, "
+            f"{rows:>12,} rows, {label}: tokenize {result['tokenize_s']:6.1f} s, "
             f"decode+verify {result['decode_s']:6.1f} s, "
             f"committed {result['committed']:,}, mismatches {result['mismatches']}, "
             f"driver peak RSS: python {result['python_peak_mib']:.0f} MiB, JVM {result['jvm_peak_mib']:.0f} MiB",

@@ -3,7 +3,8 @@
 Executors without spark-mlt installed import it from this zip: ``spark_mlt/`` sits at the
 zip's root, with the package's ``.py`` files and ``py.typed`` only (no ``__pycache__``).
 The build is deterministic: sorted entries, fixed timestamps and permissions, so the same
-sources give the same bytes. The version comes from ``pyproject.toml``.
+sources give the same bytes. The version comes from ``pyproject.toml``; the zip carries it as
+package metadata (``spark_mlt-<version>.dist-info/METADATA``), which ``spark_mlt.__version__`` reads.
 
 Example::
 
@@ -64,6 +65,12 @@ def build_zip(out_dir: Path, root: Path = ROOT) -> Path:
             entry.external_attr = 0o100644 << 16  # a regular file, rw-r--r--
             entry.compress_type = zipfile.ZIP_DEFLATED
             archive.writestr(entry, (root / relative).read_bytes())
+        # the package metadata, so that spark_mlt.__version__ (importlib.metadata) works from the zip
+        metadata = f"Metadata-Version: 2.1\nName: spark-mlt\nVersion: {version}\n"
+        entry = zipfile.ZipInfo(f"{PACKAGE}-{version}.dist-info/METADATA", date_time=_EPOCH)
+        entry.external_attr = 0o100644 << 16
+        entry.compress_type = zipfile.ZIP_DEFLATED
+        archive.writestr(entry, metadata)
     partial.replace(target)
     return target
 

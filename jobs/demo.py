@@ -1,7 +1,7 @@
-"""`make demo`: the MovieLens tokenise job end to end on the embedded default.
+"""`make demo`: the MovieLens tokenize job end to end on the embedded default.
 
 Local Spark, Delta through delta-rs, no network. Uses a real MovieLens release when one is
-found (``ML_DIR=...``, the first ``data/ml-*`` folder, else the first ``../shared/movielens/ml-*``
+found (``SPARK_MLT_ML_DIR=...``, the first ``data/ml-*`` folder, else the first ``../shared/movielens/ml-*``
 beside the clone, where this project's machines keep ml-latest-small: its license lets it be
 redistributed only under its own non-commercial terms, so the Apache-2.0 repository does not
 ship it), else generates a seeded synthetic release in the real ml-latest format and says so.
@@ -30,14 +30,14 @@ from spark_mlt.batch import (
 from spark_mlt.errors import SourceError
 from spark_mlt.storage import read_delta
 
-#: Where real releases are looked for, in this order (``ML_DIR`` first).
+#: Where real releases are looked for, in this order (``SPARK_MLT_ML_DIR`` first).
 RELEASE_DIRS = (Path("data"), Path("..", "shared", "movielens"))
 
 
 def find_release() -> tuple[Path, bool]:
-    """(folder, synthetic?) of the ratings to tokenise."""
-    if os.environ.get("ML_DIR"):
-        return Path(os.environ["ML_DIR"]), False
+    """(folder, synthetic?) of the ratings to tokenize."""
+    if os.environ.get("SPARK_MLT_ML_DIR"):
+        return Path(os.environ["SPARK_MLT_ML_DIR"]), False
     for folder in (folder for where in RELEASE_DIRS for folder in sorted(where.glob("ml-*"))):
         try:
             detect_release(folder)
@@ -46,8 +46,8 @@ def find_release() -> tuple[Path, bool]:
         return folder, False
     synthetic = Path("data/synthetic-ml-latest")
     if not (synthetic / "ratings.csv").exists():
-        rows = int(os.environ.get("DEMO_RATINGS", "1000000"))
-        print(f"No MovieLens release found (set ML_DIR or put one in data/ml-*): generating {rows:,} synthetic ratings")
+        rows = int(os.environ.get("SPARK_MLT_DEMO_RATINGS", "1000000"))
+        print(f"No MovieLens release (SPARK_MLT_ML_DIR, data/ml-*): generating {rows:,} synthetic ratings")
         generate_synthetic(synthetic, ratings=rows, users=20_000, movies=10_000)
     else:
         print(f"No MovieLens release found: using the synthetic one in {synthetic}")
@@ -63,11 +63,11 @@ def main() -> int:
         )
         return 1
     folder, synthetic = find_release()
-    output = os.path.abspath(os.environ.get("DEMO_OUTPUT", "output/movielens_mlt"))
+    output = os.path.abspath(os.environ.get("SPARK_MLT_DEMO_OUTPUT", "output/movielens_mlt"))
     spark = local_session("spark-mlt demo")
     started = time.perf_counter()
     report = tokenize_movielens(spark, str(folder), output, MovieLensOptions(mode="overwrite"))
-    print(f"\nTokenised {'synthetic ' if synthetic else ''}MovieLens ratings from {folder}")
+    print(f"\nTokenized {'synthetic ' if synthetic else ''}MovieLens ratings from {folder}")
     print(f"Delta table: {output} (version {report.write.version if report.write else '?'})")
     for column, codec in report.codecs.items():
         fingerprint = codec.fingerprint[:16]

@@ -1,10 +1,10 @@
 """`make paper`: the MLT paper's Table 1 reproduced end to end on this machine, as a user runs it.
 
-Finds a MovieLens release as `make demo` does (``ML_DIR=...``, the first ``data/ml-*``, else
-``../shared/movielens/ml-*``, else a seeded synthetic release), tokenises it into a Delta table
+Finds a MovieLens release as `make demo` does (``SPARK_MLT_ML_DIR=...``, the first ``data/ml-*``, else
+``../shared/movielens/ml-*``, else a seeded synthetic release), tokenizes it into a Delta table
 with the MovieLens job's defaults (``spark-mlt movielens``: p = 13, n sized per column; the
-paper's p = 47, n = 7 with ``PAPER_P=47 PAPER_N=7``), trains every method from that table
-(``spark-mlt paper``; epochs chosen on a validation split unless ``PAPER_EPOCHS=fixed``, the
+paper's p = 47, n = 7 with ``SPARK_MLT_PAPER_P=47 SPARK_MLT_PAPER_N=7``), trains every method from that table
+(``spark-mlt paper``; epochs chosen on a validation split unless ``SPARK_MLT_PAPER_EPOCHS=fixed``, the
 paper's own counts) and writes ``output/paper/report.{json,md,png}``. Needs the ``paper``
 extra (installed by ``make``).
 """
@@ -28,9 +28,9 @@ def _int(name: str) -> int | None:
 
 def main() -> int:
     folder, synthetic = find_release()
-    output = os.path.abspath(os.environ.get("PAPER_OUTPUT", "output/paper"))
-    options = PaperOptions(epoch_selection=os.environ.get("PAPER_EPOCHS", "validation"))  # type: ignore[arg-type]
-    tokenize = MovieLensOptions(p=_int("PAPER_P"), n=_int("PAPER_N"), mode="overwrite")
+    output = os.path.abspath(os.environ.get("SPARK_MLT_PAPER_OUTPUT", "output/paper"))
+    options = PaperOptions(epoch_selection=os.environ.get("SPARK_MLT_PAPER_EPOCHS", "validation"))  # type: ignore[arg-type]
+    tokenize = MovieLensOptions(p=_int("SPARK_MLT_PAPER_P"), n=_int("SPARK_MLT_PAPER_N"), mode="overwrite")
     started = time.perf_counter()
     try:
         report = reproduce_paper(

@@ -22,6 +22,8 @@ Example::
 
 from __future__ import annotations
 
+from importlib import metadata as _metadata
+
 from spark_mlt._lazy import lazy_attributes
 from spark_mlt.codec import MLTCodec, load_light_mlt_params
 from spark_mlt.errors import (
@@ -44,7 +46,10 @@ from spark_mlt.errors import (
     VocabularyError,
 )
 
-__version__ = "0.1.0"
+try:  # the one version source: the package metadata (pyproject.toml; the --py-files zip carries it too)
+    __version__ = _metadata.version("spark-mlt")
+except _metadata.PackageNotFoundError:  # sources on sys.path without an install
+    __version__ = "0+unknown"
 
 #: Spark-layer names, imported on first use so that the codec works without PySpark.
 _LAZY = {

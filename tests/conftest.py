@@ -1,6 +1,6 @@
 """Shared fixtures. One SparkSession per test session, created only when a test asks for it.
 
-``MLT_TEST_DELTA_SPARK=1`` gives that session Delta's jars (from ``make jars``), its SQL
+``SPARK_MLT_TEST_DELTA_SPARK=1`` gives that session Delta's jars (from ``make jars``), its SQL
 extension and its catalog, so writes go through delta-spark; tests marked ``delta_spark`` run
 only then (``tests/compat/run-line.sh`` runs them on each line that has Delta).
 
@@ -36,7 +36,7 @@ settings.register_profile("ci", max_examples=200, deadline=None, suppress_health
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
-DELTA_SPARK_ENV = "MLT_TEST_DELTA_SPARK"
+DELTA_SPARK_ENV = "SPARK_MLT_TEST_DELTA_SPARK"
 
 #: Delta's defaults are sized for clusters: 50 partitions per log replay, 10,000 tasks per
 #: VACUUM listing. Tiny local tables want 2.
@@ -60,7 +60,7 @@ def _s3_jars() -> str | None:
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SparkSession]:
     """A local[2] SparkSession shared by the whole test session (with delta-spark when
-    ``MLT_TEST_DELTA_SPARK=1``; its catalog's warehouse is on local disk under tmp), with
+    ``SPARK_MLT_TEST_DELTA_SPARK=1``; its catalog's warehouse is on local disk under tmp), with
     ``s3a`` set up for the local S3 server."""
     warehouse = tmp_path_factory.mktemp("warehouse")
     conf = {"spark.ui.enabled": "false", "spark.ui.showConsoleProgress": "false", **local_s3.spark_conf()}

@@ -1,7 +1,7 @@
 """The delta-spark backend, catalog tables and S3, on a session with Delta's jars.
 
 Run by ``tests/compat/run-line.sh`` on each Spark line Delta publishes jars for
-(``MLT_TEST_DELTA_SPARK=1``); skipped elsewhere. One shared session, tiny tables. On S3
+(``SPARK_MLT_TEST_DELTA_SPARK=1``); skipped elsewhere. One shared session, tiny tables. On S3
 (the local moto server of ``tests/support/s3.py``) Delta writes through its default S3 log
 store, which is safe for one driver: every writer here is in this one.
 """

@@ -2,7 +2,7 @@
 
 Each notebook is executed with nbclient in a fresh kernel of this interpreter (the venv's
 ``python3`` kernel spec, found first through ``JUPYTER_PATH``), inside a temporary working
-directory, with ``MLT_NOTEBOOK_ROWS`` making the data small. The notebooks are committed
+directory, with ``SPARK_MLT_NOTEBOOK_ROWS`` making the data small. The notebooks are committed
 without outputs, so they cannot go stale: these tests regenerate the outputs in memory and
 check them, and a probe cell appended after the last cell reports the kernel's interpreter
 and the comparison's result table as JSON.
@@ -52,8 +52,8 @@ def execute_notebook(
     )
     assert "parameters" in code_cells[0].metadata.get("tags", []), f"{name}: the first code cell is not tagged"
 
-    monkeypatch.setenv("MLT_NOTEBOOK_ROWS", str(rows))
-    monkeypatch.setenv("MLT_NOTEBOOK_ML_DIR", "synthetic")  # never pick up a real release in data/
+    monkeypatch.setenv("SPARK_MLT_NOTEBOOK_ROWS", str(rows))
+    monkeypatch.setenv("SPARK_MLT_NOTEBOOK_ML_DIR", "synthetic")  # never pick up a real release in data/
     # This venv's kernel spec first, whatever other python3 kernels the machine has.
     monkeypatch.setenv("JUPYTER_PATH", str(Path(sys.prefix) / "share" / "jupyter"))
     monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernel's inline backend renders the figures
@@ -106,11 +106,11 @@ def test_quickstart_round_trips_and_reads_codecs_back_from_delta(
 
 
 def test_encoding_comparison_reproduces_the_papers_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The notebook tokenises a small synthetic release and runs ``spark-mlt paper`` on it (one
+    """The notebook tokenizes a small synthetic release and runs ``spark-mlt paper`` on it (one
     epoch, two methods: tests/test_paper.py trains every method): its table has the paper's
     sizes and the plot is drawn."""
-    monkeypatch.setenv("MLT_NOTEBOOK_EPOCHS", "1")
-    monkeypatch.setenv("MLT_NOTEBOOK_METHODS", "hashing,mlt")
+    monkeypatch.setenv("SPARK_MLT_NOTEBOOK_EPOCHS", "1")
+    monkeypatch.setenv("SPARK_MLT_NOTEBOOK_METHODS", "hashing,mlt")
     probe = PROBE + f"\nprint({PROBE_MARK!r} + results.to_json(orient='records'))"
     notebook, stdout, probes = execute_notebook("encoding_comparison.ipynb", tmp_path, monkeypatch, 5_000, probe)
     results = {row["key"]: row for row in probes[1]}

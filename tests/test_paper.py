@@ -1,7 +1,7 @@
 """The paper's Table 1 reproduction: model sizes as the paper counts them, the hashing trick as
 scikit-learn computes it, compositional MLT embeddings (a code per id from its tokens only) and
 the QR trick, the metrics, the label rule, epochs chosen on validation, and a small seeded run
-of every method from a tokenised Delta table through the ``spark-mlt paper`` command."""
+of every method from a tokenized Delta table through the ``spark-mlt paper`` command."""
 
 from __future__ import annotations
 
@@ -181,8 +181,8 @@ def test_paper_options_name_the_field_at_fault() -> None:
 
 
 @pytest.fixture(scope="module")
-def tokenised(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A synthetic release (planted user and movie effects) tokenised as the paper does: p=47, n=7."""
+def tokenized(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A synthetic release (planted user and movie effects) tokenized as the paper does: p=47, n=7."""
     work = tmp_path_factory.mktemp("paper")
     folder = generate_synthetic(work / "ml", ratings=6_000, users=300, movies=200)
     table = str(work / "ratings_mlt")
@@ -190,17 +190,17 @@ def tokenised(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> 
     return table
 
 
-def test_the_movielens_job_records_its_label_rule(tokenised: str) -> None:
-    assert read_snapshot(tokenised).properties[LABEL_RULE_PROPERTY] == "rating >= 4"
-    ratings = load_ratings(tokenised, limit=1000)
+def test_the_movielens_job_records_its_label_rule(tokenized: str) -> None:
+    assert read_snapshot(tokenized).properties[LABEL_RULE_PROPERTY] == "rating >= 4"
+    ratings = load_ratings(tokenized, limit=1000)
     assert (len(ratings), ratings.tokens.shape, ratings.table_label_rule) == (1000, (1000, 14), "rating >= 4")
 
 
 def test_appending_labels_of_another_rule_is_refused_naming_the_flag(
-    tokenised: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tokenized: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = generate_synthetic(tmp_path / "ml", ratings=50, users=5, movies=5)
-    argv = ["movielens", "--input", str(folder), "--output", tokenised, "--mode", "append", "--label-threshold", "3.5"]
+    argv = ["movielens", "--input", str(folder), "--output", tokenized, "--mode", "append", "--label-threshold", "3.5"]
     assert main(argv) == 1
     assert "--label-threshold: the table at" in capsys.readouterr().err
 
@@ -218,9 +218,9 @@ def test_a_table_that_records_no_label_rule_is_reported_as_unknown(spark: SparkS
     assert ratings.tokens[0].tolist() == [*codec.encode([1])[0], *codec.encode([2])[0]]
 
 
-def test_the_split_is_seeded_and_disjoint(tokenised: str) -> None:
+def test_the_split_is_seeded_and_disjoint(tokenized: str) -> None:
     """Train and test together hold every row of the table once; the seed fixes the split."""
-    ratings = load_ratings(tokenised)
+    ratings = load_ratings(tokenized)
     train, test = split(ratings, seed=42)
     again, _ = split(ratings, seed=42)
     other, _ = split(ratings, seed=7)
@@ -239,11 +239,11 @@ def test_the_split_is_seeded_and_disjoint(tokenised: str) -> None:
     assert rows(other) != rows(train)
 
 
-def test_epochs_chosen_on_validation_have_the_lowest_validation_log_loss(tokenised: str) -> None:
+def test_epochs_chosen_on_validation_have_the_lowest_validation_log_loss(tokenized: str) -> None:
     """Each epoch is scored on a validation split of the training rows (10%, drawn apart from
     the test split); training stops PATIENCE epochs after the best, and the method is then
     retrained on all training rows for the best epoch's count."""
-    train, test = split(load_ratings(tokenised), seed=42)
+    train, test = split(load_ratings(tokenized), seed=42)
     result = run_method("mlt", train, test, PaperOptions(epoch_selection="validation", max_epochs=6))
     validation = result.validation
     assert validation is not None
@@ -258,11 +258,11 @@ def test_epochs_chosen_on_validation_have_the_lowest_validation_log_loss(tokenis
 
 
 @pytest.mark.slow
-def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> None:
+def test_every_method_trains_and_is_reported(tokenized: str, tmp_path: Path) -> None:
     """The command reads tokens and codecs from the table, trains each method for one epoch
     and writes the report: every method, its sizes as the paper counts them, and scores."""
     epochs = [f"{method}=1" for method in METHODS]
-    assert main(["paper", "--input", tokenised, "--output", str(tmp_path), "--epochs", *epochs]) == 0
+    assert main(["paper", "--input", tokenized, "--output", str(tmp_path), "--epochs", *epochs]) == 0
     report = json.loads((tmp_path / "report.json").read_text())
     rows = {row["key"]: row for row in report["methods"]}
     assert list(rows) == list(METHODS)
@@ -276,7 +276,7 @@ def test_every_method_trains_and_is_reported(tokenised: str, tmp_path: Path) -> 
     rank, _ = paper_models.COMPOSITION_DEFAULTS["qr"]  # the default: qr, its whole vector the code
     assert rows["mlt_compositional"]["encoder_params"] == 2 * 7 * 47 * rank
     assert rows["mlt_compositional"]["dims"] == 2 * rank
-    ids = load_ratings(tokenised)
+    ids = load_ratings(tokenized)
     assert rows["mlt_compositional"]["extra"]["distinct_codes"] == {
         "user": [len(np.unique(ids.users))] * 2,
         "movie": [len(np.unique(ids.movies))] * 2,

@@ -1,4 +1,4 @@
-"""Speculative execution: a tokenise-into-Delta write commits every input row exactly once.
+"""Speculative execution: a tokenize-into-Delta write commits every input row exactly once.
 
 Spark never launches a speculative copy of a task on a host that already runs an attempt of
 it (``TaskSetManager`` checks ``hasAttemptOnHost``), and ``local[...]`` or

@@ -1,4 +1,4 @@
-"""Airflow DAG ``spark_mlt_movielens``: tokenise MovieLens into Delta, then verify the round trip.
+"""Airflow DAG ``spark_mlt_movielens``: tokenize MovieLens into Delta, then verify the round trip.
 
 Two ``SparkSubmitOperator`` tasks, once a day::
 
@@ -36,7 +36,7 @@ Deployment:
 
 Environment variables, read when the DAG file is parsed: ``SPARK_MLT_HOME`` (above),
 ``SPARK_MLT_VERSION`` (the zip's version; default: the one in the checkout's pyproject.toml,
-else ``0.1.0``), and ``SPARK_MLT_DELTA_JARS=true`` on clusters that have the Delta Lake jars
+else the installed spark-mlt's), and ``SPARK_MLT_DELTA_JARS=true`` on clusters that have the Delta Lake jars
 (delta-spark for Spark 4): the jobs then get Delta's session extension and catalog and write
 through delta-spark. Leave it unset elsewhere: the jobs detect that the jars are missing and
 commit through delta-rs on the driver, no jars needed.
@@ -47,6 +47,7 @@ from __future__ import annotations
 import json
 import os
 from datetime import datetime, timedelta, timezone
+from importlib import metadata
 from pathlib import Path
 from types import ModuleType
 
@@ -74,16 +75,17 @@ def _default_home() -> str:
 
 
 def _project_version(home: str) -> str:
-    """$SPARK_MLT_VERSION, else the version in the checkout's pyproject.toml (what ``make dist`` uses), else 0.1.0."""
+    """$SPARK_MLT_VERSION, else the version in the checkout's pyproject.toml (what ``make dist`` uses), else the
+    installed spark-mlt's."""
     if os.environ.get("SPARK_MLT_VERSION"):
         return os.environ["SPARK_MLT_VERSION"]
-    if tomllib is None:
-        return "0.1.0"
     try:
-        with open(Path(home) / "pyproject.toml", "rb") as file:
-            return str(tomllib.load(file)["project"]["version"])
-    except (OSError, KeyError, ValueError):  # no checkout here: the documented default
-        return "0.1.0"
+        if tomllib is not None:
+            with open(Path(home) / "pyproject.toml", "rb") as file:
+                return str(tomllib.load(file)["project"]["version"])
+    except (OSError, KeyError, ValueError):  # no checkout here: the installed package's
+        pass
+    return metadata.version("spark-mlt")
 
 
 def _variable(name: str, default: str) -> str:
@@ -131,7 +133,7 @@ default_args = {
 
 with DAG(
     dag_id="spark_mlt_movielens",
-    description="Tokenise MovieLens into Delta with spark-mlt, then check that decoding gives the ids back",
+    description="Tokenize MovieLens into Delta with spark-mlt, then check that decoding gives the ids back",
     doc_md=__doc__,
     schedule="@daily",  # None to run only when triggered
     start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),

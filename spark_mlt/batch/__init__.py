@@ -1,4 +1,4 @@
-"""Batch jobs as library functions: tokenise tables and MovieLens into Delta, decode them back.
+"""Batch jobs as library functions: tokenize tables and MovieLens into Delta, decode them back.
 
 One module per role:
 

@@ -168,7 +168,7 @@ JOBS: dict[str, Job] = {
         tokenize_movielens,
         MovieLensOptions,
         {"input": "MovieLens release folder (u.data, ratings.dat or ratings.csv)", "output": "Delta table path"},
-        "tokenise a MovieLens release into Delta",
+        "tokenize a MovieLens release into Delta",
     ),
     "tokenize": Job(
         tokenize_table,
@@ -176,12 +176,12 @@ JOBS: dict[str, Job] = {
         {
             "input": "input path (read as --input-format), or a catalog table's name (--input-format table)",
             "output": "Delta table path",
-            "columns": "id columns to tokenise (a b, or a,b)",
+            "columns": "id columns to tokenize (a b, or a,b)",
         },
-        "tokenise id columns of any table into Delta",
+        "tokenize id columns of any table into Delta",
     ),
     "decode": Job(
-        decode_table, DecodeOptions, {"input": "tokenised Delta table path"}, "decode a tokenised Delta table to ids"
+        decode_table, DecodeOptions, {"input": "tokenized Delta table path"}, "decode a tokenized Delta table to ids"
     ),
     "paper": Job(
         reproduce_paper,

@@ -1,4 +1,4 @@
-"""Decode a tokenised Delta table back to ids (or string keys), or verify that it decodes.
+"""Decode a tokenized Delta table back to ids (or string keys), or verify that it decodes.
 
 The codecs, token layouts and vocabularies come from the table itself (one
 :func:`spark_mlt.storage.read_snapshot`, whose handle the rows are then read through:
@@ -109,7 +109,7 @@ def _write_decoded(spark: SparkSession, result: DataFrame, report: JobReport, op
 
 
 def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None = None) -> JobReport:
-    """Decode every ``c_mlt`` column of a tokenised Delta table back to ``c``.
+    """Decode every ``c_mlt`` column of a tokenized Delta table back to ``c``.
 
     With ``options.verify`` the decoded ids are compared with the kept original columns and
     the mismatches counted (0 expected); otherwise the decoded table is written to

@@ -1,4 +1,4 @@
-"""What a tokenised Delta table holds: its codecs and token layouts, version, rows, history.
+"""What a tokenized Delta table holds: its codecs and token layouts, version, rows, history.
 
 Everything comes from one :func:`spark_mlt.storage.read_snapshot`; no Spark session is needed.
 """

@@ -141,7 +141,7 @@ def generate_synthetic(
 def tokenize_movielens(
     spark: SparkSession, input: str, output: str, options: MovieLensOptions | None = None
 ) -> JobReport:
-    """Tokenise a MovieLens release's ratings (userId, movieId) into a Delta table.
+    """Tokenize a MovieLens release's ratings (userId, movieId) into a Delta table.
 
     The table holds userId, movieId, rating, timestamp, the label (0/1: ``rating >=
     label_threshold``, 4 by default as the paper's code labels it) and ``userId_mlt`` /

@@ -83,7 +83,7 @@ def _columns(name: str, value: str | Sequence[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True, kw_only=True)
 class JobOptions:
-    """The options every tokenising job takes: the codec, the engine, how the table is written.
+    """The options every tokenizing job takes: the codec, the engine, how the table is written.
 
     Each field's ``metadata["help"]`` says what it does (``spark-mlt <job> --help`` prints it).
 

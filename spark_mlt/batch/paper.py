@@ -1,6 +1,6 @@
-"""The ``paper`` job: the MLT paper's Table 1 from a tokenised MovieLens table or a release.
+"""The ``paper`` job: the MLT paper's Table 1 from a tokenized MovieLens table or a release.
 
-Given a MovieLens release folder, the job first tokenises it with the MovieLens job (Spark,
+Given a MovieLens release folder, the job first tokenizes it with the MovieLens job (Spark,
 with that job's defaults: p = 13, n sized per column, as ``spark-mlt movielens`` writes a table)
 into ``<output>/ratings_mlt``, so the reproduction always reads the codecs and tokens from a
 Delta table, as a warehouse user would. The paper's codec (:data:`PAPER_P`, :data:`PAPER_N`: its
@@ -37,15 +37,15 @@ def reproduce_paper(
     session: Callable[[], SparkSession] | None = None,
     tokenize: MovieLensOptions | None = None,
 ) -> PaperReport:
-    """Reproduce Table 1 from ``input`` (a tokenised Delta table, or a MovieLens release
-    folder tokenised first into ``<output>/ratings_mlt`` with ``tokenize``, default the
+    """Reproduce Table 1 from ``input`` (a tokenized Delta table, or a MovieLens release
+    folder tokenized first into ``<output>/ratings_mlt`` with ``tokenize``, default the
     MovieLens job's defaults) into the folder ``output``.
 
     Args:
         input: a table written by the MovieLens job, or a MovieLens release folder.
         output: the report's folder.
         options: what to train (:class:`spark_mlt.paper.PaperOptions`).
-        session: makes the Spark session, needed only to tokenise a release folder.
+        session: makes the Spark session, needed only to tokenize a release folder.
         tokenize: the MovieLens job's options for a release folder.
 
     Example::
@@ -61,7 +61,7 @@ def reproduce_paper(
         detect_release(input)  # a clear SourceError when the folder holds no ratings either
         if session is None:
             raise MissingTableError(
-                f"input {input} is no Delta table; tokenising a release needs a Spark session", parameter="input"
+                f"input {input} is no Delta table; tokenizing a release needs a Spark session", parameter="input"
             )
         table = os.path.join(output, "ratings_mlt")
         job = tokenize or MovieLensOptions(mode="overwrite", label_threshold=options.label_threshold)

@@ -26,7 +26,7 @@ class JobReport:
     """Counts and timings of one job run.
 
     Attributes:
-        rows_in: rows read; ``rows_out + rows_rejected`` for the tokenising jobs.
+        rows_in: rows read; ``rows_out + rows_rejected`` for the tokenizing jobs.
         rows_out: rows written (or compared, for a verification).
         rows_rejected: rows with an invalid id, dropped (``skip``) or quarantined.
         mismatches: decoded ids that differ from the kept ones (a verification only).

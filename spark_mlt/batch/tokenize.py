@@ -1,4 +1,4 @@
-"""Tokenise id columns of a DataFrame or any table into a Delta table.
+"""Tokenize id columns of a DataFrame or any table into a Delta table.
 
 The token column of an id column ``c`` is ``c_mlt`` (``TOKEN_SUFFIX``). Codecs are sized by
 :func:`spark_mlt.column.fit_codecs`, the same rule the ML stages use; a table that already
@@ -256,12 +256,12 @@ def tokenize_table(
     columns: Sequence[str],
     options: TokenizeOptions | None = None,
 ) -> JobReport:
-    """Tokenise id columns of any table (a path read with ``options.input_format``, or a
+    """Tokenize id columns of any table (a path read with ``options.input_format``, or a
     catalog table's name with ``input_format="table"``) into the Delta table ``output``.
 
     String columns are keys: each goes through an append-only vocabulary Delta table
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
-    tokenised; the table property ``mlt.vocabulary.<column>`` names the vocabulary, and decoding
+    tokenized; the table property ``mlt.vocabulary.<column>`` names the vocabulary, and decoding
     returns the original keys. Invalid ids are handled as ``options.handle_invalid`` says
     (see :class:`TokenizeOptions`).
 

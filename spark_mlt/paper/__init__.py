@@ -1,4 +1,4 @@
-"""The MLT paper's Table 1, reproduced from a tokenised MovieLens Delta table.
+"""The MLT paper's Table 1, reproduced from a tokenized MovieLens Delta table.
 
 ``reproduce(table, output)`` reads the table the MovieLens job writes (ids, ratings, tokens
 and the codecs from its properties), splits it 80/20 at random with a fixed seed, trains the
@@ -68,12 +68,12 @@ def _meta(table: str, ratings: Ratings, train: Ratings, test: Ratings, options: 
 def reproduce(
     table: str | os.PathLike[str], output: str | os.PathLike[str], options: PaperOptions | None = None
 ) -> PaperReport:
-    """Train and score every method on the tokenised MovieLens table ``table``; write the
+    """Train and score every method on the tokenized MovieLens table ``table``; write the
     report into the folder ``output``.
 
     Raises:
         MissingExtraError: Keras 3, JAX or scikit-learn is not installed (``pip install 'spark-mlt[paper]'``).
-        MissingTableError, MissingCodecError, SourceError: ``table`` is not a tokenised
+        MissingTableError, MissingCodecError, SourceError: ``table`` is not a tokenized
             MovieLens table.
     """
     options = options or PaperOptions()

@@ -1,4 +1,4 @@
-"""The ratings of a tokenised MovieLens Delta table, as compact NumPy arrays for training.
+"""The ratings of a tokenized MovieLens Delta table, as compact NumPy arrays for training.
 
 The table is the one ``spark-mlt movielens`` writes: userId, movieId, rating and the token
 columns ``userId_mlt``/``movieId_mlt``, with both codecs in its properties. It is read with
@@ -69,7 +69,7 @@ def _tokens_of(column: pa.ChunkedArray | pa.Array, codec: MLTCodec) -> npt.NDArr
 
 
 def load_ratings(path: str, *, label_threshold: float = 4.0, limit: int | None = None) -> Ratings:
-    """The ratings of the tokenised table at ``path`` (at most ``limit`` rows).
+    """The ratings of the tokenized table at ``path`` (at most ``limit`` rows).
 
     Raises:
         MissingTableError: no Delta table at ``path``.

@@ -86,7 +86,7 @@ class PaperOptions:
         default=4.0,
         metadata={
             "help": "label = rating >= this (4: the paper's code), whatever rule the table records; also the "
-            "rule of a release folder tokenised first"
+            "rule of a release folder tokenized first"
         },
     )
     limit: int | None = field(

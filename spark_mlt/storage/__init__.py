@@ -1,4 +1,4 @@
-"""Delta Lake storage of tokenised tables: each token column's codec in the table properties.
+"""Delta Lake storage of tokenized tables: each token column's codec in the table properties.
 
 One module per role, as delta-rs' own Python package is laid out:
 

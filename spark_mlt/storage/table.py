@@ -1,4 +1,4 @@
-"""Reading a tokenised Delta table's state: one ``DeltaTable`` handle, one snapshot.
+"""Reading a tokenized Delta table's state: one ``DeltaTable`` handle, one snapshot.
 
 :func:`read_snapshot` is the single reader of a table's properties and codecs: every other
 function here, and the writer, goes through it. A snapshot keeps the ``DeltaTable`` handle it
@@ -48,7 +48,7 @@ __all__ = [
 
 @dataclass(frozen=True)
 class TableSnapshot:
-    """One version of a tokenised Delta table, read through one ``DeltaTable`` handle.
+    """One version of a tokenized Delta table, read through one ``DeltaTable`` handle.
 
     Attributes:
         path: the table's location.

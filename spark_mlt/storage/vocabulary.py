@@ -13,7 +13,7 @@ depends on the keys alone: a rerun on the same input assigns the same ids.
 Assumption: one writer per vocabulary at a time (a scheduled job). Two concurrent runs could
 hand the same id to different keys; :func:`check_vocabulary` detects that.
 
-A tokenised table records the vocabulary path of each string column in its table property
+A tokenized table records the vocabulary path of each string column in its table property
 ``mlt.vocabulary.<column>`` (:func:`~spark_mlt.storage.properties.vocabulary_properties`;
 :func:`~spark_mlt.storage.properties.vocabulary_paths` reads it).
 """

@@ -1,4 +1,4 @@
-"""Writing tokenised Delta tables: :func:`write_delta`, its options, and the backend choice.
+"""Writing tokenized Delta tables: :func:`write_delta`, its options, and the backend choice.
 
 Two backends write the same layout (see :mod:`spark_mlt.storage.properties`); ``write_delta``
 checks everything it can before any Spark job runs (mode, run id, the table's existence,

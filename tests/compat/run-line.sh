@@ -18,7 +18,7 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
     if [[ ! -f $zoo/manifest.json || tests/support/zoo.py -nt $zoo/manifest.json ]]; then
         PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
     fi
-    export MLT_TEST_ZOO=$zoo
+    export SPARK_MLT_TEST_ZOO=$zoo
 fi
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" tests/test_*.py
@@ -26,7 +26,7 @@ PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     echo "== delta-spark on Spark $line"
     started=$SECONDS
-    MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
+    SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
         "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "$@" tests/test_delta_spark.py
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
 else

@@ -1,6 +1,6 @@
 """Jobs with injected faults, each run in its own process (and JVM) by test_reliability.py.
 
-Usage: ``python tests/support/fault_jobs.py SCENARIO OUTPUT START ROWS``. Every scenario tokenises
+Usage: ``python tests/support/fault_jobs.py SCENARIO OUTPUT START ROWS``. Every scenario tokenizes
 ids ``START .. START+ROWS-1`` (4 partitions) into the Delta table OUTPUT with append mode
 and prints one JSON line with the write's result.
 

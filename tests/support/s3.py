@@ -34,7 +34,7 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-PORT = int(os.environ.get("MLT_TEST_S3_PORT") or _free_port())
+PORT = int(os.environ.get("SPARK_MLT_TEST_S3_PORT") or _free_port())
 ENDPOINT = f"http://127.0.0.1:{PORT}"
 REGION = "us-east-1"
 ACCESS_KEY = "mlt-test-access"

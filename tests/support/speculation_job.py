@@ -1,4 +1,4 @@
-"""A tokenise-into-Delta job whose slow task gets a speculative copy, run by test_speculation.py.
+"""A tokenize-into-Delta job whose slow task gets a speculative copy, run by test_speculation.py.
 
 Usage: ``python tests/support/speculation_job.py MASTER OUTPUT MARKERS EVENT_LOG_DIR ROWS SLEEP``.
 
@@ -8,7 +8,7 @@ leaves a marker file ``<partition>-<attempt>`` in ``MARKERS`` for every task att
 whose first attempt of partition 0 sleeps ``SLEEP`` seconds. With speculation on and the
 two executors on different hosts, Spark launches a second attempt of partition 0 on the
 other host; that copy finishes first and the stalled one is killed. The ids are then
-tokenised with ``mlt_encode`` and appended to the Delta table ``OUTPUT`` with
+tokenized with ``mlt_encode`` and appended to the Delta table ``OUTPUT`` with
 ``write_delta`` (delta-rs backend). Spark's event log (uncompressed JSON lines) goes to
 ``EVENT_LOG_DIR``, so the test can read which task attempts ran where and how they ended.
 

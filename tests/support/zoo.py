@@ -505,7 +505,7 @@ if __name__ == "__main__":
 # --- for the tests ---------------------------------------------------------------------------
 
 #: Where the tests find the zoo (``make test`` and ``tests/compat/run-line.sh`` set it).
-ZOO_ENV = "MLT_TEST_ZOO"
+ZOO_ENV = "SPARK_MLT_TEST_ZOO"
 
 
 class Zoo:
@@ -548,7 +548,7 @@ class Zoo:
 
 
 def find_zoo() -> Zoo | str:
-    """The zoo named by ``$MLT_TEST_ZOO``, or why there is none (a skip reason)."""
+    """The zoo named by ``$SPARK_MLT_TEST_ZOO``, or why there is none (a skip reason)."""
     folder = os.environ.get(ZOO_ENV)
     if not folder:
         return f"no table zoo: ${ZOO_ENV} is not set (make test sets it after `make zoo`)"
