@@ -55,7 +55,7 @@ from spark_mlt.paper import PaperOptions, PaperReport
 from spark_mlt.storage import StorageOptions, orphan_files, redact, s3a_conf, vacuum
 from spark_mlt.storage.catalog import is_table_name
 
-__all__ = ["JOBS", "Job", "UsageError", "add_flags", "build_parser", "flag_of", "main", "run"]
+__all__ = ["JOBS", "Job", "UsageError", "add_flags", "build_parser", "command_parsers", "flag_of", "main", "run"]
 
 
 class UsageError(ValueError):
@@ -219,6 +219,13 @@ def build_parser() -> argparse.ArgumentParser:
     vacuum_.add_argument("--orphans", action="store_true", help="list the files no table version references, now")
     add_flags(vacuum_, [_STORAGE_FLAG])
     return parser
+
+
+def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """The parser of each command of ``parser`` (from :func:`build_parser`), by name: what the
+    documentation's CLI reference prints."""
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    return dict(commands.choices)
 
 
 #: ``--storage-options`` of ``inspect`` and ``vacuum``: the jobs' field, the same flag
