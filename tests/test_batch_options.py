@@ -6,14 +6,30 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import logging
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
 import pytest
 
-from spark_mlt import MLTError
+from spark_mlt import MLTError, __version__
 from spark_mlt.batch import DecodeOptions, MovieLensOptions, TokenizeOptions
-from spark_mlt.batch.cli import JOBS, UsageError, _reason, _values, build_parser, flag_of, main
+from spark_mlt.batch.cli import (
+    EXIT_MISMATCH,
+    EXIT_USAGE,
+    JOBS,
+    UsageError,
+    _parse,
+    _print_report,
+    _reason,
+    _values,
+    build_parser,
+    command_parsers,
+    flag_of,
+    main,
+)
+from spark_mlt.batch.report import JobReport
+from spark_mlt.batch.session import is_local
 from spark_mlt.errors import OptionError, TableExistsError
 from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 
@@ -103,7 +119,7 @@ def test_every_flag_of_a_job_says_what_it_does(command: str) -> None:
 
 
 def test_flags_parse_to_the_fields_types() -> None:
-    parse = build_parser().parse_args
+    parse = build_parser({"input": "in", "output": "out", "columns": "c"}).parse_args  # the conf file's
     args = parse(["tokenize", "--data-page-version", "1", "--partition-by", "a,b", "c", "--read-options", "sep=;"])
     assert (args.data_page_version, args.partition_by, args.read_options) == (1, ["a,b", "c"], ["sep=;"])
     assert parse(["decode", "--verify"]).verify is True
@@ -118,8 +134,8 @@ def test_storage_options_merge_from_the_conf_file_and_flags_and_hide_their_secre
     config = tmp_path / "job.yaml"
     config.write_text("storage_options:\n  AWS_REGION: eu-west-1\n  AWS_SECRET_ACCESS_KEY: conf-s3cret\n")
     argv = ["decode", "--input", "s3://b/t", "--verify", "--config", str(config)]
-    args = build_parser().parse_args([*argv, "--storage-options", "AWS_REGION=us-east-1"])
-    values = _values(JOBS["decode"], args)
+    args, conf = _parse([*argv, "--storage-options", "AWS_REGION=us-east-1"])
+    values = _values(JOBS["decode"], args, conf)
     options = DecodeOptions(**{name: value for name, value in values.items() if name != "input"})
     assert options.storage_options == {"AWS_REGION": "us-east-1", "AWS_SECRET_ACCESS_KEY": "conf-s3cret"}
     assert "conf-s3cret" not in repr(options)
@@ -168,13 +184,74 @@ def test_the_cli_names_the_flag_of_a_value_only_the_library_checks(
     assert flag in err, err
 
 
-def test_cli_usage_problems_are_a_usage_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+def test_cli_usage_problems_exit_2_before_any_work(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """argparse's usage errors (a missing required flag) and a conf file's (an unknown key, a file
+    that is no mapping) both exit 2, the usage-error code, naming the problem."""
     assert issubclass(UsageError, ValueError)
-    assert main(["decode"]) == 1
-    assert capsys.readouterr().err.strip() == "spark-mlt: error: missing required option(s) --input"
+    for argv in (["decode"], ["inspect"], ["vacuum", "--apply"], ["tokenize", "--input", "x", "--output", "y"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == EXIT_USAGE
+        assert "the following arguments are required: " in capsys.readouterr().err
     config = tmp_path / "job.yaml"
     config.write_text("input: in\noutput: out\ntoken_layout: packed\nformat: csv\n")
-    assert main(["movielens", "--config", str(config)]) == 1
+    assert main(["movielens", "--config", str(config)]) == EXIT_USAGE
     assert "unknown option(s) ['format', 'token_layout']" in capsys.readouterr().err
-    with pytest.raises(SystemExit):  # argparse: inspect takes the table's path
-        main(["inspect"])
+    config.write_text("- a list\n")
+    with pytest.raises(SystemExit) as exited:
+        main(["movielens", "--config", str(config)])
+    assert exited.value.code == EXIT_USAGE
+    assert "must hold a mapping of option names to values" in capsys.readouterr().err
+    assert main(["decode", "--input", str(tmp_path), "--verify", "--conf", "spark.x"]) == EXIT_USAGE
+    assert "--conf takes key=value words; got 'spark.x'" in capsys.readouterr().err
+
+
+def test_a_conf_file_gives_what_the_flags_require_and_help_says_what_is_required() -> None:
+    """Required flags are declared (the help's "required" group); a conf file that gives one
+    makes it optional on the command line."""
+    parsers = command_parsers(build_parser())
+    for name, parser in parsers.items():
+        groups = {group.title: [a.dest for a in group._group_actions] for group in parser._action_groups}
+        assert "input" in groups["required"], name  # every command takes --input
+        assert {"verbose", "quiet"} <= set(groups["output"]), name
+        assert "examples:\n  spark-mlt " + name in parser.format_help(), name
+    assert groups["required"] == ["input"]
+    args = build_parser({"input": "in", "output": "out"}).parse_args(["movielens"])
+    assert (args.input, args.output) == (None, None)  # left to the conf file's values
+
+
+def test_version_and_exit_codes_are_those_documented(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"spark-mlt {__version__}"
+    assert __version__ == "0.1.0"  # the package metadata's, from pyproject.toml
+    help_text = build_parser().format_help()
+    for code, meaning in [
+        (0, "success"),
+        (1, "failure"),
+        (2, "usage error"),
+        (3, "decode --verify"),
+        (130, "interrupted"),
+    ]:
+        assert f"  {code}" in help_text
+        assert meaning in help_text
+    assert _print_report("decode", JobReport(rows_in=5, rows_out=5, mismatches=2)) == EXIT_MISMATCH
+    assert capsys.readouterr().err.strip() == "spark-mlt: error: 2 decoded ids differ from the originals"
+    assert _print_report("decode", JobReport(rows_in=5, rows_out=5, mismatches=0)) == 0
+
+
+def test_only_a_local_master_gets_the_local_defaults() -> None:
+    assert is_local(None)
+    assert is_local("local[2]")
+    assert is_local("local-cluster[2,1,1024]")
+    assert not is_local("yarn")
+    assert not is_local("spark://host:7077")
+    assert not is_local("k8s://https://h:443")
+
+
+def test_a_missing_local_input_fails_before_spark_starts(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = str(tmp_path / "nothing.parquet")
+    assert main(["tokenize", "--input", missing, "--columns", "a", "--output", str(tmp_path / "o"), "-q"]) == 1
+    assert capsys.readouterr().err.strip() == f"spark-mlt: error: SourceError: --input {missing!r} does not exist"
+    assert logging.getLogger("spark_mlt").level == logging.WARNING  # -q

@@ -263,8 +263,8 @@ def test_jobs_take_catalog_tables(spark: SparkSession, database: str, tmp_path: 
     assert sorted((r.note, r.sku) for r in spark.table(decoded).collect()) == [("a", "SKU-3"), ("b", "SKU-1")]
     assert inspect_table(output)["rows"] == 2
     assert vacuum(output, spark=spark) == []
-    assert run(["inspect", output]) == 0
-    assert run(["vacuum", output]) == 0
+    assert run(["inspect", "--input", output]) == 0
+    assert run(["vacuum", "--input", output]) == 0
 
 
 def test_a_dotted_path_written_as_a_path_stays_a_path(

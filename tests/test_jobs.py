@@ -160,7 +160,7 @@ def test_cli_runs_jobs_with_a_config_file_and_flags_override_it(
     assert "spark-mlt movielens: rows in 200, out 200" in capsys.readouterr().out
     assert main(["decode", "--input", output, "--verify"]) == 0
     assert "mismatches 0" in capsys.readouterr().out
-    assert main(["inspect", output]) == 0
+    assert main(["inspect", "--input", output]) == 0
     inspected = json.loads(capsys.readouterr().out)
     assert inspected["rows"] == 200
     assert (inspected["codecs"]["userId"]["layout"], inspected["codecs"]["userId"]["packed_bits"]) == ("packed", 4)
@@ -201,7 +201,9 @@ def test_the_shipped_example_configs_run(spark: SparkSession, tmp_path: Path) ->
         main(["movielens", "--config", str(CONF / "movielens.yaml"), "--input", str(folder), "--output", str(output)])
         == 0
     )
-    assert read_codecs(str(output))["userId"].p == 7  # from the config
+    assert read_codecs(str(output))["userId"].p == 13  # the config leaves the codec to the data
+    again = ["movielens", "--config", str(CONF / "movielens.yaml"), "--input", str(folder), "--output", str(output)]
+    assert main(again) == 0  # the config's mode: overwrite
     orders = tmp_path / "orders.parquet"
     spark.createDataFrame(
         [(1, 10, 2.5), (2, 11, 3.0)], "customer_id long, product_id long, amount double"
@@ -239,8 +241,6 @@ def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
         == 1
     )
     assert "column(s) ['nope'] not in the input" in capsys.readouterr().err
-    assert main(["decode"]) == 1
-    assert "missing required option(s) --input" in capsys.readouterr().err
 
 
 def test_codec_sizing_from_data_matches_the_paper_rule(spark: SparkSession, tmp_path: Path) -> None:
@@ -340,3 +340,34 @@ def test_decode_needs_an_output_or_verify_and_says_so_in_python(spark: SparkSess
     with pytest.raises(MLTError, match=r"^output is needed .* unless verify=True") as caught:
         decode_table(spark, str(tmp_path / "nothing"))
     assert caught.value.parameter == "output"
+
+
+def test_a_dry_run_sizes_what_a_run_writes_and_writes_nothing(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--dry-run`` prints the codecs and layouts the run then writes (a string key's codec
+    sized from its planned vocabulary) and writes no table, vocabularies included; ``--conf``
+    reaches the session the command uses."""
+    orders = tmp_path / "orders.parquet"
+    rows = [(1, f"sku-{i % 40}") for i in range(60)] + [(5_000, "sku-x")]
+    spark.createDataFrame(rows, "customer_id long, sku string").write.parquet(str(orders))
+    output = tmp_path / "orders_mlt"
+    argv = ["tokenize", "--input", str(orders), "--columns", "customer_id", "sku", "--output", str(output)]
+    assert main([*argv, "--dry-run"]) == 0
+    planned = capsys.readouterr().out
+    assert "dry run: codecs and layouts sized, nothing written" in planned
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["orders.parquet"]
+    assert main(argv) == 0
+    written = capsys.readouterr().out
+
+    def codec_lines(text: str) -> list[str]:
+        return [line for line in text.splitlines() if line.startswith("codec ")]
+
+    assert codec_lines(planned) == codec_lines(written)
+    assert " p=13 n=2 " in codec_lines(written)[1]  # 41 keys: 13**2 > 40
+    before = spark.conf.get("spark.sql.shuffle.partitions")
+    try:
+        assert main(["decode", "--input", str(output), "--verify", "--conf", "spark.sql.shuffle.partitions=7"]) == 0
+        assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
+    finally:
+        spark.conf.set("spark.sql.shuffle.partitions", before)

@@ -183,8 +183,8 @@ def test_secrets_never_reach_the_table_its_log_the_output_or_an_error(
     flags = ["--storage-options", *(f"{key}={value}" for key, value in local_s3.storage_options().items())]
     output = f"s3://{bucket}/skus_mlt"
     assert cli_main(["tokenize", "--input", str(source), "--columns", "sku", "--output", output, *flags]) == 0
-    assert cli_main(["inspect", output, *flags]) == 0
-    assert cli_main(["vacuum", output, *flags]) == 0
+    assert cli_main(["inspect", "--input", output, *flags]) == 0
+    assert cli_main(["vacuum", "--input", output, *flags]) == 0
     assert cli_main(["decode", "--input", output, "--verify", *flags]) == 0
     missing = f"s3://{bucket}-missing/skus_mlt"
     assert cli_main(["decode", "--input", missing, "--verify", *flags]) == 1

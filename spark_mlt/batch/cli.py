@@ -1,8 +1,10 @@
 """The ``spark-mlt`` command: ``movielens``, ``tokenize``, ``decode``, ``paper``, ``inspect``
 and ``vacuum``.
 
-The same flags work as ``spark-submit jobs/<job>.py ...``. Exit code 0 on success, 1 with a
-one-line reason on stderr on failure.
+The same flags work as ``spark-submit jobs/<job>.py ...``. Exit codes: :data:`EXIT_OK` (0),
+:data:`EXIT_FAILURE` (1, with a one-line reason on stderr), :data:`EXIT_USAGE` (2: a bad flag,
+a missing required flag, a bad conf file), :data:`EXIT_MISMATCH` (3: ``decode --verify``
+found decoded ids that differ from the originals) and :data:`EXIT_INTERRUPTED` (130).
 
 One vocabulary, derived: a job command's flags come from its job function's arguments
 (``input``, ``output``, ``columns``) and its options dataclass's fields
@@ -12,7 +14,11 @@ key ``data_page_version`` (dashes accepted too), its type and choices those of t
 annotation (a ``Literal``'s values become the choices), its help the field's
 ``metadata["help"]``. Options can come from a YAML or JSON file (``--config
 conf/movielens.yaml``); flags given on the command line win; a key that is no flag of the
-command is refused by name.
+command is refused by name. A job argument is a required flag unless the conf file gives it.
+
+How to run, beside what to run: ``--master`` (default ``local[2]``; a local master also gets
+:data:`spark_mlt.batch.session.LOCAL_CONF`), ``--conf KEY=VALUE`` for the session the command
+starts, ``-v``/``-q`` for the ``spark_mlt`` logger (Spark's log level follows).
 
 Library errors name the Python parameter (``MLTError.parameter``); only this module speaks of
 flags, and it maps a parameter to its flag by the same rule (``layout`` -> ``--layout``).
@@ -21,7 +27,7 @@ Example::
 
     spark-mlt movielens --input data/ml-25m --output out/ratings_mlt --mode overwrite
     spark-mlt decode --input out/ratings_mlt --verify
-    spark-mlt inspect out/ratings_mlt
+    spark-mlt inspect --input out/ratings_mlt
     spark-mlt paper --input out/ratings_mlt --output out/paper
 """
 
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import glob
 import inspect
 import json
 import logging
@@ -42,6 +49,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
+from spark_mlt import __version__
 from spark_mlt.batch.decode import decode_table
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.movielens import tokenize_movielens
@@ -50,12 +58,28 @@ from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
 from spark_mlt.batch.tokenize import tokenize_table
-from spark_mlt.errors import MLTError
+from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.paper import PaperOptions, PaperReport
 from spark_mlt.storage import StorageOptions, orphan_files, redact, s3a_conf, vacuum
 from spark_mlt.storage.catalog import is_table_name
 
-__all__ = ["JOBS", "Job", "UsageError", "add_flags", "build_parser", "command_parsers", "flag_of", "main", "run"]
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_INTERRUPTED",
+    "EXIT_MISMATCH",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "JOBS",
+    "Job",
+    "UsageError",
+    "add_flags",
+    "build_parser",
+    "command_parsers",
+    "configure_logging",
+    "flag_of",
+    "main",
+    "run",
+]
 
 
 class UsageError(ValueError):
@@ -94,11 +118,18 @@ def _is_mapping(hint: Any) -> bool:
     return get_origin(hint) in (dict, Mapping)
 
 
-def add_flags(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
+def add_flags(
+    parser: argparse.ArgumentParser | argparse._ArgumentGroup,
+    flags: Iterable[Flag],
+    *,
+    required: argparse._ArgumentGroup | None = None,
+    given: Iterable[str] = (),
+) -> None:
     """Add one ``--flag`` per :class:`Flag`, typed by its annotation: a ``Literal`` gives the
     choices, ``bool`` ``--x/--no-x``, a sequence ``x [x ...]`` (or ``a,b``), a mapping
     ``key=value`` words. Every default is None, so an absent flag leaves the conf file's
-    value (or the dataclass default) in place."""
+    value (or the dataclass default) in place. A required flag goes to the ``required``
+    group, and is required unless its name is in ``given`` (the conf file's keys)."""
     for flag in flags:
         hint = _unwrap_optional(flag.hint)
         kwargs: dict[str, Any] = {"dest": flag.name, "default": None, "help": flag.help}
@@ -115,7 +146,10 @@ def add_flags(parser: argparse.ArgumentParser, flags: Iterable[Flag]) -> None:
             kwargs["type"] = hint
         else:  # pragma: no cover - a field type the generator does not know yet
             raise TypeError(f"no flag type for {flag.name}: {flag.hint!r}")
-        parser.add_argument(flag_of(flag.name), **kwargs)
+        group = required if flag.required and required is not None else parser
+        if flag.required:
+            kwargs["required"] = flag.name not in set(given)
+        group.add_argument(flag_of(flag.name), **kwargs)
 
 
 def _default_text(field: dataclasses.Field[Any]) -> str:
@@ -134,6 +168,10 @@ def option_flags(options: type[Any]) -> list[Flag]:
     ]
 
 
+#: Exit codes of ``spark-mlt``.
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_MISMATCH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+
+
 @dataclass(frozen=True)
 class Job:
     """A job command: its function, options class, and the help of the function's arguments.
@@ -144,6 +182,7 @@ class Job:
         options: its options dataclass.
         arguments: the function's arguments that become required flags, and their help.
         help: the command's one-line help.
+        examples: command lines shown in its ``--help``.
         spark: whether ``run`` takes the Spark session first.
     """
 
@@ -151,6 +190,7 @@ class Job:
     options: type[Any]
     arguments: Mapping[str, str]
     help: str
+    examples: tuple[str, ...] = ()
     spark: bool = True
 
     def flags(self) -> list[Flag]:
@@ -169,6 +209,11 @@ JOBS: dict[str, Job] = {
         MovieLensOptions,
         {"input": "MovieLens release folder (u.data, ratings.dat or ratings.csv)", "output": "Delta table path"},
         "tokenize a MovieLens release into Delta",
+        (
+            "spark-mlt movielens --input data/ml-latest-small --output out/ratings_mlt --mode overwrite",
+            "spark-mlt movielens --input data/ml-latest-small --output out/ratings_mlt --p 47 --n 7 --dry-run",
+            "spark-mlt movielens --config conf/movielens.yaml --mode append --run-id 2026-11-26",
+        ),
     ),
     "tokenize": Job(
         tokenize_table,
@@ -179,9 +224,22 @@ JOBS: dict[str, Job] = {
             "columns": "id columns to tokenize (a b, or a,b)",
         },
         "tokenize id columns of any table into Delta",
+        (
+            "spark-mlt tokenize --input orders.parquet --columns customer_id sku --output out/orders_mlt",
+            "spark-mlt tokenize --input sales.orders --input-format table --columns customer_id "
+            "--output out/orders_mlt --mode append --run-id 2026-11-26 --handle-invalid quarantine",
+            "spark-mlt tokenize --config conf/warehouse_table.yaml --dry-run",
+        ),
     ),
     "decode": Job(
-        decode_table, DecodeOptions, {"input": "tokenized Delta table path"}, "decode a tokenized Delta table to ids"
+        decode_table,
+        DecodeOptions,
+        {"input": "tokenized Delta table path"},
+        "decode a tokenized Delta table to ids",
+        (
+            "spark-mlt decode --input out/orders_mlt --verify",
+            "spark-mlt decode --input out/orders_mlt --output out/orders_ids --output-format parquet",
+        ),
     ),
     "paper": Job(
         reproduce_paper,
@@ -191,40 +249,108 @@ JOBS: dict[str, Job] = {
             "output": "folder for report.json, report.md and report.png",
         },
         "reproduce the MLT paper's Table 1 (needs spark-mlt[paper])",
+        (
+            "spark-mlt paper --input out/ratings_mlt --output out/paper",
+            "spark-mlt paper --input data/ml-latest-small --output out/paper --methods mlt embeddings",
+        ),
         spark=False,
     ),
 }
 
+_DESCRIPTION = """Modular Linear Tokenization jobs for Spark + Delta Lake.
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``spark-mlt`` command."""
-    parser = argparse.ArgumentParser(prog="spark-mlt", description="Modular Linear Tokenization jobs for Spark + Delta")
-    sub = parser.add_subparsers(dest="command", required=True)
-    for name, job in JOBS.items():
-        command = sub.add_parser(name, help=job.help)
-        add_flags(command, job.flags())
-        command.add_argument("--config", help="YAML or JSON file of options, keys as the flags (flags override it)")
-        command.add_argument("--master", default=None, help="Spark master for local runs (default: local[2])")
+exit codes:
+  0    success
+  1    failure (one line 'spark-mlt: error: ...' on stderr)
+  2    usage error: a bad or missing flag, a bad conf file
+  3    decode --verify: decoded ids differ from the originals
+  130  interrupted (Ctrl-C)
+"""
 
-    inspect_ = sub.add_parser("inspect", help="print a table's codecs, versions and row count")
-    inspect_.add_argument("path", help="Delta table path, or a catalog table's name (db.table)")
-    add_flags(inspect_, [_STORAGE_FLAG])
+_INSPECT_EXAMPLES = (
+    "spark-mlt inspect --input out/orders_mlt",
+    "spark-mlt inspect --input s3://lake/orders_mlt --storage-options AWS_REGION=eu-west-1",
+)
+_VACUUM_EXAMPLES = (
+    "spark-mlt vacuum --input out/orders_mlt",
+    "spark-mlt vacuum --input out/orders_mlt --retention-hours 24 --apply",
+)
 
-    vacuum_ = sub.add_parser("vacuum", help="list (default) or delete orphan and expired files of a table")
-    vacuum_.add_argument("path", help="Delta table path, or a catalog table's name (db.table)")
-    vacuum_.add_argument(
-        "--retention-hours", type=int, default=168, help="keep files younger than this (default: 168, 7 days)"
+
+def _epilog(examples: Iterable[str]) -> str:
+    return "examples:\n" + "\n".join(f"  {line}" for line in examples)
+
+
+def _add_verbosity(command: argparse.ArgumentParser) -> None:
+    """``-v``/``-q``, which every command takes."""
+    group = command.add_argument_group("output")
+    group.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (-v: debug; Spark: INFO)")
+    group.add_argument(
+        "-q", "--quiet", action="count", default=0, help="fewer log lines (-q: warnings only; -qq: errors only)"
     )
-    vacuum_.add_argument("--apply", action="store_true", help="delete the files (default: only list them)")
-    vacuum_.add_argument("--orphans", action="store_true", help="list the files no table version references, now")
-    add_flags(vacuum_, [_STORAGE_FLAG])
+
+
+def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
+    """The argument parser of the ``spark-mlt`` command. A job argument that ``config`` (a conf
+    file's options) gives is not required on the command line."""
+    given = set(config or {})
+    parser = argparse.ArgumentParser(
+        prog="spark-mlt",
+        description=_DESCRIPTION,
+        epilog="Run 'spark-mlt <command> --help' for a command's flags and examples.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="<command>")
+    formatter = argparse.RawDescriptionHelpFormatter
+    for name, job in JOBS.items():
+        command = sub.add_parser(
+            name,
+            help=job.help,
+            description=job.help,
+            epilog=_epilog(job.examples),
+            formatter_class=formatter,
+        )
+        required = command.add_argument_group("required")
+        add_flags(command, job.flags(), required=required, given=given)
+        run_group = command.add_argument_group("how to run")
+        run_group.add_argument("--config", help="YAML or JSON file of options, keys as the flags (flags override it)")
+        run_group.add_argument("--master", default=None, help="Spark master (default: local[2], with local defaults)")
+        run_group.add_argument(
+            "--conf",
+            action="append",
+            metavar="KEY=VALUE",
+            help="a Spark setting for the session this command starts (repeatable); wins over the defaults",
+        )
+        _add_verbosity(command)
+
+    for name, help_, examples in (
+        ("inspect", "print a table's codecs, versions and row count (JSON)", _INSPECT_EXAMPLES),
+        ("vacuum", "list (default) or delete orphan and expired files of a table", _VACUUM_EXAMPLES),
+    ):
+        command = sub.add_parser(
+            name, help=help_, description=help_, epilog=_epilog(examples), formatter_class=formatter
+        )
+        command.add_argument_group("required").add_argument(
+            "--input", required=True, help="Delta table path, or a catalog table's name (db.table)"
+        )
+        if name == "vacuum":
+            command.add_argument(
+                "--retention-hours", type=int, default=168, help="keep files younger than this (default: 168, 7 days)"
+            )
+            command.add_argument("--apply", action="store_true", help="delete the files (default: only list them)")
+            command.add_argument(
+                "--orphans", action="store_true", help="list the files no table version references, now"
+            )
+        add_flags(command, [_STORAGE_FLAG])
+        _add_verbosity(command)
     return parser
 
 
 def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     """The parser of each command of ``parser`` (from :func:`build_parser`), by name: what the
     documentation's CLI reference prints."""
-    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))  # noqa: SLF001
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(commands.choices)
 
 
@@ -232,7 +358,7 @@ def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.Argum
 _STORAGE_FLAG = next(flag for flag in option_flags(DecodeOptions) if flag.name == "storage_options")
 
 #: flags of every job command that are no job argument or option: how to run, not what
-_RUN_FLAGS = ("config", "master")
+_RUN_FLAGS = ("config", "master", "conf", "verbose", "quiet")
 
 
 def _load_config(path: str | None) -> dict[str, Any]:
@@ -280,19 +406,18 @@ def _value(flag: Flag, value: Any) -> Any:
     return value
 
 
-def _values(job: Job, args: argparse.Namespace) -> dict[str, Any]:
+def _values(job: Job, args: argparse.Namespace, config: Mapping[str, Any]) -> dict[str, Any]:
     """The conf file's values overridden by the flags given, each parsed as its field takes it.
 
     Raises:
         UsageError: a conf key that is no flag of the command, or a missing job argument.
     """
     flags = {flag.name: flag for flag in job.flags()}
-    config = _load_config(args.config)
     unknown = sorted(set(config) - set(flags) - set(_RUN_FLAGS))
     if unknown:
-        known = sorted({*flags, *_RUN_FLAGS} - {"config"})
+        known = sorted({*flags, "master", "conf"})
         raise UsageError(f"unknown option(s) {unknown} in {args.config} for {args.command!r}; expected some of {known}")
-    given = {name: value for name, value in vars(args).items() if value is not None}
+    given = {name: value for name, value in vars(args).items() if value is not None and name in flags}
     merged = {**config, **given}
     missing = [flag_of(flag.name) for flag in flags.values() if flag.required and not merged.get(flag.name)]
     if missing:
@@ -313,39 +438,53 @@ def _print_report(command: str, report: JobReport) -> int:
         )
     print(f"spark-mlt {command}: {report.summary()}")
     if report.mismatches:
-        raise MLTError(f"{report.mismatches} decoded ids differ from the originals")
-    return 0
+        print(f"spark-mlt: error: {report.mismatches} decoded ids differ from the originals", file=sys.stderr)
+        return EXIT_MISMATCH
+    return EXIT_OK
 
 
 def _print_paper(report: PaperReport) -> int:
     print(report.files["markdown"].read_text())
     print(f"spark-mlt paper: report in {', '.join(str(path) for path in report.files.values())}")
-    return 0
+    return EXIT_OK
 
 
-def _run_job(args: argparse.Namespace) -> int:
-    """Build the job's options from the flags and conf file (the options check them), run it."""
+def _check_input(job: Job, values: Mapping[str, Any]) -> None:
+    """Before Spark starts: a local input path (no scheme, no catalog name) must exist."""
+    path = values.get("input")
+    if not isinstance(path, str) or "://" in path or values.get("input_format") == "table":
+        return
+    if not glob.glob(path) and not (job.run is not tokenize_table and is_table_name(path)):
+        raise SourceError(f"input {path!r} does not exist", parameter="input")
+
+
+def _run_job(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    """Build the job's options from the flags and conf file (the options check them), check a
+    local input exists, then start Spark and run the job."""
     job = JOBS[args.command]
-    values = _values(job, args)
+    values = _values(job, args, config)
     arguments = {name: values[name] for name in job.arguments}
     fields = {f.name for f in dataclasses.fields(job.options)}
     options = job.options(**{name: value for name, value in values.items() if name in fields})
+    _check_input(job, values)
+    master = args.master or config.get("master")
+    conf = {**_pairs("conf", config.get("conf") or {}, str), **_pairs("conf", args.conf or [], str)}
 
     def session() -> Any:  # a local session also gets the s3a settings of the storage options
-        conf = s3a_conf(getattr(options, "storage_options", None))
-        return job_session(f"spark-mlt {args.command}", master=args.master, conf=conf)
+        settings = {**s3a_conf(getattr(options, "storage_options", None)), **conf}
+        return job_session(f"spark-mlt {args.command}", master=master, conf=settings, log_level=_spark_level(args))
 
     if not job.spark:
         return _print_paper(job.run(**arguments, options=options, session=session))
     return _print_report(args.command, job.run(session(), **arguments, options=options))
 
 
-def _catalog_session(command: str, path: str, storage_options: Mapping[str, str]) -> Any:
+def _catalog_session(args: argparse.Namespace, storage_options: Mapping[str, str]) -> Any:
     """A session for a catalog table's name (``db.table``), which only a catalog resolves;
     none for a path: inspecting or vacuuming a path starts no Spark (under spark-submit the
     session exists already and is used)."""
-    if is_table_name(path) or "PYSPARK_GATEWAY_PORT" in os.environ:
-        return job_session(f"spark-mlt {command}", conf=s3a_conf(storage_options))
+    if is_table_name(args.input) or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return job_session(f"spark-mlt {args.command}", conf=s3a_conf(storage_options), log_level=_spark_level(args))
     return None
 
 
@@ -353,21 +492,21 @@ def _storage_options(args: argparse.Namespace) -> StorageOptions:
     return StorageOptions(_pairs("storage_options", args.storage_options or [], str))
 
 
-def _run_inspect(args: argparse.Namespace) -> int:
+def _run_inspect(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     options = _storage_options(args)
-    _catalog_session("inspect", args.path, options)  # read_snapshot resolves a name through the active session
-    print(json.dumps(inspect_table(args.path, storage_options=options), indent=2, default=str))
-    return 0
+    _catalog_session(args, options)  # read_snapshot resolves a name through the active session
+    print(json.dumps(inspect_table(args.input, storage_options=options), indent=2, default=str))
+    return EXIT_OK
 
 
-def _run_vacuum(args: argparse.Namespace) -> int:
+def _run_vacuum(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     options = _storage_options(args)
-    spark = _catalog_session("vacuum", args.path, options)
+    spark = _catalog_session(args, options)
     if args.orphans:
-        files, verb = orphan_files(args.path, storage_options=options), "orphan"
+        files, verb = orphan_files(args.input, storage_options=options), "orphan"
     else:
         files = vacuum(
-            args.path,
+            args.input,
             retention_hours=args.retention_hours,
             dry_run=not args.apply,
             spark=spark,
@@ -376,25 +515,79 @@ def _run_vacuum(args: argparse.Namespace) -> int:
         verb = "deleted" if args.apply else "would delete"
     for name in files:
         print(name)
-    print(f"spark-mlt vacuum: {len(files)} file(s) {verb} in {args.path}")
-    return 0
+    print(f"spark-mlt vacuum: {len(files)} file(s) {verb} in {args.input}")
+    return EXIT_OK
 
 
-def _handler(command: str) -> Callable[[argparse.Namespace], int]:
+def _handler(command: str) -> Callable[[argparse.Namespace, Mapping[str, Any]], int]:
     return {"inspect": _run_inspect, "vacuum": _run_vacuum}.get(command, _run_job)
+
+
+def _parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, dict[str, Any]]:
+    """The command line and its conf file's options: the conf file is read first, so that a
+    job argument it gives is not required as a flag. Exits 2 on a usage error, as argparse does."""
+    pre = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
+    pre.add_argument("--config")
+    known, _ = pre.parse_known_args(argv)
+    try:
+        config = _load_config(known.config)
+    except (OSError, ValueError, yaml.YAMLError) as exc:
+        build_parser().error(f"--config {known.config}: {str(exc).splitlines()[0] if str(exc) else exc}")
+    return build_parser(config).parse_args(argv), config
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Parse arguments, run the command, print its report. Raises on failure."""
-    args = build_parser().parse_args(argv)
-    return _handler(args.command)(args)
+    args, config = _parse(argv)
+    return _handler(args.command)(args, config)
+
+
+#: The ``spark_mlt`` logger's level per verbosity (``-v`` minus ``-q``), and Spark's.
+_LEVELS = {
+    -2: (logging.ERROR, "ERROR"),
+    -1: (logging.WARNING, "ERROR"),
+    0: (logging.INFO, "WARN"),
+    1: (logging.DEBUG, "INFO"),
+}
+
+
+def _verbosity_of(args: argparse.Namespace) -> int:
+    return max(-2, min(1, getattr(args, "verbose", 0) - getattr(args, "quiet", 0)))
+
+
+def _spark_level(args: argparse.Namespace) -> str:
+    return _LEVELS[_verbosity_of(args)][1]
+
+
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to the current ``sys.stderr`` (which tests and notebooks swap), not the one at start."""
+
+    @property
+    def stream(self) -> Any:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass
+
+
+def configure_logging(verbosity: int = 0) -> None:
+    """Log lines of the ``spark_mlt`` logger to stderr, at INFO (``verbosity`` 0), DEBUG (1),
+    WARNING (-1) or ERROR (-2); other libraries' loggers are left as they are."""
+    logger = logging.getLogger("spark_mlt")
+    logger.setLevel(_LEVELS[max(-2, min(1, verbosity))][0])
+    if not any(isinstance(handler, _StderrHandler) for handler in logger.handlers):
+        handler = _StderrHandler()
+        handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logger.addHandler(handler)
+    logger.propagate = False
 
 
 def _command_names(command: str) -> set[str]:
     """The Python names that are flags of ``command``."""
     if command in JOBS:
         return {flag.name for flag in JOBS[command].flags()}
-    return {"path", "retention_hours", "storage_options"}
+    return {"input", "retention_hours", "storage_options"}
 
 
 def _reason(exc: BaseException, command: str) -> str:
@@ -417,18 +610,21 @@ def _reason(exc: BaseException, command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: exit code 0 on success, 1 with a one-line reason on failure."""
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    args = build_parser().parse_args(argv)  # exits 2 with argparse's usage message
+    """Entry point: the exit code (:data:`EXIT_OK`, ...), a one-line reason on stderr on failure."""
+    args, config = _parse(argv)  # exits 2 with argparse's usage message
+    configure_logging(_verbosity_of(args))
     try:
-        return _handler(args.command)(args)
+        return _handler(args.command)(args, config)
     except KeyboardInterrupt:
         print("spark-mlt: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
+    except UsageError as exc:
+        print(f"spark-mlt {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - a job reports any failure as one line and exit 1
         reason = redact(_reason(exc, args.command), _given_storage_options(args))
         print(f"spark-mlt: error: {reason}", file=sys.stderr)
-        return 1
+        return EXIT_FAILURE
 
 
 def _given_storage_options(args: argparse.Namespace) -> dict[str, str]:

@@ -167,6 +167,9 @@ def tokenize_movielens(
         ratings = read_ratings(spark, input)
         ratings = ratings.withColumn("label", (F.col("rating") >= opts.label_threshold).cast("int"))
     fit_job_codecs(report, ratings, ["userId", "movieId"], opts, snapshot)
+    if opts.dry_run:
+        report.dry_run = True
+        return report
     with phase(report, "tokenize and write"):
         tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=opts.engine, layouts=report.layouts)
         info = {"spark_mlt.job": "movielens", "spark_mlt.input": input, "spark_mlt.release": release.name}

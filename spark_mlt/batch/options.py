@@ -128,9 +128,18 @@ class JobOptions:
         ),
     )
     storage_options: Mapping[str, str] = _storage_field()
+    dry_run: bool = field(
+        default=False,
+        metadata=_help(
+            "size the codecs and layouts a run would write (one pass over the input), report them and "
+            "stop: nothing is written, vocabularies included"
+        ),
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
+        if not isinstance(self.dry_run, bool):
+            raise MLTTypeError(f"dry_run must be True or False; got {self.dry_run!r}", parameter="dry_run")
         _check_positive("p", self.p)
         _check_positive("n", self.n)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):

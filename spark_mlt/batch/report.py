@@ -34,6 +34,7 @@ class JobReport:
         codecs: the codec of each id column.
         layouts: the storage layout of each id column's token column.
         seconds: the duration of each phase.
+        dry_run: the run only sized its codecs and layouts; it wrote nothing.
     """
 
     rows_in: int = 0
@@ -44,9 +45,12 @@ class JobReport:
     codecs: dict[str, MLTCodec] = field(default_factory=dict)
     layouts: dict[str, Layout] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
+    dry_run: bool = False
 
     def summary(self) -> str:
         """One line: rows in, out and rejected, mismatches, the table and version written."""
+        if self.dry_run:
+            return "dry run: codecs and layouts sized, nothing written"
         parts = [f"rows in {self.rows_in}", f"out {self.rows_out}", f"rejected {self.rows_rejected}"]
         if self.mismatches is not None:
             parts.append(f"mismatches {self.mismatches}")

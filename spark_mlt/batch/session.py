@@ -13,13 +13,16 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from collections.abc import Mapping
+from pathlib import Path
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from spark_mlt.batch.jars import delta_session_conf
 
-__all__ = ["DELTA_ENV", "LOCAL_CONF", "job_session", "local_session"]
+__all__ = ["DELTA_ENV", "LOCAL_CONF", "is_local", "job_session", "local_session"]
 
 #: ``spark``: local sessions get delta-spark (see the module doc); anything else: they do not.
 DELTA_ENV = "SPARK_MLT_DELTA"
@@ -41,36 +44,96 @@ def local_session(
     master: str = "local[2]",
     warehouse: str | None = None,
     extra_conf: Mapping[str, str] | None = None,
+    log_level: str = "WARN",
 ) -> SparkSession:
     """Get or create a local SparkSession with spark-mlt's defaults (see ``LOCAL_CONF``).
+
+    ``log_level`` is Spark's (``WARN``, ``ERROR``, ``INFO``). A session this call starts gets a
+    log4j configuration at that level (unless ``spark.driver.extraJavaOptions`` is given): no
+    start-up banner, and at ``ERROR`` no progress bar either.
 
     Example::
 
         spark = local_session("my-job", extra_conf={"spark.ui.enabled": "false"})
     """
+    return _session(app_name, master, {**LOCAL_CONF, **(extra_conf or {})}, warehouse=warehouse, log_level=log_level)
+
+
+def _session(
+    app_name: str, master: str, conf: Mapping[str, str], *, warehouse: str | None = None, log_level: str
+) -> SparkSession:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     builder = SparkSession.builder.master(master).appName(app_name)
-    conf = {**LOCAL_CONF, "spark.pyspark.python": sys.executable}
+    settings = {"spark.pyspark.python": sys.executable}
     if os.environ.get(DELTA_ENV) == "spark":
-        conf.update(delta_session_conf())
-    conf.update(extra_conf or {})
+        settings.update(delta_session_conf())
+    settings.update(conf)
     if warehouse:
-        conf["spark.sql.warehouse.dir"] = warehouse
-    for key, value in conf.items():
+        settings["spark.sql.warehouse.dir"] = warehouse
+    if "spark.driver.extraJavaOptions" not in settings and not _jvm_started():
+        settings["spark.driver.extraJavaOptions"] = f"-Dlog4j2.configurationFile={_log4j(log_level)}"
+    if log_level == "ERROR":
+        settings["spark.ui.showConsoleProgress"] = "false"
+    for key, value in settings.items():
         builder = builder.config(key, value)
     session = builder.getOrCreate()
-    session.sparkContext.setLogLevel("WARN")
+    session.sparkContext.setLogLevel(log_level)
     return session
 
 
-def job_session(app_name: str, *, master: str | None = None, conf: Mapping[str, str] | None = None) -> SparkSession:
-    """The session for a job: spark-submit's when launched by it, else a local one with
-    ``conf`` (e.g. :func:`spark_mlt.storage.s3a_conf` of the job's storage options).
+def _jvm_started() -> bool:
+    return SparkContext._active_spark_context is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def _log4j(level: str) -> str:
+    """A log4j2 configuration at ``level`` for a JVM this process starts: Spark's own start-up
+    lines (its default profile's banner, "Setting default log level") are left out, and a quiet
+    (``ERROR``) run prints nothing but errors."""
+    path = Path(tempfile.gettempdir()) / f"spark-mlt-log4j2-{level.lower()}.properties"
+    text = (
+        f"rootLogger.level = {level.lower()}\n"
+        "rootLogger.appenderRef.stderr.ref = console\n"
+        "appender.console.type = Console\n"
+        "appender.console.name = console\n"
+        "appender.console.target = SYSTEM_ERR\n"
+        "appender.console.layout.type = PatternLayout\n"
+        "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n\n"
+        # the shell's logger at the root's level: Spark then prints no "Setting default log level"
+        "logger.repl.name = org.apache.spark.repl.Main\n"
+        f"logger.repl.level = {level.lower()}\n"
+    )
+    if not path.exists() or path.read_text() != text:
+        partial = path.with_suffix(f".{os.getpid()}.partial")
+        partial.write_text(text)
+        partial.replace(path)
+    return path.as_uri()
+
+
+def is_local(master: str | None) -> bool:
+    """Whether ``master`` runs Spark in this process (``local``, ``local[2]``, ``local-cluster[...]``)."""
+    return master is None or master.startswith("local")
+
+
+def job_session(
+    app_name: str, *, master: str | None = None, conf: Mapping[str, str] | None = None, log_level: str = "WARN"
+) -> SparkSession:
+    """The session for a job: spark-submit's when launched by it, else one at ``master``
+    (default ``local[2]``) with ``conf`` (e.g. :func:`spark_mlt.storage.s3a_conf` of the job's
+    storage options, and the command's ``--conf``). Only a local master also gets
+    ``LOCAL_CONF`` (2 shuffle partitions, a 4g driver, ...); ``conf`` wins over it.
 
     Under spark-submit the driver's Python finds a running JVM gateway and the master and the
-    settings come from spark-submit, so nothing is overridden here.
+    settings come from spark-submit; ``conf`` still applies where Spark lets a running session
+    change a setting (SQL settings).
     """
     if "PYSPARK_GATEWAY_PORT" in os.environ and master is None:
-        return SparkSession.builder.appName(app_name).getOrCreate()
-    return local_session(app_name, master=master or "local[2]", extra_conf=conf)
+        builder = SparkSession.builder.appName(app_name)
+        for key, value in (conf or {}).items():
+            builder = builder.config(key, value)
+        session = builder.getOrCreate()
+        session.sparkContext.setLogLevel(log_level)
+        return session
+    if is_local(master):
+        return local_session(app_name, master=master or "local[2]", extra_conf=conf, log_level=log_level)
+    return _session(app_name, str(master), dict(conf or {}), log_level=log_level)

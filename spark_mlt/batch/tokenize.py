@@ -31,6 +31,7 @@ from spark_mlt.storage import (
     TableSnapshot,
     WriteOptions,
     assign_ids,
+    planned_size,
     read_delta,
     snapshot_for_write,
     token_write_options,
@@ -212,6 +213,22 @@ def _key_ids(
     return df, sources, vocabulary_properties(paths)
 
 
+def _planned_key_ids(
+    spark: SparkSession, df: DataFrame, columns: Sequence[str], output: str, options: TokenizeOptions
+) -> tuple[DataFrame, dict[str, str]]:
+    """A dry run's stand-in for :func:`_key_ids`: each key column's id column holds the largest
+    id its vocabulary would hold after the run, so the codecs size as a real run's; nothing is
+    written."""
+    types = dict(df.dtypes)
+    sources = {c: f"__{c}_id" for c in columns if types[c] == "string"}
+    for column, id_column in sources.items():
+        size = planned_size(
+            spark, df, column, _vocabulary_of(output, column, options), storage_options=options.storage_options
+        )
+        df = df.withColumn(id_column, F.lit(size - 1 if size else None).cast("bigint"))
+    return df, sources
+
+
 def _vocabulary_of(output: str, column: str, options: TokenizeOptions) -> str:
     """Where the vocabulary of key column ``column`` lives: ``<vocabulary_dir>/<column>``, by
     default ``<output>_vocab/<column>``; for a catalog table ``output`` the table
@@ -263,7 +280,8 @@ def tokenize_table(
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
     tokenized; the table property ``mlt.vocabulary.<column>`` names the vocabulary, and decoding
     returns the original keys. Invalid ids are handled as ``options.handle_invalid`` says
-    (see :class:`TokenizeOptions`).
+    (see :class:`TokenizeOptions`). With ``options.dry_run`` it sizes the codecs and layouts
+    (``report.codecs``, ``report.layouts``) and returns before writing anything.
 
     Raises:
         SourceError: a column is not in the input.
@@ -286,6 +304,12 @@ def tokenize_table(
             raise SourceError(
                 f"columns names column(s) {unknown} not in the input; it has {df.columns}", parameter="columns"
             )
+    if opts.dry_run:
+        with phase(report, "vocabularies (planned)"):
+            df, sources = _planned_key_ids(spark, df, columns, output, opts)
+        fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
+        report.dry_run = True
+        return report
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(spark, df, columns, output, opts)
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)

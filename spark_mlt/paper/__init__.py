@@ -20,6 +20,7 @@ Example::
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import os
 import platform
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ from spark_mlt.paper.methods import DEFAULT_EPOCHS, METHODS, MethodResult, run_m
 from spark_mlt.paper.models import keras_module
 from spark_mlt.paper.options import PaperOptions
 from spark_mlt.paper.report import write_report
+
+log = logging.getLogger("spark_mlt.paper")
 
 __all__ = ["DEFAULT_EPOCHS", "METHODS", "PaperOptions", "PaperReport", "reproduce"]
 
@@ -80,6 +83,17 @@ def reproduce(
     keras_module()  # first: without the extra, say so before any work
     ratings = load_ratings(os.fspath(table), label_threshold=options.label_threshold, limit=options.limit)
     train, test = split(ratings, test_fraction=options.test_fraction, seed=options.seed)
-    results = [run_method(method, train, test, options) for method in options.methods]
+    results = []
+    for index, method in enumerate(options.methods, 1):
+        log.info("method %d/%d: %s (%d training rows)", index, len(options.methods), method, len(train))
+        results.append(run_method(method, train, test, options))
+        result = results[-1]
+        log.info(
+            "method %s: accuracy %.4f, ROC AUC %.4f after %d epoch(s)",
+            method,
+            result.accuracy,
+            result.roc_auc,
+            result.epochs,
+        )
     meta = _meta(os.fspath(table), ratings, train, test, options)
     return PaperReport(results, meta, write_report(results, meta, os.fspath(output)))

@@ -10,6 +10,8 @@ from the training split (then retrained on the whole training split, and tested 
 
 from __future__ import annotations
 
+import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,6 +26,8 @@ from spark_mlt.paper.hashing import hashed_features
 
 if TYPE_CHECKING:
     from spark_mlt.paper.options import PaperOptions
+
+log = logging.getLogger("spark_mlt.paper")
 
 __all__ = ["DEFAULT_EPOCHS", "METHODS", "PAPER_FIGURES", "MethodResult", "run_method", "scores"]
 
@@ -254,8 +258,14 @@ def _autoencoder(train: Ratings, test: Ratings, options: PaperOptions) -> Prepar
     autoencoder = models.autoencoder(p, train.tokens.shape[1])
     x_train, x_test = train.tokens.astype(np.int32), test.tokens.astype(np.int32)
     started = time.perf_counter()
+    log.info("mlt_autoencoder: pretraining the autoencoder, %d epoch(s)", epochs)
     autoencoder.fit(
-        x_train, x_train.astype(np.float32), epochs=epochs, batch_size=1024, validation_split=0.1, verbose=0
+        x_train,
+        x_train.astype(np.float32),
+        epochs=epochs,
+        batch_size=1024,
+        validation_split=0.1,
+        **progress("mlt_autoencoder (autoencoder)"),
     )
     pretrain = (time.perf_counter() - started) / epochs
     encoder = models.encoder_of(autoencoder)
@@ -314,11 +324,27 @@ def scores(labels: npt.NDArray[np.uint8], probabilities: npt.NDArray[np.float64]
     return accuracy, auc, loss
 
 
-def _fit(prepared: Prepared, labels: npt.NDArray[np.uint8], epochs: int, batch_size: int) -> float:
-    """Train ``epochs`` more epochs; seconds per epoch."""
+def progress(label: str) -> dict[str, Any]:
+    """``fit`` arguments that report each epoch: Keras' progress bar on a terminal, else one
+    ``spark_mlt.paper`` log line per epoch (loss and accuracy); nothing when that logger is quiet."""
+    if not log.isEnabledFor(logging.INFO):
+        return {"verbose": 0}
+    if sys.stdout.isatty():
+        return {"verbose": 1}
+
+    def report(epoch: int, logs: dict[str, float] | None) -> None:
+        scores = ", ".join(f"{name} {value:.4f}" for name, value in (logs or {}).items())
+        log.info("%s: epoch %d done: %s", label, epoch + 1, scores)
+
+    callback = models.keras_module().callbacks.LambdaCallback(on_epoch_end=report)
+    return {"verbose": 0, "callbacks": [callback]}
+
+
+def _fit(prepared: Prepared, labels: npt.NDArray[np.uint8], epochs: int, batch_size: int, label: str) -> float:
+    """Train ``epochs`` more epochs, reporting each (:func:`progress`); seconds per epoch."""
     started = time.perf_counter()
     prepared.model.fit(
-        prepared.train, labels.astype(np.float32), epochs=epochs, batch_size=batch_size, shuffle=True, verbose=0
+        prepared.train, labels.astype(np.float32), epochs=epochs, batch_size=batch_size, shuffle=True, **progress(label)
     )
     return (time.perf_counter() - started) / epochs
 
@@ -342,8 +368,9 @@ def choose_epochs(key: str, train: Ratings, options: PaperOptions) -> dict[str, 
     curve: list[tuple[int, float, float, float]] = []
     best = 0
     for epoch in range(1, options.max_epochs + 1):
-        _fit(prepared, fit.labels, 1, BATCH_SIZE.get(key, 1024))
+        _fit(prepared, fit.labels, 1, BATCH_SIZE.get(key, 1024), f"{key} (choosing epochs, {epoch})")
         curve.append((epoch, *scores(held.labels, _predict(prepared)[0])))
+        log.info("%s: validation epoch %d: log loss %.4f", key, epoch, curve[-1][3])
         if curve[-1][3] < curve[best][3]:
             best = epoch - 1
         elif epoch - 1 - best >= PATIENCE:
@@ -367,7 +394,8 @@ def run_method(key: str, train: Ratings, test: Ratings, options: PaperOptions) -
     models.keras_module().utils.set_random_seed(options.seed)
     name, prepare = METHODS[key]
     prepared = prepare(train, test, options)
-    per_epoch = _fit(prepared, train.labels, epochs, BATCH_SIZE.get(key, 1024))
+    log.info("%s: training %d epoch(s) on %d rows", key, epochs, len(train))
+    per_epoch = _fit(prepared, train.labels, epochs, BATCH_SIZE.get(key, 1024), key)
     probabilities, per_sample = _predict(prepared)
     accuracy, auc, loss = scores(test.labels, probabilities)
     extra = {**prepared.extra, **(prepared.check(prepared.model) if prepared.check else {})}

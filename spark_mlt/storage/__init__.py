@@ -55,7 +55,7 @@ from spark_mlt.storage.properties import (
 )
 from spark_mlt.storage.reader import read_delta, read_snapshot_rows
 from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
-from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_ids, read_vocabulary
+from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_ids, planned_size, read_vocabulary
 from spark_mlt.storage.writer import (
     WriteOptions,
     check_data_page_version,
@@ -96,6 +96,7 @@ __all__ = [
     "is_table_name",
     "keys_for_ids",
     "orphan_files",
+    "planned_size",
     "read_codecs",
     "read_delta",
     "read_properties",

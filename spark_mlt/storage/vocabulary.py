@@ -37,6 +37,7 @@ __all__ = [
     "check_vocabulary",
     "keys_for_ids",
     "number_keys",
+    "planned_size",
     "read_vocabulary",
 ]
 
@@ -88,6 +89,30 @@ def assign_ids(
     vocabulary = read_delta(spark, path, storage_options=storage_options)
     lookup = vocabulary.select(F.col("key").alias(f"__{column}_key"), F.col("id").alias(id_column))
     return df.join(lookup, F.col(column).cast("string") == F.col(f"__{column}_key"), "left").drop(f"__{column}_key")
+
+
+def planned_size(
+    spark: SparkSession,
+    df: DataFrame,
+    column: str,
+    path: str,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> int:
+    """How many ids the vocabulary at ``path`` would hold after :func:`assign_ids` took the keys
+    of ``df[column]``, writing nothing (a job's dry run sizes its codec from it).
+
+    Example::
+
+        planned_size(spark, orders, "sku", "/data/vocab/sku")  # known ids + new distinct keys
+    """
+    keys = df.select(F.col(column).cast("string").alias("key")).where(F.col("key").isNotNull()).distinct()
+    known = read_vocabulary(spark, path, storage_options=storage_options)
+    if known is None:
+        return keys.count()
+    row = known.agg(F.max("id")).first()
+    start = 0 if row is None or row[0] is None else int(row[0]) + 1
+    return start + keys.join(known.select("key"), "key", "left_anti").count()
 
 
 def number_keys(spark: SparkSession, keys: DataFrame, start: int) -> DataFrame | None:
