@@ -15,7 +15,7 @@ computes a word once per row however many outputs copy it, and puts a large one 
 of its own. Binding the words to a lambda variable instead would keep the plan smaller, but
 Spark before 4.3 interprets lambdas, and from 4.3 it compiles a lambda's body into its
 caller's method, which HotSpot stops compiling to machine code above 8,000 bytes of
-bytecode (see the README's Performance section).
+bytecode (see docs/performance.md).
 """
 
 from __future__ import annotations

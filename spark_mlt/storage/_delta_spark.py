@@ -152,7 +152,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     ``txnAppId``), is refused by Delta with nothing committed; the write then reloads the
     table, checks the run id, codecs and schema again, and runs again (an overwrite then
     replaces what won, as if the two had run one after the other), at most ``WRITE_ATTEMPTS``
-    times. On S3 Delta's default log store is safe for one driver only (see the README).
+    times. On S3 Delta's default log store is safe for one driver only (see docs/object-stores.md).
     """
     spark = df.sparkSession
     location = plan.location

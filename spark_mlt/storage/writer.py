@@ -323,9 +323,9 @@ def token_write_options(
     them and is the writer's main cost, so it is turned off for the token columns' leaves.
     With ``data_page_version=2`` (the default) the files get Parquet's v2 data pages, whose
     integer encoding (``DELTA_BINARY_PACKED``) stores each token column in about the bits its
-    values need instead of 8 bytes a value (``make bench-delta`` measures both effects; the
-    README quotes a run). Spark 3.3+ and delta-rs / pyarrow read v2 pages (tested here); pass
-    ``data_page_version=1`` for readers that do not.
+    values need instead of 8 bytes a value (``make bench-delta`` measures both effects;
+    docs/performance.md quotes a run). Spark 3.3+ and delta-rs / pyarrow read v2 pages (tested
+    here); pass ``data_page_version=1`` for readers that do not.
 
     Example::
 
