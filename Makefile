@@ -17,6 +17,14 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	@touch $(STAMP)
 
+# `make demo` installs only what the demo runs: spark-mlt with its `spark` extra (PySpark)
+DEMO_STAMP := $(VENV)/.installed-demo
+$(DEMO_STAMP): pyproject.toml
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[spark]"
+	@touch $(DEMO_STAMP)
+
 check-java: ## Check that Java 17+ is available (Spark needs it); says how to install it if not
 	@sh jobs/check_java.sh
 
@@ -30,7 +38,7 @@ line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
     JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
 
 DELTA ?=
-demo: check-java $(STAMP) ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
+demo: check-java $(DEMO_STAMP) ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
 	@py=$(BIN)/python; \
 	if [[ "$(DELTA)" == spark ]]; then \
 	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, jar_line; raise SystemExit("delta" not in LINE_GROUPS[jar_line()])'; then \
@@ -68,13 +76,16 @@ test-fast: $(STAMP) ## Run the test suite without the slow tests (uses the table
 	SPARK_MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
-	$(BIN)/ruff check spark_mlt jobs benchmarks tests
-	$(BIN)/ruff format --check spark_mlt jobs benchmarks tests
+	$(BIN)/ruff check spark_mlt jobs benchmarks tests docs/hooks.py
+	$(BIN)/ruff format --check spark_mlt jobs benchmarks tests docs/hooks.py
 	$(BIN)/mypy
 
 format: $(STAMP) ## Format and auto-fix the code
 	$(BIN)/ruff format spark_mlt jobs benchmarks tests
 	$(BIN)/ruff check --fix spark_mlt jobs benchmarks tests
+
+docs: $(STAMP) ## Build the documentation site into site/ (mkdocs build --strict: a broken link or reference fails)
+	$(BIN)/mkdocs build --strict --site-dir site
 
 bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, one core)
 	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python benchmarks/benchmark_codec.py
@@ -140,6 +151,6 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 	rm -rf "$$out" && mv "$$out.tmp" "$$out" && touch "$$out/.complete"
 
 clean: ## Remove build artefacts and caches (keeps .venv)
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log $(ZOO_DIR)
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR)
 
-.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-paper dist clean
+.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-paper dist docs clean

@@ -1,5 +1,5 @@
 """How much the paper's scores move: with the codec, with the split seed, with the compositional
-model's setting. Prints Markdown tables (the README's come from them).
+model's setting. Prints Markdown tables (docs/paper.md's come from them).
 
 A MovieLens release is tokenized by the MovieLens job into a temporary Delta table (through
 ``reproduce_paper``, as ``spark-mlt paper`` does), so the tokens are the ones a user's table

@@ -9,14 +9,14 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from spark_mlt.batch.cli import build_parser, command_parsers
+
 MARKER = "<!-- spark-mlt cli reference -->"
 
 
 def cli_reference() -> str:
     """The help of ``spark-mlt`` and of each command, as Markdown: one ``###`` per command."""
     os.environ["COLUMNS"] = "100"  # argparse wraps to $COLUMNS: a stable width for the page
-    from spark_mlt.batch.cli import build_parser, command_parsers
-
     parser = build_parser()
     parts = ["### spark-mlt", "", "```text", parser.format_help().rstrip(), "```", ""]
     for name, command in command_parsers(parser).items():

@@ -200,7 +200,11 @@ def test_secrets_never_reach_the_table_its_log_the_output_or_an_error(
 
 # ---------------------------------------------------------------------- writers at once, on S3
 def _launch(scenario: str, output: str, start: int, rows: int) -> subprocess.Popen[str]:
-    env = {**os.environ, **local_s3.storage_options(), "MLT_FAULT_S3_CONF": json.dumps(local_s3.spark_conf())}
+    env = {
+        **os.environ,
+        **local_s3.storage_options(),
+        "SPARK_MLT_TEST_FAULT_S3_CONF": json.dumps(local_s3.spark_conf()),
+    }
     return subprocess.Popen(
         [sys.executable, str(FAULT_JOBS), scenario, output, str(start), str(rows)],
         stdout=subprocess.PIPE,

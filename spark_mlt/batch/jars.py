@@ -165,7 +165,7 @@ def delta_session_conf(
 ) -> dict[str, str]:
     """Session settings for delta-spark from the jars ``make jars`` copied: ``spark.jars``,
     Delta's SQL extension and its session catalog. On a cluster use ``--packages`` with the
-    line's coordinates instead of ``spark.jars`` (the README lists them); the other two
+    line's coordinates instead of ``spark.jars`` (docs/compatibility.md lists them); the other two
     settings are the same.
 
     Arguments and errors as in :func:`jar_paths`.

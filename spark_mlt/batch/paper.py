@@ -6,7 +6,7 @@ into ``<output>/ratings_mlt``, so the reproduction always reads the codecs and t
 Delta table, as a warehouse user would. The paper's codec (:data:`PAPER_P`, :data:`PAPER_N`: its
 14 dimensions and its autoencoder's prime) is one ``tokenize`` option away; on
 ml-latest-small's validation splits, compositional embeddings of the same size learned no better
-with it than with the default (README, "Choosing p and n for learning"). Training then runs on
+with it than with the default (docs/paper.md, "Choosing p and n for learning"). Training then runs on
 this machine (:mod:`spark_mlt.paper`).
 """
 

@@ -11,7 +11,7 @@ and prints one JSON line with the write's result.
   replaced in this process by a function that prints the staging folder and exits.
 * ``append``: a plain append (run twice at once to race two writers).
 
-OUTPUT may be an S3 URI: ``MLT_FAULT_S3_CONF`` (JSON) then holds the session's ``s3a``
+OUTPUT may be an S3 URI: ``SPARK_MLT_TEST_FAULT_S3_CONF`` (JSON) then holds the session's ``s3a``
 settings, the line's s3a jars are added, and delta-rs and pyarrow take the store's settings
 from the environment (``AWS_ENDPOINT_URL``, ...), as a job without ``storage_options`` does.
 """
@@ -77,8 +77,8 @@ def main(argv: list[str]) -> int:
         "spark.sql.execution.arrow.maxRecordsPerBatch": "1000",
         "spark.python.worker.reuse": "false",
     }
-    if os.environ.get("MLT_FAULT_S3_CONF"):
-        conf.update({**json.loads(os.environ["MLT_FAULT_S3_CONF"]), "spark.jars": spark_jars("s3")})
+    if os.environ.get("SPARK_MLT_TEST_FAULT_S3_CONF"):
+        conf.update({**json.loads(os.environ["SPARK_MLT_TEST_FAULT_S3_CONF"]), "spark.jars": spark_jars("s3")})
     spark = local_session(f"spark-mlt-fault-{scenario}", master="local[2,4]", extra_conf=conf)
     codec = MLTCodec.from_seed(CODEC_P, CODEC_N, CODEC_SEED)
     ids = spark.range(start, start + rows, numPartitions=4).withColumnRenamed("id", "userId")
