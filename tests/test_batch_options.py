@@ -175,10 +175,11 @@ def test_a_library_error_names_the_flag_of_its_parameter_in_the_cli() -> None:
 def test_the_cli_names_the_flag_of_a_value_only_the_library_checks(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], command: str, conf: str, flag: str
 ) -> None:
-    """The options are checked before any Spark session starts: no Spark needed here."""
+    """The options are checked before any Spark session starts (no Spark needed here): a bad
+    value is a usage error, named by its flag."""
     config = tmp_path / "job.yaml"
     config.write_text(f"input: in\n{conf}\n")
-    assert main([command, "--config", str(config)]) == 1
+    assert main([command, "--config", str(config)]) == EXIT_USAGE
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert err.startswith("spark-mlt: error: "), err
     assert flag in err, err

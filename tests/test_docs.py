@@ -43,30 +43,68 @@ def _fences(page: Path) -> list[tuple[str, str]]:
     return [(token.info.split()[0] if token.info else "", token.content) for token in tokens if token.type == "fence"]
 
 
+#: pages a new user follows top-down: their shell commands run too, after the Python blocks
+#: before them, in one folder
+WALKTHROUGHS = [ROOT / "docs" / "getting-started.md"]
+
+
 def _python_pages() -> Iterator[Path]:
     return (page for page in PAGES if any(lang.startswith("py") for lang, _ in _fences(page)))
 
 
-@pytest.mark.parametrize("page", list(_python_pages()), ids=_name)
+def _run_page(page: Path, eval_example: EvalExample, *, run_shell: bool) -> int:
+    """Run a page's Python blocks in order, sharing their globals (and with ``run_shell`` its
+    ``spark-mlt`` commands where they stand, each to exit 0); the number of blocks skipped.
+    pytest-examples must find every Python fence a Markdown parser sees, so that no block is
+    left untested by a fence spelling it misses."""
+    examples: list[CodeExample] = list(find_examples(page))
+    fences = _fences(page)
+    assert len(examples) == sum(lang.startswith("py") for lang, _ in fences)
+    pending = iter(examples)
+    namespace: dict[str, object] = {}
+    skipped = 0
+    main_module = sys.modules["__main__"]  # pytest-examples runs each block as __main__
+    try:
+        for lang, text in fences:
+            if lang.startswith("py"):
+                example = next(pending)
+                if example.prefix_settings().get("test") == "skip":
+                    skipped += 1
+                    continue
+                namespace = eval_example.run(example, module_globals=namespace)
+            elif lang in SHELLS and run_shell:
+                for words in _commands(text):
+                    if words[0] == "spark-mlt":
+                        assert main(words[1:]) == 0, f"{_name(page)}: {' '.join(words)}"
+    finally:
+        sys.modules["__main__"] = main_module
+    return skipped
+
+
+@pytest.mark.parametrize("page", [p for p in _python_pages() if p not in WALKTHROUGHS], ids=_name)
 def test_the_python_examples_of_a_page_run_in_order(
     page: Path, eval_example: EvalExample, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """pytest-examples finds every Python fence a Markdown parser sees (none is left untested by
-    a fence spelling it misses); the skipped ones are few and say so in their fence."""
-    examples: list[CodeExample] = list(find_examples(page))
-    assert len(examples) == sum(lang.startswith("py") for lang, _ in _fences(page))
+    """The skipped blocks (```python test="skip") are few."""
     monkeypatch.chdir(tmp_path)  # an example's relative paths land in the test's folder
-    namespace: dict[str, object] = {}
-    main_module = sys.modules["__main__"]  # pytest-examples runs each block as __main__
+    skipped = _run_page(page, eval_example, run_shell=False)
+    assert skipped <= max(1, len(list(find_examples(page))) // 3), f"{_name(page)}: most examples are skipped"
+
+
+@pytest.mark.parametrize("page", WALKTHROUGHS, ids=_name)
+def test_a_walkthrough_works_as_written_top_down(
+    page: Path, eval_example: EvalExample, spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    # a reader's Python and Spark share one folder; the test's JVM started elsewhere, so its
+    # local file system resolves relative paths against tmp_path for the walk-through
+    local = spark._jvm.org.apache.hadoop.fs.FileSystem.getLocal(spark._jsc.hadoopConfiguration())
+    before = local.getWorkingDirectory()
+    local.setWorkingDirectory(spark._jvm.org.apache.hadoop.fs.Path(tmp_path.as_uri()))
     try:
-        for example in examples:
-            if example.prefix_settings().get("test") == "skip":
-                continue
-            namespace = eval_example.run(example, module_globals=namespace)
+        assert _run_page(page, eval_example, run_shell=True) == 0
     finally:
-        sys.modules["__main__"] = main_module
-    skipped = [e for e in examples if e.prefix_settings().get("test") == "skip"]
-    assert len(skipped) <= max(1, len(examples) // 3), f"{_name(page)}: most examples are skipped"
+        local.setWorkingDirectory(before)
 
 
 def _commands(text: str) -> Iterator[list[str]]:

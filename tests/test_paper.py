@@ -301,7 +301,7 @@ def test_without_the_paper_extra_the_command_says_what_to_install(tmp_path: Path
     script = (
         "import sys; sys.modules['keras'] = None; from spark_mlt.batch.cli import main; sys.exit(main(sys.argv[1:]))"
     )
-    table = tmp_path / "missing"
+    table = tmp_path  # exists: the missing extra is what fails, before anything is read
     completed = subprocess.run(
         [sys.executable, "-c", script, "paper", "--input", str(table), "--output", str(tmp_path / "out")],
         capture_output=True,

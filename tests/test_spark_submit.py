@@ -204,13 +204,15 @@ def test_py_files_zip_holds_the_package_at_its_root(py_files: Path) -> None:
         names = archive.namelist()
     assert "spark_mlt/__init__.py" in names
     assert "spark_mlt/column/functions.py" in names
-    assert all(name.startswith("spark_mlt/") and "__pycache__" not in name for name in names), names
+    metadata = f"spark_mlt-{spark_mlt.__version__}.dist-info/METADATA"
+    assert metadata in names  # so that importlib.metadata (spark_mlt.__version__) finds the version
+    assert all(name.startswith("spark_mlt/") and "__pycache__" not in name for name in names if name != metadata)
     assert not any(name.endswith(".pyc") for name in names)
 
 
 def test_the_zip_and_the_package_carry_the_version_of_pyproject(py_files: Path) -> None:
     version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
-    assert spark_mlt.__version__ == version  # written in both places: they must agree
+    assert spark_mlt.__version__ == version  # read from the package metadata
     assert py_files.name == f"spark_mlt-{version}.zip"
 
 
@@ -233,12 +235,13 @@ def test_executor_python_lacks_spark_mlt_but_the_zip_provides_it(python: Path, p
     assert has_the_rest.returncode == 0, has_the_rest.stderr
     from_zip = _run_python(
         python,
-        "import spark_mlt.batch.cli, spark_mlt.storage, spark_mlt.column, spark_mlt.ml; print(spark_mlt.__file__)",
+        "import spark_mlt.batch.cli, spark_mlt.storage, spark_mlt.column, spark_mlt.ml; "
+        "print(spark_mlt.__file__, spark_mlt.__version__)",
         neutral,
         {**env, "PYTHONPATH": str(py_files)},
     )
     assert from_zip.returncode == 0, from_zip.stderr
-    assert from_zip.stdout.strip() == str(py_files / "spark_mlt" / "__init__.py")
+    assert from_zip.stdout.split() == [str(py_files / "spark_mlt" / "__init__.py"), spark_mlt.__version__]
 
 
 @pytest.fixture(scope="module")

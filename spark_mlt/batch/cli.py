@@ -2,8 +2,8 @@
 and ``vacuum``.
 
 The same flags work as ``spark-submit jobs/<job>.py ...``. Exit codes: :data:`EXIT_OK` (0),
-:data:`EXIT_FAILURE` (1, with a one-line reason on stderr), :data:`EXIT_USAGE` (2: a bad flag,
-a missing required flag, a bad conf file), :data:`EXIT_MISMATCH` (3: ``decode --verify``
+:data:`EXIT_FAILURE` (1, with a one-line reason on stderr), :data:`EXIT_USAGE` (2: a bad flag or
+option value, a missing required flag, a bad conf file), :data:`EXIT_MISMATCH` (3: ``decode --verify``
 found decoded ids that differ from the originals) and :data:`EXIT_INTERRUPTED` (130).
 
 One vocabulary, derived: a job command's flags come from its job function's arguments
@@ -71,6 +71,7 @@ __all__ = [
     "EXIT_USAGE",
     "JOBS",
     "Job",
+    "OptionsError",
     "UsageError",
     "add_flags",
     "build_parser",
@@ -84,6 +85,11 @@ __all__ = [
 
 class UsageError(ValueError):
     """A problem with the command line or conf file itself: a missing flag, an unknown key."""
+
+
+class OptionsError(UsageError):
+    """An option value its options class refused (its ``__cause__``, an ``MLTError`` naming
+    the parameter): a usage error too, found before any Spark work."""
 
 
 def flag_of(name: str) -> str:
@@ -262,7 +268,7 @@ _DESCRIPTION = """Modular Linear Tokenization jobs for Spark + Delta Lake.
 exit codes:
   0    success
   1    failure (one line 'spark-mlt: error: ...' on stderr)
-  2    usage error: a bad or missing flag, a bad conf file
+  2    usage error: a bad flag or option value, a missing flag, a bad conf file
   3    decode --verify: decoded ids differ from the originals
   130  interrupted (Ctrl-C)
 """
@@ -465,7 +471,10 @@ def _run_job(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     values = _values(job, args, config)
     arguments = {name: values[name] for name in job.arguments}
     fields = {f.name for f in dataclasses.fields(job.options)}
-    options = job.options(**{name: value for name, value in values.items() if name in fields})
+    try:
+        options = job.options(**{name: value for name, value in values.items() if name in fields})
+    except MLTError as exc:
+        raise OptionsError(str(exc)) from exc
     _check_input(job, values)
     master = args.master or config.get("master")
     conf = {**_pairs("conf", config.get("conf") or {}, str), **_pairs("conf", args.conf or [], str)}
@@ -618,6 +627,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("spark-mlt: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
+    except OptionsError as exc:
+        reason = redact(_reason(exc.__cause__ or exc, args.command), _given_storage_options(args))
+        print(f"spark-mlt: error: {reason}", file=sys.stderr)
+        return EXIT_USAGE
     except UsageError as exc:
         print(f"spark-mlt {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
