@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
@@ -371,3 +375,28 @@ def test_a_dry_run_sizes_what_a_run_writes_and_writes_nothing(
         assert spark.conf.get("spark.sql.shuffle.partitions") == "7"
     finally:
         spark.conf.set("spark.sql.shuffle.partitions", before)
+
+
+def test_a_quiet_run_prints_its_report_and_no_spark_lines(tmp_path: Path) -> None:
+    """``-q`` in a fresh process: the report on stdout; on stderr nothing from Spark's logging
+    (no banner, no "Setting default log level", no progress bar). Only the JVM's own notice
+    about an incubator module (Spark 4) may remain, which no log setting reaches."""
+    orders = tmp_path / "orders.parquet"
+    pq.write_table(pa.table({"customer_id": pa.array([1, 2, 900], pa.int64())}), orders)
+    argv = ["tokenize", "--input", str(orders), "--columns", "customer_id", "--output", str(tmp_path / "o"), "-q"]
+    completed = subprocess.run(
+        [sys.executable, "-m", "spark_mlt.batch.cli", *argv],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYSPARK_PYTHON": sys.executable},
+        cwd=tmp_path,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert (
+        completed.stdout.splitlines()[-1]
+        == f"spark-mlt tokenize: rows in 3, out 3, rejected 0, table {tmp_path / 'o'} version 1"
+    )
+    noise = [line for line in completed.stderr.splitlines() if line and "incubator modules" not in line]
+    assert noise == []

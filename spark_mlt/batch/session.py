@@ -99,9 +99,10 @@ def _log4j(level: str) -> str:
         "appender.console.target = SYSTEM_ERR\n"
         "appender.console.layout.type = PatternLayout\n"
         "appender.console.layout.pattern = %d{yy/MM/dd HH:mm:ss} %p %c{1}: %m%n\n"
-        # the shell's logger at the root's level: Spark then prints no "Setting default log level"
-        "logger.repl.name = org.apache.spark.repl.Main\n"
-        f"logger.repl.level = {level.lower()}\n"
+        # PySpark's gateway is what Spark treats as its shell: its logger at the root's level,
+        # Spark prints no "Setting default log level" line
+        "logger.gateway.name = org.apache.spark.api.python.PythonGatewayServer\n"
+        f"logger.gateway.level = {level.lower()}\n"
     )
     if not path.exists() or path.read_text() != text:
         partial = path.with_suffix(f".{os.getpid()}.partial")
