@@ -364,7 +364,7 @@ def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.Argum
 _STORAGE_FLAG = next(flag for flag in option_flags(DecodeOptions) if flag.name == "storage_options")
 
 #: flags of every job command that are no job argument or option: how to run, not what
-_RUN_FLAGS = ("config", "master", "conf", "verbose", "quiet")
+_RUN_FLAGS = ("config", "master", "conf")
 
 
 def _load_config(path: str | None) -> dict[str, Any]:

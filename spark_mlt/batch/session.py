@@ -17,7 +17,6 @@ import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
-from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
 from spark_mlt.batch.jars import delta_session_conf
@@ -83,7 +82,7 @@ def _session(
 
 
 def _jvm_started() -> bool:
-    return SparkContext._active_spark_context is not None or "PYSPARK_GATEWAY_PORT" in os.environ
+    return SparkSession.getActiveSession() is not None or "PYSPARK_GATEWAY_PORT" in os.environ
 
 
 def _log4j(level: str) -> str:
