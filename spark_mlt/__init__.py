@@ -2,15 +2,16 @@
 
 The package reads as its data flow, each layer importing only the ones before it:
 
-* :mod:`spark_mlt.codec`: the pure NumPy codec (no Spark);
-* :mod:`spark_mlt.column`: PySpark column functions, two engines (native SQL, vectorised UDF);
-* :mod:`spark_mlt.ml`: Spark ML stages over the column functions;
-* :mod:`spark_mlt.storage`: Delta Lake tables with their codecs in the table properties;
-* :mod:`spark_mlt.batch`: the batch jobs and the ``spark-mlt`` command.
+* [`spark_mlt.codec`][spark_mlt.codec]: the pure NumPy codec (no Spark);
+* `spark_mlt.column`: PySpark column functions, two engines (native SQL, vectorised UDF);
+* [`spark_mlt.ml`][spark_mlt.ml]: Spark ML stages over the column functions;
+* [`spark_mlt.storage`][spark_mlt.storage]: Delta Lake tables with their codecs in the table properties;
+* [`spark_mlt.batch`][spark_mlt.batch]: the batch jobs and the ``spark-mlt`` command.
 
-:mod:`spark_mlt.options` names the options every layer shares, :mod:`spark_mlt.errors` holds
-the one exception hierarchy. The codec and the errors import without PySpark; the Spark names
-below (``mlt_encode``, ``MLTEncoder``, ``write_delta``, ...) load PySpark when first used.
+[`spark_mlt.options`][spark_mlt.options] names the options every layer shares,
+[`spark_mlt.errors`][spark_mlt.errors] holds the one exception hierarchy. The codec and the errors
+import without PySpark; the Spark names below (``mlt_encode``, ``MLTEncoder``, ``write_delta``, ...)
+load PySpark when first used.
 
 Example::
 

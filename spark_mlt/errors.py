@@ -1,6 +1,6 @@
 """The exception classes of spark-mlt, one hierarchy for every layer.
 
-Every error derives from :class:`MLTError`, itself a :class:`ValueError`, so callers can
+Every error derives from [`MLTError`][spark_mlt.errors.MLTError], itself a `ValueError`, so callers can
 catch the whole family or one kind::
 
     MLTError (ValueError)
@@ -33,7 +33,7 @@ Errors in the rows of a Spark query surface as Spark's own exceptions (the query
 the message ``raise_error`` or the UDF gave), naming the offending value.
 
 Messages name the offending value and what was expected. An error about one argument carries
-its Python name in :attr:`MLTError.parameter` (and starts with it), so the ``spark-mlt``
+its Python name in `MLTError.parameter` (and starts with it), so the ``spark-mlt``
 command can name its own flag instead (``layout`` -> ``--layout``).
 """
 

@@ -11,7 +11,7 @@ Token layouts: ``array`` (array<int> of n tokens), ``struct`` (fields t0..t{n-1}
 ``[j*b, (j+1)*b)``). ``auto`` is accepted where the layout can be read from a schema (the
 decoder stage, the decode job) or chosen for storage (the jobs: an existing table's layout,
 else packed when the tokens fit in 64 bits). The layout values, their subsets and their Spark
-types live in :mod:`spark_mlt.column.layouts`, beside the code that reads and writes them.
+types live in [`spark_mlt.column.layouts`][spark_mlt.column.layouts], beside the code that reads and writes them.
 
 Invalid ids (negative, at or above the codec's capacity, fractional decimals) and invalid token
 vectors: ``error`` fails the query naming the value; ``null`` keeps the row with a null result;

@@ -2,14 +2,21 @@
 
 One module per role:
 
-* ``options``: the jobs' typed options (:class:`TokenizeOptions`, :class:`MovieLensOptions`,
-  :class:`DecodeOptions`), checked when built; each field's help is in its metadata.
-* ``report``: :class:`JobReport`, what a run did, and its phase timings.
-* ``tokenize``: :func:`tokenize_dataframe`, :func:`tokenize_table` and the token layouts.
-* ``movielens``: the MovieLens releases, the synthetic generator, :func:`tokenize_movielens`.
-* ``decode``: :func:`decode_table`, :func:`unpack_token_columns`.
-* ``inspect``: :func:`inspect_table`.
-* ``paper``: :func:`reproduce_paper`, the MLT paper's Table 1 from a table or a release.
+* ``options``: the jobs' typed options
+  ([`TokenizeOptions`][spark_mlt.batch.options.TokenizeOptions],
+  [`MovieLensOptions`][spark_mlt.batch.options.MovieLensOptions],
+  [`DecodeOptions`][spark_mlt.batch.options.DecodeOptions]), checked when built; each field's help
+  is in its metadata.
+* ``report``: [`JobReport`][spark_mlt.batch.report.JobReport], what a run did, and its phase timings.
+* ``tokenize``: [`tokenize_dataframe`][spark_mlt.batch.tokenize.tokenize_dataframe],
+  [`tokenize_table`][spark_mlt.batch.tokenize.tokenize_table] and the token layouts.
+* ``movielens``: the MovieLens releases, the synthetic generator,
+  [`tokenize_movielens`][spark_mlt.batch.movielens.tokenize_movielens].
+* ``decode``: [`decode_table`][spark_mlt.batch.decode.decode_table],
+  [`unpack_token_columns`][spark_mlt.batch.decode.unpack_token_columns].
+* ``inspect``: [`inspect_table`][spark_mlt.batch.inspect.inspect_table].
+* ``paper``: [`reproduce_paper`][spark_mlt.batch.paper.reproduce_paper], the MLT paper's Table 1
+  from a table or a release.
 * ``cli``: the ``spark-mlt`` command, its flags and conf keys derived from the options'
   fields; ``jobs/*.py`` are spark-submit entry points over it.
 

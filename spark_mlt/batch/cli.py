@@ -1,24 +1,27 @@
 """The ``spark-mlt`` command: ``movielens``, ``tokenize``, ``decode``, ``paper``, ``inspect``
 and ``vacuum``.
 
-The same flags work as ``spark-submit jobs/<job>.py ...``. Exit codes: :data:`EXIT_OK` (0),
-:data:`EXIT_FAILURE` (1, with a one-line reason on stderr), :data:`EXIT_USAGE` (2: a bad flag or
-option value, a missing required flag, a bad conf file), :data:`EXIT_MISMATCH` (3: ``decode --verify``
-found decoded ids that differ from the originals) and :data:`EXIT_INTERRUPTED` (130).
+The same flags work as ``spark-submit jobs/<job>.py ...``. Exit codes:
+[`EXIT_OK`][spark_mlt.batch.cli.EXIT_OK] (0), [`EXIT_FAILURE`][spark_mlt.batch.cli.EXIT_FAILURE] (1,
+with a one-line reason on stderr), [`EXIT_USAGE`][spark_mlt.batch.cli.EXIT_USAGE] (2: a bad flag or
+option value, a missing required flag, a bad conf file),
+[`EXIT_MISMATCH`][spark_mlt.batch.cli.EXIT_MISMATCH] (3: ``decode --verify`` found decoded ids that
+differ from the originals) and [`EXIT_INTERRUPTED`][spark_mlt.batch.cli.EXIT_INTERRUPTED] (130).
 
-One vocabulary, derived: a job command's flags come from its job function's arguments
-(``input``, ``output``, ``columns``) and its options dataclass's fields
-(:mod:`spark_mlt.batch.options`, :class:`spark_mlt.paper.PaperOptions`), walked by
-:func:`add_flags`: the flag of ``data_page_version`` is ``--data-page-version``, its conf-file
-key ``data_page_version`` (dashes accepted too), its type and choices those of the field's
-annotation (a ``Literal``'s values become the choices), its help the field's
-``metadata["help"]``. Options can come from a YAML or JSON file (``--config
-conf/movielens.yaml``); flags given on the command line win; a key that is no flag of the
-command is refused by name. A job argument is a required flag unless the conf file gives it.
+One vocabulary, derived: a job command's flags come from its job function's arguments (``input``,
+``output``, ``columns``) and its options dataclass's fields
+([`spark_mlt.batch.options`][spark_mlt.batch.options], `spark_mlt.paper.PaperOptions`), walked by
+[`add_flags`][spark_mlt.batch.cli.add_flags]: the flag of ``data_page_version`` is
+``--data-page-version``, its conf-file key ``data_page_version`` (dashes accepted too), its type and
+choices those of the field's annotation (a ``Literal``'s values become the choices), its help the
+field's ``metadata["help"]``. Options can come from a YAML or JSON file (``--config
+conf/movielens.yaml``); flags given on the command line win; a key that is no flag of the command is
+refused by name. A job argument is a required flag unless the conf file gives it.
 
 How to run, beside what to run: ``--master`` (default ``local[2]``; a local master also gets
-:data:`spark_mlt.batch.session.LOCAL_CONF`), ``--conf KEY=VALUE`` for the session the command
-starts, ``-v``/``-q`` for the ``spark_mlt`` logger (Spark's log level follows).
+[`spark_mlt.batch.session.LOCAL_CONF`][spark_mlt.batch.session.LOCAL_CONF]), ``--conf KEY=VALUE``
+for the session the command starts, ``-v``/``-q`` for the ``spark_mlt`` logger (Spark's log level
+follows).
 
 Library errors name the Python parameter (``MLTError.parameter``); only this module speaks of
 flags, and it maps a parameter to its flag by the same rule (``layout`` -> ``--layout``).
@@ -131,7 +134,7 @@ def add_flags(
     required: argparse._ArgumentGroup | None = None,
     given: Iterable[str] = (),
 ) -> None:
-    """Add one ``--flag`` per :class:`Flag`, typed by its annotation: a ``Literal`` gives the
+    """Add one ``--flag`` per [`Flag`][spark_mlt.batch.cli.Flag], typed by its annotation: a ``Literal`` gives the
     choices, ``bool`` ``--x/--no-x``, a sequence ``x [x ...]`` (or ``a,b``), a mapping
     ``key=value`` words. Every default is None, so an absent flag leaves the conf file's
     value (or the dataclass default) in place. A required flag goes to the ``required``
@@ -354,8 +357,9 @@ def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentPa
 
 
 def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    """The parser of each command of ``parser`` (from :func:`build_parser`), by name: what the
-    documentation's CLI reference prints."""
+    """The parser of each command of ``parser`` (from
+    [`build_parser`][spark_mlt.batch.cli.build_parser]), by name: what the documentation's CLI
+    reference prints."""
     commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
     return dict(commands.choices)
 
@@ -619,7 +623,8 @@ def _reason(exc: BaseException, command: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point: the exit code (:data:`EXIT_OK`, ...), a one-line reason on stderr on failure."""
+    """Entry point: the exit code ([`EXIT_OK`][spark_mlt.batch.cli.EXIT_OK], ...), a one-line reason
+    on stderr on failure."""
     args, config = _parse(argv)  # exits 2 with argparse's usage message
     configure_logging(_verbosity_of(args))
     try:

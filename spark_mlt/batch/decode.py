@@ -1,7 +1,7 @@
 """Decode a tokenized Delta table back to ids (or string keys), or verify that it decodes.
 
 The codecs, token layouts and vocabularies come from the table itself (one
-:func:`spark_mlt.storage.read_snapshot`, whose handle the rows are then read through:
+[`spark_mlt.storage.read_snapshot`][spark_mlt.storage.read_snapshot], whose handle the rows are then read through:
 the input table is opened once), so decoding needs no option but where to write.
 """
 

@@ -1,6 +1,7 @@
 """What a tokenized Delta table holds: its codecs and token layouts, version, rows, history.
 
-Everything comes from one :func:`spark_mlt.storage.read_snapshot`; no Spark session is needed.
+Everything comes from one [`spark_mlt.storage.read_snapshot`][spark_mlt.storage.read_snapshot]; no
+Spark session is needed.
 """
 
 from __future__ import annotations

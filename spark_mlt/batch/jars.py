@@ -105,13 +105,13 @@ def jar_paths(
     Args:
         group: ``"delta"``, ``"connect"`` or ``"s3"``.
         spark_version: a PySpark version such as ``"3.5.0"``; default: the installed one.
-        jars_dir: the folder ``make jars`` filled; default: :func:`default_jars_dir`.
+        jars_dir: the folder ``make jars`` filled; default: [`default_jars_dir`][spark_mlt.batch.jars.default_jars_dir].
 
     Returns:
         Absolute paths of the group's jars.
 
     Raises:
-        OptionError: ``group`` is none of :data:`JAR_GROUPS`.
+        OptionError: ``group`` is none of [`JAR_GROUPS`][spark_mlt.batch.jars.JAR_GROUPS].
         MissingJarsError: the line has no such jars, or ``make jars`` has not copied them yet
             (the message gives the command).
 
@@ -147,7 +147,7 @@ def jar_paths(
 def spark_jars(*groups: str, spark_version: str | None = None, jars_dir: str | os.PathLike[str] | None = None) -> str:
     """The ``spark.jars`` value for one or more groups: their jar paths joined by commas.
 
-    Arguments and errors as in :func:`jar_paths`.
+    Arguments and errors as in [`jar_paths`][spark_mlt.batch.jars.jar_paths].
 
     Example::
 
@@ -168,7 +168,7 @@ def delta_session_conf(
     line's coordinates instead of ``spark.jars`` (docs/compatibility.md lists them); the other two
     settings are the same.
 
-    Arguments and errors as in :func:`jar_paths`.
+    Arguments and errors as in [`jar_paths`][spark_mlt.batch.jars.jar_paths].
 
     Example::
 

@@ -10,12 +10,15 @@ Files are read as text and split by hand, so CRLF line endings (a trailing ``\\r
 three separators are handled the same way. Also: a seeded synthetic generator that writes the
 ml-latest files, for demos and tests where no real release is at hand.
 
-The file formats are called *releases* (:class:`MovieLensRelease`, :func:`detect_release`);
-"layout" means the storage layout of token columns everywhere in spark-mlt.
+The file formats are called *releases*
+([`MovieLensRelease`][spark_mlt.batch.movielens.MovieLensRelease],
+[`detect_release`][spark_mlt.batch.movielens.detect_release]); "layout" means the storage layout of
+token columns everywhere in spark-mlt.
 
 The job records its label's rule in the table property ``mlt.label.rule``
-(:data:`spark_mlt.paper.data.LABEL_RULE_PROPERTY`: the paper layer, below this one, reads
-it), passed to storage as one more table property: storage knows no labels.
+([`spark_mlt.paper.data.LABEL_RULE_PROPERTY`][spark_mlt.paper.data.LABEL_RULE_PROPERTY]: the paper
+layer, below this one, reads it), passed to storage as one more table property: storage knows no
+labels.
 """
 
 from __future__ import annotations
@@ -147,7 +150,8 @@ def tokenize_movielens(
     label_threshold``, 4 by default as the paper's code labels it) and ``userId_mlt`` /
     ``movieId_mlt``; both codecs and the label's rule (``mlt.label.rule``) are stored in its
     properties, the release in the commit info (``spark_mlt.release``). Options as
-    :class:`MovieLensOptions`. The output table is opened once, before any Spark work.
+    [`MovieLensOptions`][spark_mlt.batch.options.MovieLensOptions]. The output table is opened once,
+    before any Spark work.
 
     Raises:
         SourceError: ``input`` holds no MovieLens ratings file.

@@ -6,11 +6,11 @@ spark-submit scripts, a conf file and Python callers all build the same object, 
 value fails before any Spark work, naming the field (``MLTError.parameter``).
 
 Each field carries its help in ``metadata["help"]``: the ``spark-mlt`` command derives its
-flags and conf keys from the fields (:mod:`spark_mlt.batch.cli`: flag ``--data-page-version``
+flags and conf keys from the fields ([`spark_mlt.batch.cli`][spark_mlt.batch.cli]: flag ``--data-page-version``
 = field ``data_page_version`` = conf key ``data_page_version``), so a field is declared once.
 
 A write setting (``mode``, ``run_id``, ``data_page_version``) is checked by storage's own
-checker (:func:`spark_mlt.storage.check_mode`, ...), the one ``write_delta`` calls: the same
+checker ([`spark_mlt.storage.check_mode`][spark_mlt.storage.check_mode], ...), the one ``write_delta`` calls: the same
 bad value gives the same error, whether a job or a direct write got it.
 """
 
@@ -154,8 +154,9 @@ class JobOptions:
 
 @dataclass(frozen=True, kw_only=True)
 class MovieLensOptions(JobOptions):
-    """Options of :func:`spark_mlt.batch.tokenize_movielens`: those of :class:`JobOptions` and
-    the label's threshold, recorded in the table property ``mlt.label.rule``.
+    """Options of [`spark_mlt.batch.tokenize_movielens`][spark_mlt.batch.tokenize_movielens]: those
+    of [`JobOptions`][spark_mlt.batch.options.JobOptions] and the label's threshold, recorded in the
+    table property ``mlt.label.rule``.
 
     Example::
 
@@ -181,8 +182,9 @@ class MovieLensOptions(JobOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class TokenizeOptions(JobOptions):
-    """Options of :func:`spark_mlt.batch.tokenize_table`: those of :class:`JobOptions` and how
-    the input is read and its invalid rows handled.
+    """Options of [`spark_mlt.batch.tokenize_table`][spark_mlt.batch.tokenize_table]: those of
+    [`JobOptions`][spark_mlt.batch.options.JobOptions] and how the input is read and its invalid
+    rows handled.
 
     Example::
 
@@ -221,7 +223,7 @@ class TokenizeOptions(JobOptions):
 
 @dataclass(frozen=True, kw_only=True)
 class DecodeOptions:
-    """Options of :func:`spark_mlt.batch.decode_table`.
+    """Options of [`spark_mlt.batch.decode_table`][spark_mlt.batch.decode_table].
 
     Example::
 

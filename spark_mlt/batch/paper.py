@@ -1,13 +1,13 @@
 """The ``paper`` job: the MLT paper's Table 1 from a tokenized MovieLens table or a release.
 
-Given a MovieLens release folder, the job first tokenizes it with the MovieLens job (Spark,
-with that job's defaults: p = 13, n sized per column, as ``spark-mlt movielens`` writes a table)
-into ``<output>/ratings_mlt``, so the reproduction always reads the codecs and tokens from a
-Delta table, as a warehouse user would. The paper's codec (:data:`PAPER_P`, :data:`PAPER_N`: its
-14 dimensions and its autoencoder's prime) is one ``tokenize`` option away; on
-ml-latest-small's validation splits, compositional embeddings of the same size learned no better
-with it than with the default (docs/paper.md, "Choosing p and n for learning"). Training then runs on
-this machine (:mod:`spark_mlt.paper`).
+Given a MovieLens release folder, the job first tokenizes it with the MovieLens job (Spark, with
+that job's defaults: p = 13, n sized per column, as ``spark-mlt movielens`` writes a table) into
+``<output>/ratings_mlt``, so the reproduction always reads the codecs and tokens from a Delta table,
+as a warehouse user would. The paper's codec ([`PAPER_P`][spark_mlt.batch.paper.PAPER_P],
+[`PAPER_N`][spark_mlt.batch.paper.PAPER_N]: its 14 dimensions and its autoencoder's prime) is one
+``tokenize`` option away; on ml-latest-small's validation splits, compositional embeddings of the
+same size learned no better with it than with the default (docs/paper.md, "Choosing p and n for
+learning"). Training then runs on this machine ([`spark_mlt.paper`][spark_mlt.paper]).
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ def reproduce_paper(
     Args:
         input: a table written by the MovieLens job, or a MovieLens release folder.
         output: the report's folder.
-        options: what to train (:class:`spark_mlt.paper.PaperOptions`).
+        options: what to train (`spark_mlt.paper.PaperOptions`).
         session: makes the Spark session, needed only to tokenize a release folder.
         tokenize: the MovieLens job's options for a release folder.
 

@@ -1,7 +1,7 @@
 """What a job run did: row counts, the codecs and layouts it used, its write, phase timings.
 
-Every job returns a :class:`JobReport`; the ``spark-mlt`` command prints its
-:meth:`JobReport.summary` and exits 1 when a verification counted mismatches.
+Every job returns a [`JobReport`][spark_mlt.batch.report.JobReport]; the ``spark-mlt`` command prints its
+[`JobReport.summary`][spark_mlt.batch.report.JobReport.summary] and exits 1 when a verification counted mismatches.
 """
 
 from __future__ import annotations

@@ -4,9 +4,10 @@ On a cluster, spark-submit and the platform configure the session; these helpers
 matter for local runs. Executors must run the same Python as the driver (they unpickle our
 UDFs), so ``spark.pyspark.python`` defaults to ``sys.executable``.
 
-``SPARK_MLT_DELTA=spark`` in the environment gives local sessions Delta's jars (from ``make
-jars``), its SQL extension and catalog (:func:`spark_mlt.batch.jars.delta_session_conf`), so
-the jobs and the demo write through delta-spark (``DELTA=spark make demo``).
+``SPARK_MLT_DELTA=spark`` in the environment gives local sessions Delta's jars (from ``make jars``),
+its SQL extension and catalog
+([`spark_mlt.batch.jars.delta_session_conf`][spark_mlt.batch.jars.delta_session_conf]), so the jobs
+and the demo write through delta-spark (``DELTA=spark make demo``).
 """
 
 from __future__ import annotations
@@ -119,7 +120,7 @@ def job_session(
     app_name: str, *, master: str | None = None, conf: Mapping[str, str] | None = None, log_level: str = "WARN"
 ) -> SparkSession:
     """The session for a job: spark-submit's when launched by it, else one at ``master``
-    (default ``local[2]``) with ``conf`` (e.g. :func:`spark_mlt.storage.s3a_conf` of the job's
+    (default ``local[2]``) with ``conf`` (e.g. [`spark_mlt.storage.s3a_conf`][spark_mlt.storage.s3a_conf] of the job's
     storage options, and the command's ``--conf``). Only a local master also gets
     ``LOCAL_CONF`` (2 shuffle partitions, a 4g driver, ...); ``conf`` wins over it.
 

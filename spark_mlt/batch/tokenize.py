@@ -1,10 +1,12 @@
 """Tokenize id columns of a DataFrame or any table into a Delta table.
 
 The token column of an id column ``c`` is ``c_mlt`` (``TOKEN_SUFFIX``). Codecs are sized by
-:func:`spark_mlt.column.fit_codecs`, the same rule the ML stages use; a table that already
-exists keeps its codecs and token layouts. A job opens its output table once
-(:func:`spark_mlt.storage.snapshot_for_write`, before any Spark work) and hands that snapshot
-down to :func:`spark_mlt.storage.write_delta`, which stores the codecs in the table's properties.
+`spark_mlt.column.fit_codecs`, the same rule the ML stages use; a table that already exists keeps
+its codecs and token layouts. A job opens its output table once
+([`spark_mlt.storage.snapshot_for_write`][spark_mlt.storage.snapshot_for_write], before any Spark
+work) and hands that snapshot down to
+[`spark_mlt.storage.write_delta`][spark_mlt.storage.write_delta], which stores the codecs in the
+table's properties.
 
 Storage layouts: ``packed`` (the n tokens in one bigint, ``codec.packed_bits`` bits each)
 when they fit in 64 bits, else ``array`` (array<int>). Packing keeps the job near the cost of
@@ -99,7 +101,7 @@ def tokenize_dataframe(
 ) -> tuple[DataFrame, DataFrame | None]:
     """Add ``c_mlt`` tokens for every codec column ``c`` (encoding ``sources[c]`` if given,
     e.g. the dense id of a string key), as array<int> or, where ``layouts[c]`` is
-    ``"packed"``, as one bigint (see :func:`spark_mlt.column.mlt_unpack`).
+    ``"packed"``, as one bigint (see [`spark_mlt.column.mlt_unpack`][spark_mlt.column.mlt_unpack]).
 
     ``handle_invalid``: ``error`` fails the query on an invalid id, ``null`` gives it null
     tokens; with ``skip`` or ``quarantine`` the first value holds the valid rows only and the
@@ -136,8 +138,9 @@ def fit_job_codecs(
     *,
     sources: Mapping[str, str] | None = None,
 ) -> None:
-    """Set ``report.codecs`` (those of the existing table ``snapshot``, else sized from
-    ``df``'s column or its ``sources[column]``) and ``report.layouts`` (:func:`resolve_layouts`)."""
+    """Set ``report.codecs`` (those of the existing table ``snapshot``, else sized from ``df``'s
+    column or its ``sources[column]``) and ``report.layouts``
+    ([`resolve_layouts`][spark_mlt.batch.tokenize.resolve_layouts])."""
     codecs = snapshot.codecs if snapshot is not None else {}
     layouts = token_layouts(from_arrow_schema(snapshot.schema), codecs) if snapshot is not None else {}
     source = {c: (sources or {}).get(c, c) for c in columns}
@@ -216,9 +219,9 @@ def _key_ids(
 def _planned_key_ids(
     spark: SparkSession, df: DataFrame, columns: Sequence[str], output: str, options: TokenizeOptions
 ) -> tuple[DataFrame, dict[str, str]]:
-    """A dry run's stand-in for :func:`_key_ids`: each key column's id column holds the largest
-    id its vocabulary would hold after the run, so the codecs size as a real run's; nothing is
-    written."""
+    """A dry run's stand-in for [`_key_ids`][spark_mlt.batch.tokenize._key_ids]: each key column's
+    id column holds the largest id its vocabulary would hold after the run, so the codecs size as a
+    real run's; nothing is written."""
     types = dict(df.dtypes)
     sources = {c: f"__{c}_id" for c in columns if types[c] == "string"}
     for column, id_column in sources.items():
@@ -279,9 +282,10 @@ def tokenize_table(
     String columns are keys: each goes through an append-only vocabulary Delta table
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
     tokenized; the table property ``mlt.vocabulary.<column>`` names the vocabulary, and decoding
-    returns the original keys. Invalid ids are handled as ``options.handle_invalid`` says
-    (see :class:`TokenizeOptions`). With ``options.dry_run`` it sizes the codecs and layouts
-    (``report.codecs``, ``report.layouts``) and returns before writing anything.
+    returns the original keys. Invalid ids are handled as ``options.handle_invalid`` says (see
+    [`TokenizeOptions`][spark_mlt.batch.options.TokenizeOptions]). With ``options.dry_run`` it sizes
+    the codecs and layouts (``report.codecs``, ``report.layouts``) and returns before writing
+    anything.
 
     Raises:
         SourceError: a column is not in the input.

@@ -1,6 +1,6 @@
 """The MLT codec: pure NumPy, no Spark.
 
-``codec`` holds :class:`MLTCodec` (validation, JSON document, checked packing), ``_kernels``
+``codec`` holds [`MLTCodec`][spark_mlt.codec.codec.MLTCodec] (validation, JSON document, checked packing), ``_kernels``
 the vectorised encode/decode kernels, ``packing`` the packed layout's bit arithmetic,
 ``tables`` the lookup tables the native Spark engine embeds, ``modmath`` exact arithmetic over
 Z_p, and ``light_mlt`` the import of light-mlt's parameter files. Nothing in this package

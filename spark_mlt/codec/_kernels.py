@@ -1,4 +1,4 @@
-"""Vectorised encode/decode kernels behind :class:`spark_mlt.MLTCodec` (private).
+"""Vectorised encode/decode kernels behind [`spark_mlt.MLTCodec`][spark_mlt.MLTCodec] (private).
 
 A kernel works on one chunk of already-validated input: ids in ``[0, max_id]`` or tokens
 in ``[0, p)``. Four kernels cover every allowed (p, n); the codec picks one by p and n:
@@ -128,7 +128,7 @@ def combine_digits(rows: Sequence[npt.NDArray[Any]], p: int, out: I64) -> Mask |
     """out = sum of rows[i] * p**(n-1-i), digit rows most significant first.
 
     Digits are first combined in float64 within groups of k (``p**k <= 2**52``: exact),
-    then the groups by :func:`combine_limbs`.
+    then the groups by [`combine_limbs`][spark_mlt.codec._kernels.combine_limbs].
     """
     n = len(rows)
     k = group_size(p, n, 2**52)
@@ -445,13 +445,13 @@ def _exact(reciprocal: float | None, p: int, n: int) -> float:
 class _FloatKernel(Kernel):
     """float64 + BLAS kernel for ``n * p**2 < 2**50``.
 
-    Encode: ids are split (uint64 division by a constant) into limbs of k digits below
-    2**32. Within a limb l, digit i (counted from the limb's least significant end) is
-    congruent mod p to the partial quotient ``floor(l / p**i)``, so the BLAS operand rows
-    are those quotients (one multiply + floor each, exact by :func:`_floor_reciprocal`) and
-    no remainders are formed. V = rows @ M is exact (integers below 2**51) and is reduced as
-    ``V - p * floor(V * m)``. Decode: V = tokens @ M_inv, reduced the same way, digits are
-    combined into limbs below 2**52 by a second (exact) BLAS product, then in int64.
+    Encode: ids are split (uint64 division by a constant) into limbs of k digits below 2**32. Within
+    a limb l, digit i (counted from the limb's least significant end) is congruent mod p to the
+    partial quotient ``floor(l / p**i)``, so the BLAS operand rows are those quotients (one multiply
+    + floor each, exact by [`_floor_reciprocal`][spark_mlt.codec._kernels._floor_reciprocal]) and no
+    remainders are formed. V = rows @ M is exact (integers below 2**51) and is reduced as ``V - p *
+    floor(V * m)``. Decode: V = tokens @ M_inv, reduced the same way, digits are combined into limbs
+    below 2**52 by a second (exact) BLAS product, then in int64.
     """
 
     ROWS: Final = 8192  # sub-chunk: keeps every buffer in L2

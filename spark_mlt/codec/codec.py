@@ -1,16 +1,16 @@
 """The Modular Linear Tokenization codec: pure NumPy, no Spark.
 
-An id ``x`` in ``[0, p**n)`` is written as n base-p digits, most significant first
-(``d = (d_0, ..., d_{n-1})``), and its tokens are ``t = d @ M mod p`` for an invertible
-n x n matrix ``M`` over Z_p. Decoding reads ``d = t @ M_inv mod p`` back into ``x``. This is
-light-mlt's convention, and :meth:`MLTCodec.from_seed` draws ``M`` exactly as light-mlt does,
-so tokens are bit-identical to light-mlt's for the same (p, n, seed). The paper writes the
+An id ``x`` in ``[0, p**n)`` is written as n base-p digits, most significant first (``d = (d_0, ...,
+d_{n-1})``), and its tokens are ``t = d @ M mod p`` for an invertible n x n matrix ``M`` over Z_p.
+Decoding reads ``d = t @ M_inv mod p`` back into ``x``. This is light-mlt's convention, and
+[`MLTCodec.from_seed`][spark_mlt.codec.codec.MLTCodec.from_seed] draws ``M`` exactly as light-mlt
+does, so tokens are bit-identical to light-mlt's for the same (p, n, seed). The paper writes the
 same map as ``t = M' v`` with column vectors; its ``M'`` is our ``M`` transposed.
 
 Design decisions:
 
 * Speed comes from tables and BLAS, not from an integer matrix product: see
-  :mod:`spark_mlt.codec._kernels` for the three exact kernels and when each is used.
+  [`spark_mlt.codec._kernels`][spark_mlt.codec._kernels] for the three exact kernels and when each is used.
 * Work is chunked (``_CHUNK_ROWS`` rows at a time), so the extra memory beyond the output is
   a few chunk-sized buffers whatever the input size.
 * The domain is ``[0, min(p**n, 2**63))``: ids are Spark bigints. Token vectors that decode
@@ -95,8 +95,8 @@ def _canonical(document: Mapping[str, Any]) -> str:
 class MLTCodec:
     """An immutable MLT codec: prime p, width n, matrix M and its inverse mod p.
 
-    Build one with :meth:`from_seed` (light-mlt compatible), :meth:`for_cardinality` (the
-    paper's sizing rule p**n > V), :meth:`from_json`, or directly from a matrix.
+    Build one with `from_seed` (light-mlt compatible), `for_cardinality` (the
+    paper's sizing rule p**n > V), `from_json`, or directly from a matrix.
 
     Args:
         p: a prime below 2**31.
@@ -162,7 +162,7 @@ class MLTCodec:
     def for_cardinality(
         cls, cardinality: int, *, p: int | None = None, n: int | None = None, seed: int = DEFAULT_SEED
     ) -> MLTCodec:
-        """Size a codec by the paper's rule ``p**n > V`` and draw it with :meth:`from_seed`.
+        """Size a codec by the paper's rule ``p**n > V`` and draw it with `from_seed`.
 
         Every id in ``[0, V]`` fits, so this covers 0-based ids below V and 1-based ids up
         to V alike. Given p, n is the smallest that fits; given n, p is the smallest prime
@@ -262,7 +262,7 @@ class MLTCodec:
 
         Raises:
             MLTTypeError: ids are not integers (floats, strings, booleans) or not 1-D.
-            InvalidIdError: an id is negative or above :attr:`max_id`; the message names
+            InvalidIdError: an id is negative or above `max_id`; the message names
                 the first such id and its row.
 
         Example::
@@ -274,10 +274,10 @@ class MLTCodec:
         return tokens
 
     def encode_masked(self, ids: npt.ArrayLike) -> tuple[TokenArray, Mask]:
-        """Like :meth:`encode`, but returns ``(tokens, valid)`` instead of raising on bad ids.
+        """Like `encode`, but returns ``(tokens, valid)`` instead of raising on bad ids.
 
         Rows where ``valid`` is False hold zeros; callers turn them into nulls or quarantine.
-        Wrong dtypes still raise :class:`MLTTypeError`.
+        Wrong dtypes still raise [`MLTTypeError`][spark_mlt.errors.MLTTypeError].
 
         Example::
 
@@ -328,7 +328,7 @@ class MLTCodec:
         return ids
 
     def decode_masked(self, tokens: npt.ArrayLike) -> tuple[IdArray, Mask]:
-        """Like :meth:`decode`, but returns ``(ids, valid)`` instead of raising on bad rows.
+        """Like `decode`, but returns ``(ids, valid)`` instead of raising on bad rows.
 
         Rows where ``valid`` is False hold 0. A wrong width or dtype still raises.
 
@@ -409,7 +409,7 @@ class MLTCodec:
         return bits if bits * self._n <= 64 else None
 
     def require_packed_bits(self) -> int:
-        """:attr:`packed_bits`, or CodecParameterError when the tokens do not fit in 64 bits."""
+        """`packed_bits`, or CodecParameterError when the tokens do not fit in 64 bits."""
         bits = self.packed_bits
         if bits is None:
             needed = self.token_bits * self._n
@@ -420,7 +420,7 @@ class MLTCodec:
         return bits
 
     def pack(self, tokens: npt.ArrayLike) -> IdArray:
-        """Pack an ``(N, n)`` token array into ``(N,)`` int64 values (see :attr:`packed_bits`).
+        """Pack an ``(N, n)`` token array into ``(N,)`` int64 values (see `packed_bits`).
 
         Raises:
             CodecParameterError: the tokens do not fit in 64 bits.
@@ -450,7 +450,7 @@ class MLTCodec:
         return pack_bits(values, bits)
 
     def unpack(self, packed: npt.ArrayLike) -> TokenArray:
-        """The ``(N, n)`` int32 tokens of ``(N,)`` packed int64 values (see :attr:`packed_bits`).
+        """The ``(N, n)`` int32 tokens of ``(N,)`` packed int64 values (see `packed_bits`).
 
         Raises:
             CodecParameterError: the tokens do not fit in 64 bits.
@@ -486,7 +486,7 @@ class MLTCodec:
         }
 
     def to_dict(self) -> dict[str, Any]:
-        """The codec as a JSON-ready dict (see :meth:`to_json`)."""
+        """The codec as a JSON-ready dict (see `to_json`)."""
         document = self._identity()
         document["M_inv"] = self._m_inv.tolist()
         document["fingerprint"] = self._fingerprint
@@ -508,7 +508,7 @@ class MLTCodec:
 
     @classmethod
     def from_json(cls, document: str | bytes | Mapping[str, Any]) -> MLTCodec:
-        """Load a codec written by :meth:`to_json` (a string, bytes or parsed dict).
+        """Load a codec written by `to_json` (a string, bytes or parsed dict).
 
         Raises:
             CodecFormatError: not valid JSON, an unknown format or version, a missing or

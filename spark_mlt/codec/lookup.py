@@ -1,8 +1,10 @@
 """Lookup tables of a matrix, built once for both users: the NumPy kernels
-(:mod:`spark_mlt.codec._kernels`) and the native engine's SQL tables (:mod:`spark_mlt.codec.tables`).
+([`spark_mlt.codec._kernels`][spark_mlt.codec._kernels]) and the native engine's SQL tables
+([`spark_mlt.codec.tables`][spark_mlt.codec.tables]).
 
-* :func:`contribution_table`: entry v is ``digits(v) @ rows mod p`` (v's base-p digits);
-* :func:`xor_table`: entry v is the XOR of the rows picked by v's set bits (p = 2).
+* [`contribution_table`][spark_mlt.codec.lookup.contribution_table]: entry v is ``digits(v) @ rows
+  mod p`` (v's base-p digits);
+* [`xor_table`][spark_mlt.codec.lookup.xor_table]: entry v is the XOR of the rows picked by v's set bits (p = 2).
 
 Example::
 

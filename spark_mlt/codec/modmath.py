@@ -2,7 +2,7 @@
 
 Everything here works on Python integers, so nothing overflows whatever p is; the
 matrices are at most a few dozen rows, so speed does not matter. The hot paths (encoding
-and decoding millions of ids) live in :mod:`spark_mlt.codec` and use NumPy.
+and decoding millions of ids) live in [`spark_mlt.codec`][spark_mlt.codec] and use NumPy.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The packed layout in NumPy: n tokens of ``bits`` bits in one int64, token j in bits
 ``[j*bits, (j+1)*bits)``.
 
-The one NumPy implementation: :meth:`MLTCodec.pack` and :meth:`MLTCodec.unpack` add the
+The one NumPy implementation: `MLTCodec.pack` and `MLTCodec.unpack` add the
 checks, the UDF engine packs its output and unpacks packed input with these. (Spark's side,
-shifts and masks in SQL expressions, is :mod:`spark_mlt.column.layouts`.) A loop over the n
+shifts and masks in SQL expressions, is [`spark_mlt.column.layouts`][spark_mlt.column.layouts].) A loop over the n
 columns measures faster than one broadcast shift of the whole (N, n) array, for both.
 """
 

@@ -2,12 +2,12 @@
 
 A chunk of base-p digits (or of tokens) indexes a table that holds its share of the matrix
 product mod p, for a group of outputs side by side in "lanes" of one int64. Spark adds one
-entry per chunk and reads each output from its lane (:mod:`spark_mlt.column.lanes`), so an
+entry per chunk and reads each output from its lane ([`spark_mlt.column.lanes`][spark_mlt.column.lanes]), so an
 output's expression holds one lookup per chunk whatever n is. The tables are computed here,
 once per codec, with no Spark import: they are plain integers that become array literals.
 
 For p = 2 the sum mod 2 is an exclusive or, with no carry at all, so the tables hold whole
-results instead of lanes (:class:`XorTables`): the packed tokens of ten bits of the id, or
+results instead of lanes ([`XorTables`][spark_mlt.codec.tables.XorTables]): the packed tokens of ten bits of the id, or
 the id bits of ten tokens, and Spark XORs one entry per chunk.
 """
 
@@ -41,7 +41,7 @@ class Tables:
     """Lookup tables that multiply chunks of base-p digits by a matrix mod p, lane-packed.
 
     The digits are split into chunks (most significant first); chunk c's value ``v_c`` is
-    read from the input by :attr:`reads` (a divisor and a modulus for an id, a shift and a
+    read from the input by `reads` (a divisor and a modulus for an id, a shift and a
     mask for packed tokens); chunk c holds the digits or tokens ``spans[c]`` (first, count).
     ``tables[g][c][v]`` holds, for output group g, chunk c's share
     ``digits(v) @ matrix[rows of c] mod p`` of each output in the group, one ``lane``-bit

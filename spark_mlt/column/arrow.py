@@ -1,6 +1,6 @@
 """Arrow <-> NumPy glue for the UDF engine (private; runs inside Python workers).
 
-Each layout's Arrow form, beside its Spark form in :mod:`spark_mlt.column.layouts` (which
+Each layout's Arrow form, beside its Spark form in [`spark_mlt.column.layouts`][spark_mlt.column.layouts] (which
 imports PySpark, and so cannot be imported here): array as list<int32>, struct as a struct
 of int32 fields t0..t{n-1}, packed as int64, a vector's values as list<double>.
 
@@ -201,7 +201,7 @@ def _bigint_from_pandas(values: pd.Series, name: str) -> pa.Array:
 def pandas_batch(batch: Callable[[pa.Array], pa.Array], *, takes: str, name: str) -> Callable[[pd.Series], pd.Series]:
     """``batch`` (Arrow array in, Arrow array out) as a pandas UDF's function; ``takes`` is
     the input's Spark type: "bigint", "array" (array<int>) or "id" (a checked id, null
-    passed as :data:`NULL_ID`). Bigint results travel as pandas' nullable Int64."""
+    passed as [`NULL_ID`][spark_mlt.column.arrow.NULL_ID]). Bigint results travel as pandas' nullable Int64."""
     if takes == "id":
 
         def pandas_id_batch(values: pd.Series) -> pd.Series:

@@ -1,10 +1,10 @@
 """The native engine's expressions: encode, decode and unpack, with their checks and messages.
 
-Each builder returns SQL text (:mod:`spark_mlt.column.sqltext`) over the SQL text of its
+Each builder returns SQL text (`spark_mlt.column.sqltext`) over the SQL text of its
 input, so the column functions and the SQL functions get the same arithmetic. The arithmetic
-itself is lane-packed (:mod:`spark_mlt.column.lanes`), from lookup tables where they are
-small (:mod:`spark_mlt.codec.tables`); each layout's reading and writing comes from its
-object in :mod:`spark_mlt.column.layouts`.
+itself is lane-packed ([`spark_mlt.column.lanes`][spark_mlt.column.lanes]), from lookup tables where they are
+small ([`spark_mlt.codec.tables`][spark_mlt.codec.tables]); each layout's reading and writing comes from its
+object in [`spark_mlt.column.layouts`][spark_mlt.column.layouts].
 
 Traps handled here:
 
@@ -29,7 +29,7 @@ input a few times and only picks the result, ``try_element_at(array(result), CAS
 END)`` (packed output adds a CASE that is 0 or null instead); each token (or digit) copies
 the lane-packed word it reads (see ``lanes``); and an input longer than a column reference
 (say, another spark-mlt function) is bound once to a lambda variable by
-:mod:`spark_mlt.column.inputs`, so composed functions plan as the sum of their parts.
+`spark_mlt.column.inputs`, so composed functions plan as the sum of their parts.
 """
 
 from __future__ import annotations
@@ -118,9 +118,9 @@ def checked_id(value: str, codec: MLTCodec, *, handle_invalid: RowHandling, sql_
 
 
 def encode_tokens(x: str, codec: MLTCodec) -> list[str]:
-    """The n tokens (each in [0, p)) of ``x``, a bigint expression that is never null and
-    always a valid id (see :func:`encode_expr`), so no intermediate leaves the bigint range
-    and no table index leaves its table."""
+    """The n tokens (each in [0, p)) of ``x``, a bigint expression that is never null and always a
+    valid id (see [`encode_expr`][spark_mlt.column.builders.encode_expr]), so no intermediate leaves
+    the bigint range and no table index leaves its table."""
     p, n = codec.p, codec.n
     if p == 2:
         # Over GF(2) token j is the parity of the id's bits in column j of M: one AND and a
@@ -162,7 +162,7 @@ def _packed_parity(x: str, spec: XorTables) -> str:
 
 def encode_expr(value: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str) -> str:
     """Tokens of ``value`` (any integral or decimal expression) in ``layout`` (a vector:
-    its values, see :func:`encode_parts`).
+    its values, see [`encode_parts`][spark_mlt.column.builders.encode_parts]).
 
     Shape of the expression: the tokens are computed from ``TRY_CAST(value AS BIGINT)``
     outside any conditional (Spark's subexpression elimination does not look inside CASE

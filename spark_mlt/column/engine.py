@@ -1,17 +1,18 @@
 """The one interface every engine implements, and the one policy that picks an engine.
 
-Every operation goes through an engine: encode, decode and unpack (the column functions and
-the ML stages), and registering SQL functions. Two engines implement :class:`ColumnEngine`:
+Every operation goes through an engine: encode, decode and unpack (the column functions and the ML
+stages), and registering SQL functions. Two engines implement
+[`ColumnEngine`][spark_mlt.column.engine.ColumnEngine]:
 
-* ``"native"``: Spark SQL expressions (:mod:`spark_mlt.column.native`); no Python worker;
-* ``"udf"``: vectorised UDFs over the NumPy codec (:mod:`spark_mlt.column.udf`).
+* ``"native"``: Spark SQL expressions ([`spark_mlt.column.native`][spark_mlt.column.native]); no Python worker;
+* ``"udf"``: vectorised UDFs over the NumPy codec ([`spark_mlt.column.udf`][spark_mlt.column.udf]).
 
 Both give bit-identical tokens, the same nulls and the same errors. ``engine="auto"`` asks
-:class:`EnginePolicy`, which reads what it can see (:class:`Situation`: the operation, the
-codec, the layout, whether the input is bound to a lambda, the Spark line, which engines are
-available) and applies its rules in order; each rule says why its engine wins there. A new
-engine implements :class:`ColumnEngine`, joins :data:`ENGINES` and adds the rules where it
-wins; nothing else changes.
+`EnginePolicy`, which reads what it can see ([`Situation`][spark_mlt.column.engine.Situation]: the
+operation, the codec, the layout, whether the input is bound to a lambda, the Spark line, which
+engines are available) and applies its rules in order; each rule says why its engine wins there. A
+new engine implements [`ColumnEngine`][spark_mlt.column.engine.ColumnEngine], joins
+[`ENGINES`][spark_mlt.column.engine.ENGINES] and adds the rules where it wins; nothing else changes.
 
 Example::
 
@@ -164,7 +165,7 @@ RULES: tuple[Rule, ...] = (
 
 @dataclass(frozen=True)
 class EnginePolicy:
-    """Picks the engine for ``engine="auto"``: the first of :data:`RULES` that applies and
+    """Picks the engine for ``engine="auto"``: the first of [`RULES`][spark_mlt.column.engine.RULES] that applies and
     whose engine is available.
 
     Example::
@@ -182,7 +183,7 @@ class EnginePolicy:
         raise LookupError(f"no engine for {situation}")  # pragma: no cover - the last rule always applies
 
     def engine(self, requested: Engine, situation: Situation) -> ColumnEngine:
-        """The engine called ``requested``, or for ``"auto"`` the one :meth:`choose` picks."""
+        """The engine called ``requested``, or for ``"auto"`` the one `choose` picks."""
         name = self.choose(situation).engine if requested == "auto" else requested
         return self.engines[name]
 
@@ -191,5 +192,5 @@ POLICY = EnginePolicy()
 
 
 def engine_for(requested: Engine, situation: Situation) -> ColumnEngine:
-    """:meth:`EnginePolicy.engine` of the default policy."""
+    """[`EnginePolicy.engine`][spark_mlt.column.engine.EnginePolicy.engine] of the default policy."""
     return POLICY.engine(requested, situation)

@@ -1,9 +1,9 @@
 """PySpark column functions: ``mlt_encode``, ``mlt_decode`` and ``mlt_unpack``.
 
-Each takes its options as the :mod:`spark_mlt.options` words, checks them once
-(:func:`~spark_mlt.options.check_choice`), and hands its input
-(:mod:`spark_mlt.column.inputs`) with the layout's object (:mod:`spark_mlt.column.layouts`)
-to the engine the policy picks (:mod:`spark_mlt.column.engine`). Input types are checked when
+Each takes its options as the [`spark_mlt.options`][spark_mlt.options] words, checks them once
+([`check_choice`][spark_mlt.options.check_choice]), and hands its input
+(`spark_mlt.column.inputs`) with the layout's object ([`spark_mlt.column.layouts`][spark_mlt.column.layouts])
+to the engine the policy picks (`spark_mlt.column.engine`). Input types are checked when
 Spark analyses the query: anything but an integral or decimal id column fails with Spark's
 DATATYPE_MISMATCH error, which names the column and its type. Decimal values must be whole
 numbers within the bigint range; other values, negative ids and ids at or above the codec's
@@ -25,7 +25,7 @@ __all__ = ["check_codec", "decode_input", "mlt_decode", "mlt_encode", "mlt_unpac
 
 
 def check_codec(codec: object) -> MLTCodec:
-    """``codec`` if it is an :class:`MLTCodec`, else an error naming the type found."""
+    """``codec`` if it is an [`MLTCodec`][spark_mlt.codec.codec.MLTCodec], else an error naming the type found."""
     if not isinstance(codec, MLTCodec):
         raise MLTTypeError(f"codec must be an MLTCodec, got {type(codec).__name__}", parameter="codec")
     return codec
@@ -68,7 +68,7 @@ def mlt_encode(
     Args:
         col: a column name or Column of an integral type (tinyint .. bigint) or a decimal
             holding whole numbers. A name is the fastest input: a Column is bound once to a
-            lambda variable, which Spark runs slower (see :mod:`spark_mlt.column.inputs`).
+            lambda variable, which Spark runs slower (see `spark_mlt.column.inputs`).
         codec: the codec to apply.
         layout: ``"array"`` (default: array<int> of n tokens), ``"struct"`` (fields
             t0..t{n-1}), ``"vector"`` (a dense ML vector of ``token / (p - 1)``, each in
@@ -77,7 +77,7 @@ def mlt_encode(
         handle_invalid: ``"error"`` fails the query naming the offending id and the valid
             range [0, capacity); ``"null"`` turns invalid ids into null.
         engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the
-            NumPy codec) or ``"auto"``: the one :class:`~spark_mlt.column.engine.EnginePolicy`
+            NumPy codec) or ``"auto"``: the one `EnginePolicy`
             picks (native for a column by name).
 
     Returns:
@@ -108,7 +108,7 @@ def mlt_decode(
     handle_invalid: RowHandling = "error",
     engine: Engine = "auto",
 ) -> Column:
-    """The bigint ids of a token column written by :func:`mlt_encode`.
+    """The bigint ids of a token column written by [`mlt_encode`][spark_mlt.column.functions.mlt_encode].
 
     Args:
         col: a column name or Column of tokens: array<int> (``layout="array"``, the
@@ -125,7 +125,7 @@ def mlt_decode(
             ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
             [0, p) (for a vector: a value that does not round into it), or one that decodes
             to 2**63 or more) into null.
-        engine: ``"native"``, ``"udf"`` or ``"auto"`` (as for :func:`mlt_encode`).
+        engine: ``"native"``, ``"udf"`` or ``"auto"`` (as for [`mlt_encode`][spark_mlt.column.functions.mlt_encode]).
 
     Returns:
         A bigint Column; null where the tokens are null.

@@ -1,13 +1,13 @@
 """A function's input column: its name for messages, and the SQL text that reads it once.
 
-The engines build SQL text (:mod:`spark_mlt.column.sqltext`) over the SQL text of their input.
+The engines build SQL text (`spark_mlt.column.sqltext`) over the SQL text of their input.
 An input given by name has one: the quoted name, which Spark reads as ``F.col(name)`` does.
 An input given as a Column has none (a Column's expression is not public API), so it is
 bound once to a lambda variable, ``transform(array(input), spark_mlt_v -> body)[0]``, with
 the body as SQL text over the variable: the input is evaluated once however often the body
 reads it, and a composed plan (``mlt_decode(mlt_encode(id))``) is the sum of its parts, not
 their product. Spark runs a lambda's body slower than the same expression in a projection of
-its own (see :class:`~spark_mlt.column.engine.EnginePolicy`), so the fastest input is a
+its own (see `EnginePolicy`), so the fastest input is a
 column name; a DataFrame-level step (the ML stages, the jobs) adds an expression as a column
 of its own first.
 

@@ -1,13 +1,13 @@
 """Lane (SWAR) arithmetic for the native engine: many small sums mod p in one bigint word.
 
-A token, or a digit when decoding, is a sum of products mod p. Rather than one sum per
-output, the builders compute "words": bigints that hold several outputs side by side in
-``lane``-bit lanes, with no carry between lanes, from lookup tables
-(:mod:`spark_mlt.codec.tables`) or from one multiply-add per input (:func:`mat_words`). A
-reader then takes each output from its lane with a shift, a mask and ``% p``.
+A token, or a digit when decoding, is a sum of products mod p. Rather than one sum per output, the
+builders compute "words": bigints that hold several outputs side by side in ``lane``-bit lanes, with
+no carry between lanes, from lookup tables ([`spark_mlt.codec.tables`][spark_mlt.codec.tables]) or
+from one multiply-add per input ([`mat_words`][spark_mlt.column.lanes.mat_words]). A reader then
+takes each output from its lane with a shift, a mask and ``% p``.
 
 Every intermediate stays below 2**63 (ANSI mode raises on bigint overflow; with ANSI off it
-wraps silently): lanes are sized so that their sums fit, and :func:`sum_mod` reduces mod p
+wraps silently): lanes are sized so that their sums fit, and [`sum_mod`][spark_mlt.column.lanes.sum_mod] reduces mod p
 in groups whose sum cannot exceed 2**63 - 1.
 
 Each output copies the expression of the word it reads: Spark's subexpression elimination

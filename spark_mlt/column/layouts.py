@@ -5,18 +5,20 @@
 * ``packed``: one bigint, token j in bits ``[j*b, (j+1)*b)``, ``b = codec.packed_bits``;
 * ``vector``: a dense ML vector of token / (p - 1), each in [0, 1]: an array, scaled.
 
-Each :class:`TokenLayout` knows its Spark type, how to write n token expressions in it and
-how to read them back (SQL text, :mod:`spark_mlt.column.sqltext`), and the analysis-time gate
-that makes Spark reject a column of another type with a message that names the layout. SQL
-has no ML vector type, so the vector layout's SQL side works on the vector's values, an
-array<double>; :meth:`VectorLayout.values` and :meth:`VectorLayout.vector` are the two
-Column calls at its edge. The NumPy side of packing is :mod:`spark_mlt.codec.packing`, the
-Arrow side of every layout :mod:`spark_mlt.column.arrow` (it runs in Python workers, which
-must not import PySpark's ML modules).
+Each [`TokenLayout`][spark_mlt.column.layouts.TokenLayout] knows its Spark type, how to write n
+token expressions in it and how to read them back (SQL text, `spark_mlt.column.sqltext`), and the
+analysis-time gate that makes Spark reject a column of another type with a message that names the
+layout. SQL has no ML vector type, so the vector layout's SQL side works on the vector's values, an
+array<double>; [`VectorLayout.values`][spark_mlt.column.layouts.VectorLayout.values] and
+[`VectorLayout.vector`][spark_mlt.column.layouts.VectorLayout.vector] are the two Column calls at
+its edge. The NumPy side of packing is `spark_mlt.codec.packing`, the Arrow side of every layout
+`spark_mlt.column.arrow` (it runs in Python workers, which must not import PySpark's ML modules).
 
-A column's layout is read from its Spark type in one place, :func:`layout_of`;
-:func:`column_layout` checks it against a wanted one and :func:`token_layouts` reads a
-table's token columns, both through it.
+A column's layout is read from its Spark type in one place,
+[`layout_of`][spark_mlt.column.layouts.layout_of];
+[`column_layout`][spark_mlt.column.layouts.column_layout] checks it against a wanted one and
+[`token_layouts`][spark_mlt.column.layouts.token_layouts] reads a table's token columns, both
+through it.
 
 Example::
 
@@ -135,7 +137,7 @@ class TokenLayout:
     def gate(self, column: str, codec: MLTCodec, name: str) -> tuple[str, str]:
         """A predicate that is always false (the optimizer removes it) but fails analysis
         unless ``column`` has this layout's type, and the column to read the tokens from.
-        Every expression that can fail carries :meth:`hint`, so Spark's DATATYPE_MISMATCH
+        Every expression that can fail carries `hint`, so Spark's DATATYPE_MISMATCH
         error, which names the column and its type, also says which layout was expected."""
         raise NotImplementedError
 
@@ -249,7 +251,7 @@ class PackedLayout(TokenLayout):
 
 class VectorLayout(TokenLayout):
     """An array, scaled: the SQL side reads and writes the vector's values (an array<double>
-    of token / (p - 1)); :meth:`vector` and :meth:`values` cross to and from the ML vector.
+    of token / (p - 1)); `vector` and `values` cross to and from the ML vector.
     A value is read back by scaling it by p - 1 and rounding to the nearest integer (exact:
     a double's error is far below one half); a value that rounds outside [0, p), NaN or
     infinity is an invalid token, handled per ``handle_invalid`` like any other."""
@@ -293,7 +295,7 @@ class VectorLayout(TokenLayout):
 
     def values(self, vector: Column, codec: MLTCodec, name: str) -> Column:
         """The values (array<double>) of the vector column ``vector``; null for a null vector.
-        Analysis fails with :meth:`hint` unless the column is an ML vector."""
+        Analysis fails with `hint` unless the column is an ML vector."""
         hint = F.lit(self.hint(codec, name))
         never = F.array(F.lit(0.0))
         check = F.coalesce(vector, array_to_vector(F.when(F.length(hint) > 0, never))).isNull()

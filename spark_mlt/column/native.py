@@ -1,7 +1,7 @@
 """The native engine: MLT as plain Spark SQL expressions, compiled by Spark's code generator.
 
-No Python worker runs. The expressions are SQL text from :mod:`spark_mlt.column.builders`
-(exact with ANSI mode on and off), over the input's SQL text (:func:`~spark_mlt.column.inputs.bind`);
+No Python worker runs. The expressions are SQL text from [`spark_mlt.column.builders`][spark_mlt.column.builders]
+(exact with ANSI mode on and off), over the input's SQL text ([`bind`][spark_mlt.column.inputs.bind]);
 the vector layout is SQL text over the vector's values, and two Column calls at its edge.
 Its SQL functions are ``CREATE TEMPORARY FUNCTION`` of the same text (Spark 4.0 and later).
 """
@@ -79,6 +79,6 @@ class NativeEngine:
 
 
 def _vector_parts(value: str, codec: MLTCodec, handle_invalid: RowHandling, name: str) -> str:
-    """A struct of a vector's values and its pick (see :meth:`VectorLayout.vector`)."""
+    """A struct of a vector's values and its pick (see `VectorLayout.vector`)."""
     values, checks = encode_parts(value, codec, layout=VECTOR, handle_invalid=handle_invalid, sql_name=name)
     return sql.struct(["values", "pick"], [values, sql.case(checks, sql.lit(1))])

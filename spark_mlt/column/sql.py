@@ -1,5 +1,5 @@
 """``mlt_encode_<name>`` / ``mlt_decode_<name>`` as functions of ``spark.sql``, registered by
-the engine the policy picks (:mod:`spark_mlt.column.engine`): SQL functions of the native
+the engine the policy picks (`spark_mlt.column.engine`): SQL functions of the native
 engine's expressions on Spark 4.0 and later, the UDF engine's vectorised UDFs before."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def register_mlt_functions(
         codec: the codec of the tokens.
         name: the suffix of the two function names (a plain identifier).
         layout: ``"array"`` (default) or ``"packed"``.
-        handle_invalid: ``"error"`` or ``"null"``, as for :func:`mlt_encode`.
+        handle_invalid: ``"error"`` or ``"null"``, as for `mlt_encode`.
         engine: ``"auto"``, ``"native"`` or ``"udf"``.
 
     Returns:

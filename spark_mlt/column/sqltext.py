@@ -4,11 +4,12 @@ Every engine writes its expressions as SQL text, which ``F.expr`` sends to Spark
 (a Column costs a Py4J round trip per operation: seconds for a long codec while the JVM is
 cold) and ``CREATE TEMPORARY FUNCTION`` registers as it is.
 
-Operators are written as calls of the functions Spark registers them under (`` `+`(a, b)``):
-Spark's parser reads a deep nest of parenthesised infix expressions in time that grows with
-the square of its depth, and function calls in linear time. Long sums, ANDs and ORs are
-folded as balanced trees (:func:`balanced`) for the same reason. A CASE is written as nested
-``if`` calls (:func:`case`), and lookup tables as one string literal (:func:`long_array`).
+Operators are written as calls of the functions Spark registers them under (`` `+`(a, b)``): Spark's
+parser reads a deep nest of parenthesised infix expressions in time that grows with the square of
+its depth, and function calls in linear time. Long sums, ANDs and ORs are folded as balanced trees
+([`balanced`][spark_mlt.column.sqltext.balanced]) for the same reason. A CASE is written as nested
+``if`` calls ([`case`][spark_mlt.column.sqltext.case]), and lookup tables as one string literal
+([`long_array`][spark_mlt.column.sqltext.long_array]).
 
 Example::
 

@@ -6,7 +6,7 @@ JSON document, not as a broadcast variable, so it also works over Spark Connect 
 SparkContext to broadcast from); workers parse and validate it once per process.
 
 SQL text does everything around the UDF: it checks the input (type, whole numbers, range:
-:func:`~spark_mlt.column.builders.checked_id`, shared with the native engine), so the UDF
+[`checked_id`][spark_mlt.column.builders.checked_id], shared with the native engine), so the UDF
 reads one checked bigint per row, and it reads each layout for the decoder. Where the tokens
 fit in 64 bits and the input is a column by name, the encoder's UDF returns them packed in
 one bigint, which Spark unpacks (SQL text around the UDF, registered in the session under a
@@ -51,7 +51,7 @@ Takes = Literal["bigint", "array", "id", "vector"]
 def vectorized_udf(batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, *, takes: Takes) -> Any:
     """A vectorised UDF running ``batch`` (Arrow array in, Arrow array out): an Arrow UDF on
     PySpark >= 4.1, a pandas UDF before. The functions shipped to the workers reference
-    :mod:`spark_mlt.column.arrow` only, so a worker imports NumPy, pyarrow and the codec, not
+    `spark_mlt.column.arrow` only, so a worker imports NumPy, pyarrow and the codec, not
     PySpark's ML modules and SciPy."""
     if has_arrow_udfs():
 

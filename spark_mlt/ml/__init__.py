@@ -4,7 +4,7 @@
 ``HasOutputCol(s)`` and ``HasHandleInvalid``, and spark-mlt's ``layout``, ``engine``,
 ``codecs``, ``p``/``n``/``seed``), ``encoder`` the encoder and its model, ``decoder`` the
 decoder. The stages compute nothing themselves: they size codecs with
-:func:`spark_mlt.column.fit_codecs` and transform with the column functions.
+`spark_mlt.column.fit_codecs` and transform with the column functions.
 
 Example::
 

@@ -3,14 +3,14 @@
 Design decisions:
 
 * ``layout="auto"`` (the default) reads each column's layout from its Spark type with
-  :func:`spark_mlt.column.column_layout`, the one place that maps types to layouts; a layout
-  set explicitly must match the type, else an :class:`~spark_mlt.errors.MLTTypeError` names
+  [`spark_mlt.column.column_layout`][spark_mlt.column.column_layout], the one place that maps types to layouts; a layout
+  set explicitly must match the type, else an [`MLTTypeError`][spark_mlt.errors.MLTTypeError] names
   the column, its type and the layout to set. The check runs in ``transform``, before Spark
   analyses anything, so the message speaks of Params rather than SQL expressions.
-* Every layout decodes through the engine the policy picks, as :func:`spark_mlt.column.mlt_decode`
-  does; a vector (what :class:`~spark_mlt.ml.MLTEncoderModel` writes by default) has its
-  values put in a column of their own first, a DataFrame-level step, so that both engines
-  read them by name.
+* Every layout decodes through the engine the policy picks, as
+  [`spark_mlt.column.mlt_decode`][spark_mlt.column.mlt_decode] does; a vector (what
+  [`MLTEncoderModel`][spark_mlt.ml.MLTEncoderModel] writes by default) has its values put in a
+  column of their own first, a DataFrame-level step, so that both engines read them by name.
 """
 
 from __future__ import annotations
@@ -38,13 +38,13 @@ class MLTDecoder(
     DefaultParamsReadable["MLTDecoder"],
     DefaultParamsWritable,
 ):
-    """Turns token columns back into bigint ids: whatever :class:`MLTEncoderModel` writes
-    (vectors by default, arrays, structs, packed bigints) or :func:`mlt_encode` writes.
+    """Turns token columns back into bigint ids: whatever `MLTEncoderModel` writes
+    (vectors by default, arrays, structs, packed bigints) or `mlt_encode` writes.
 
     Params (each with a ``set<Name>`` and ``get<Name>``):
 
     * ``codecs``: the codecs the tokens were made with, one per input column
-      (``getCodecs()`` returns :class:`MLTCodec` objects; ``setCodecs`` takes them or their
+      (``getCodecs()`` returns [`MLTCodec`][spark_mlt.codec.codec.MLTCodec] objects; ``setCodecs`` takes them or their
       JSON documents).
     * ``inputCol`` / ``outputCol``, or ``inputCols`` / ``outputCols``: token columns and their
       id columns (default ``<input>_id``).
@@ -118,7 +118,7 @@ class MLTDecoder(
         return value
 
     def setLayout(self, value: DecodeLayout) -> MLTDecoder:  # noqa: N802 - Spark ML naming
-        """Sets the value of :py:attr:`layout`."""
+        """Sets the value of :py`layout`."""
         return self._set(layout=value)
 
     def _transform(self, dataset: DataFrame) -> DataFrame:

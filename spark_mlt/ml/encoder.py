@@ -2,9 +2,9 @@
 
 Design decisions:
 
-* ``fit`` only sizes the codecs, with :func:`spark_mlt.column.fit_codecs` (one aggregation
+* ``fit`` only sizes the codecs, with `spark_mlt.column.fit_codecs` (one aggregation
   for all the columns that need it), and ``transform`` only calls
-  :func:`spark_mlt.column.mlt_encode`: the stages add Spark ML's Params, persistence and
+  [`spark_mlt.column.mlt_encode`][spark_mlt.column.mlt_encode]: the stages add Spark ML's Params, persistence and
   ``handleInvalid="skip"`` (a column function cannot drop rows) and nothing else.
 * The default layout is ``vector`` (tokens / (p - 1) in a dense ML vector), which
   ``VectorAssembler`` and the estimators of ``pyspark.ml`` take as it is.
@@ -34,11 +34,11 @@ class MLTEncoder(
     DefaultParamsReadable["MLTEncoder"],
     DefaultParamsWritable,
 ):
-    """Fits one MLT codec per input column and returns an :class:`MLTEncoderModel`, which
-    adds each column's MLT tokens.
+    """Fits one MLT codec per input column and returns an
+    [`MLTEncoderModel`][spark_mlt.ml.encoder.MLTEncoderModel], which adds each column's MLT tokens.
 
     Where p or n is not set, ``fit`` measures each column's largest id and sizes its codec
-    by the paper's rule ``p**n > max id`` (:func:`spark_mlt.column.fit_codecs`).
+    by the paper's rule ``p**n > max id`` (`spark_mlt.column.fit_codecs`).
 
     Params (each with a ``set<Name>`` and ``get<Name>``):
 
@@ -117,13 +117,13 @@ class MLTEncoderModel(
     DefaultParamsReadable["MLTEncoderModel"],
     DefaultParamsWritable,
 ):
-    """Adds the MLT tokens of each input column: a fitted :class:`MLTEncoder`, or one built
+    """Adds the MLT tokens of each input column: a fitted [`MLTEncoder`][spark_mlt.ml.encoder.MLTEncoder], or one built
     from known codecs.
 
     Params (each with a ``set<Name>`` and ``get<Name>``): ``codecs`` (one per input column;
-    ``getCodecs()`` returns :class:`MLTCodec` objects, ``setCodecs`` takes them or their JSON
+    ``getCodecs()`` returns [`MLTCodec`][spark_mlt.codec.codec.MLTCodec] objects, ``setCodecs`` takes them or their JSON
     documents), ``inputCol``/``outputCol`` or ``inputCols``/``outputCols``, ``layout``
-    (default ``"vector"``), ``handleInvalid`` and ``engine``, as in :class:`MLTEncoder`.
+    (default ``"vector"``), ``handleInvalid`` and ``engine``, as in [`MLTEncoder`][spark_mlt.ml.encoder.MLTEncoder].
 
     Example::
 

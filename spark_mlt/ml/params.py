@@ -5,14 +5,14 @@ Design decisions:
 * Columns and invalid rows use Spark's own shared mixins (``HasInputCol``, ``HasInputCols``,
   ``HasOutputCol``, ``HasOutputCols``, ``HasHandleInvalid``), so the stages read like those of
   ``pyspark.ml.feature``; ``layout``, ``engine``, ``codecs`` and the codec sizing (``p``,
-  ``n``, ``seed``) are mixins of their own, named with the words of :mod:`spark_mlt.options`.
+  ``n``, ``seed``) are mixins of their own, named with the words of [`spark_mlt.options`][spark_mlt.options].
 * The setters live in the mixins, typed to return the stage they are called on, so every
   stage has a ``set<Name>`` and ``get<Name>`` for each of its Params without a copy per class.
 * ``handleInvalid`` takes ``error``, ``null`` and ``skip``. Spark's ``keep`` puts invalid
   values in an extra bucket, which MLT does not have, so it is refused.
 * Option values are checked by each Param's type converter, which pyspark runs whenever a
   Param is set (constructor, setters, ``Params.set``, loading a saved stage), so a typo fails
-  where it is written, with an :class:`~spark_mlt.errors.OptionError` naming the Param.
+  where it is written, with an [`OptionError`][spark_mlt.errors.OptionError] naming the Param.
 * ``codecs`` holds the codecs' JSON documents (a list of strings), so Spark ML's default
   persistence saves them as JSON; they are validated when set and again when loaded.
 """
@@ -57,7 +57,7 @@ def to_choice(name: str, choices: Sequence[C]) -> Callable[[Any], C]:
 
 
 def _to_codec_documents(value: Any) -> list[str]:
-    """The canonical JSON documents of codecs given as :class:`MLTCodec` objects or JSON."""
+    """The canonical JSON documents of codecs given as [`MLTCodec`][spark_mlt.codec.codec.MLTCodec] objects or JSON."""
     documents = []
     for item in TypeConverters.toList(value):
         if isinstance(item, MLTCodec):
@@ -86,7 +86,7 @@ class HasLayout(Params):
         return value
 
     def setLayout(self: P, value: str) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`layout`."""
+        """Sets the value of :py`layout`."""
         return self._set(layout=value)
 
 
@@ -106,7 +106,7 @@ class HasEngine(Params):
         return value
 
     def setEngine(self: P, value: str) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`engine`."""
+        """Sets the value of :py`engine`."""
         return self._set(engine=value)
 
 
@@ -127,7 +127,7 @@ class HasCodecs(Params):
         return [MLTCodec.from_json(document) for document in self.getOrDefault(self.codecs)]
 
     def setCodecs(self: P, value: Sequence[MLTCodec | str]) -> P:  # noqa: N802
-        """Sets :py:attr:`codecs` from :class:`MLTCodec` objects or their JSON documents."""
+        """Sets :py`codecs` from [`MLTCodec`][spark_mlt.codec.codec.MLTCodec] objects or their JSON documents."""
         return self._set(codecs=list(value))
 
 
@@ -149,7 +149,7 @@ class HasCodecSizing(Params):
         return int(self.getOrDefault(self.p)) if self.isSet(self.p) else None
 
     def setP(self: P, value: int) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`p`."""
+        """Sets the value of :py`p`."""
         return self._set(p=value)
 
     def getN(self) -> int | None:  # noqa: N802
@@ -157,7 +157,7 @@ class HasCodecSizing(Params):
         return int(self.getOrDefault(self.n)) if self.isSet(self.n) else None
 
     def setN(self: P, value: int) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`n`."""
+        """Sets the value of :py`n`."""
         return self._set(n=value)
 
     def getSeed(self) -> int:  # noqa: N802
@@ -165,7 +165,7 @@ class HasCodecSizing(Params):
         return int(self.getOrDefault(self.seed))
 
     def setSeed(self: P, value: int) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`seed`."""
+        """Sets the value of :py`seed`."""
         return self._set(seed=value)
 
 
@@ -189,23 +189,23 @@ class MLTStageParams(HasInputCol, HasInputCols, HasOutputCol, HasOutputCols, Has
     _output_suffix: str = TOKEN_SUFFIX
 
     def setInputCol(self: P, value: str) -> P:  # noqa: N802 - Spark ML naming
-        """Sets the value of :py:attr:`inputCol`."""
+        """Sets the value of :py`inputCol`."""
         return self._set(inputCol=value)
 
     def setInputCols(self: P, value: list[str]) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`inputCols`."""
+        """Sets the value of :py`inputCols`."""
         return self._set(inputCols=value)
 
     def setOutputCol(self: P, value: str) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`outputCol`."""
+        """Sets the value of :py`outputCol`."""
         return self._set(outputCol=value)
 
     def setOutputCols(self: P, value: list[str]) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`outputCols`."""
+        """Sets the value of :py`outputCols`."""
         return self._set(outputCols=value)
 
     def setHandleInvalid(self: P, value: str) -> P:  # noqa: N802
-        """Sets the value of :py:attr:`handleInvalid`."""
+        """Sets the value of :py`handleInvalid`."""
         return self._set(handleInvalid=value)
 
     def _columns(self) -> list[tuple[str, str]]:

@@ -7,7 +7,7 @@ cross-entropy; threshold 0.5) on each representation, for the paper's epochs or 
 each method does best with on a validation split carved from the training split, and writes
 ``report.json``, ``report.md`` and ``report.png`` into ``output``. Training runs on one machine
 (the driver), in Keras 3 on JAX's CPU backend, with scikit-learn's hashing trick and metrics:
-the optional extra ``spark-mlt[paper]``. The Spark ML stages (:mod:`spark_mlt.ml`) remain the way to
+the optional extra ``spark-mlt[paper]``. The Spark ML stages ([`spark_mlt.ml`][spark_mlt.ml]) remain the way to
 produce the same features on a cluster.
 
 Example::
@@ -40,7 +40,7 @@ __all__ = ["DEFAULT_EPOCHS", "METHODS", "PaperOptions", "PaperReport", "reproduc
 
 @dataclass(frozen=True)
 class PaperReport:
-    """What :func:`reproduce` measured, and where it wrote the report."""
+    """What [`reproduce`][spark_mlt.paper.reproduce] measured, and where it wrote the report."""
 
     results: list[MethodResult]
     meta: dict[str, Any]

@@ -2,10 +2,11 @@
 MLT embeddings) and the quotient-remainder trick, trained and scored the same way: the shared
 head, Adam, binary cross-entropy, threshold 0.5.
 
-Each method turns the train and test ratings into the model's inputs, builds its model and
-says how the paper counts its parameters; :func:`run_method` trains and scores it, for a fixed
-number of epochs or for the number that gave the lowest log loss on a validation split carved
-from the training split (then retrained on the whole training split, and tested once).
+Each method turns the train and test ratings into the model's inputs, builds its model and says how
+the paper counts its parameters; [`run_method`][spark_mlt.paper.methods.run_method] trains and
+scores it, for a fixed number of epochs or for the number that gave the lowest log loss on a
+validation split carved from the training split (then retrained on the whole training split, and
+tested once).
 """
 
 from __future__ import annotations
@@ -341,7 +342,8 @@ def progress(label: str) -> dict[str, Any]:
 
 
 def _fit(prepared: Prepared, labels: npt.NDArray[np.uint8], epochs: int, batch_size: int, label: str) -> float:
-    """Train ``epochs`` more epochs, reporting each (:func:`progress`); seconds per epoch."""
+    """Train ``epochs`` more epochs, reporting each
+    ([`progress`][spark_mlt.paper.methods.progress]); seconds per epoch."""
     started = time.perf_counter()
     prepared.model.fit(
         prepared.train, labels.astype(np.float32), epochs=epochs, batch_size=batch_size, shuffle=True, **progress(label)
@@ -360,7 +362,7 @@ def _predict(prepared: Prepared) -> tuple[npt.NDArray[np.float64], float]:
 def choose_epochs(key: str, train: Ratings, options: PaperOptions) -> dict[str, Any]:
     """The epoch count of method ``key`` with the lowest log loss on a validation split (a
     ``validation_fraction`` of ``train``, drawn with ``seed + 1``), trained on the rest for up to
-    ``max_epochs``, stopping :data:`PATIENCE` epochs after the best; with that epoch's
+    ``max_epochs``, stopping [`PATIENCE`][spark_mlt.paper.methods.PATIENCE] epochs after the best; with that epoch's
     validation scores and every epoch's (``curve``: epoch, accuracy, ROC AUC, log loss)."""
     fit, held = split(train, test_fraction=options.validation_fraction, seed=options.seed + 1)
     models.keras_module().utils.set_random_seed(options.seed)
@@ -387,8 +389,10 @@ def choose_epochs(key: str, train: Ratings, options: PaperOptions) -> dict[str, 
 
 
 def run_method(key: str, train: Ratings, test: Ratings, options: PaperOptions) -> MethodResult:
-    """Train and score one method (``key`` in :data:`METHODS`) as ``options`` say: its fixed
-    epochs, or the count :func:`choose_epochs` picks; the weights start from ``options.seed``."""
+    """Train and score one method (``key`` in [`METHODS`][spark_mlt.paper.methods.METHODS]) as
+    ``options`` say: its fixed epochs, or the count
+    [`choose_epochs`][spark_mlt.paper.methods.choose_epochs] picks; the weights start from
+    ``options.seed``."""
     validation = choose_epochs(key, train, options) if options.epoch_selection == "validation" else None
     epochs = validation["epochs"] if validation else options.epochs.get(key, DEFAULT_EPOCHS[key])
     models.keras_module().utils.set_random_seed(options.seed)

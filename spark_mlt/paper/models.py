@@ -2,29 +2,31 @@
 Table 1, MLT tokens as categories, and compositional MLT embeddings.
 
 Every representation maps a batch of compact integer inputs (ids, hashed indices, tokens) to a
-vector the shared head reads; nothing as wide as the one-hot vector is ever materialised.
-One-hot and hashing are sparse vectors with two non-zeros (a user's and a movie's), so their
-product with the head's first Dense layer is the sum of two rows of its weight matrix:
-:func:`sparse_model` computes exactly that (``sum_k value_k * W[index_k] + b``), the same
-function and the same parameter count as ``Dense(64)`` on the 164,320-wide vector.
+vector the shared head reads; nothing as wide as the one-hot vector is ever materialised. One-hot
+and hashing are sparse vectors with two non-zeros (a user's and a movie's), so their product with
+the head's first Dense layer is the sum of two rows of its weight matrix:
+[`sparse_model`][spark_mlt.paper.models.sparse_model] computes exactly that (``sum_k value_k *
+W[index_k] + b``), the same function and the same parameter count as ``Dense(64)`` on the
+164,320-wide vector.
 
-Parameters are counted as the paper counts them: a representation's own weights (the
-embeddings; the whole autoencoder, BatchNorm statistics included), apart from the head's.
-Keras is imported on first use (:func:`keras_module`): it is the optional ``paper`` extra.
+Parameters are counted as the paper counts them: a representation's own weights (the embeddings; the
+whole autoencoder, BatchNorm statistics included), apart from the head's. Keras is imported on first
+use ([`keras_module`][spark_mlt.paper.models.keras_module]): it is the optional ``paper`` extra.
 
-Compositional MLT embeddings (:func:`mlt_compositional_model`) give every id its own vector
-from its n tokens and ``O(n p r^2)`` weights instead of one row per id. Token position j splits
-the ids into p classes (the ids whose j-th token is t); since the tokens are a bijection of the
-id, the n partitions are *complementary* (Shi et al., KDD 2020, "Compositional Embeddings Using
-Complementary Partitions"; the quotient-remainder trick is the two-partition case): only one id
-lies in all of its n classes, so a combination of one small table per position that can tell
-the n rows apart is a per-id vector. Three combinations:
+Compositional MLT embeddings
+([`mlt_compositional_model`][spark_mlt.paper.models.mlt_compositional_model]) give every id its own
+vector from its n tokens and ``O(n p r^2)`` weights instead of one row per id. Token position j
+splits the ids into p classes (the ids whose j-th token is t); since the tokens are a bijection of
+the id, the n partitions are *complementary* (Shi et al., KDD 2020, "Compositional Embeddings Using
+Complementary Partitions"; the quotient-remainder trick is the two-partition case): only one id lies
+in all of its n classes, so a combination of one small table per position that can tell the n rows
+apart is a per-id vector. Three combinations:
 
 * ``qr`` (default): the plain element-wise product ``v = A_1[t_1] * ... * A_n[t_n]`` of one
   r-wide row per position, the quotient-remainder trick's operation over n partitions instead
   of two: ``n p r`` parameters. Its rows start uniform in ``+-b_n``, ``b_n`` chosen so that a
   product of n of them is as small as the QR trick's product of two Keras Embedding rows
-  (:data:`QR_INIT`): with Keras' own ``+-0.05`` a product of 5 rows starts near 1e-8 and
+  ([`QR_INIT`][spark_mlt.paper.models.QR_INIT]): with Keras' own ``+-0.05`` a product of 5 rows starts near 1e-8 and
   learns slowly (67.5% validation accuracy after 20 epochs at p = 13, rank 64, against 70.3%).
 * ``path``: a row vector from the first token's table, multiplied by one ``r x r``
   matrix per further token, ``v = a[t_1] (I + B_2[t_2]) ... (I + B_n[t_n])``: the path-based
@@ -33,20 +35,20 @@ the n rows apart is a per-id vector. Three combinations:
 * ``product``: the element-wise product ``v = (1 + A_1[t_1]) * ... * (1 + A_n[t_n])`` of one
   r-wide row per position (the compositional embeddings' multiplicative operation): ``n p r``.
 
-The id's code, what the head reads, is the whole r-wide vector (code width 0, as the QR trick
-feeds its product to the head) or a learned projection of it to a few numbers.
-:data:`COMPOSITION_DEFAULTS` gives each combination's rank and code width. Chosen on
-ml-latest-small's validation splits (carved from the training split; split seeds 42 to 44; the
-job's default codec, p = 13, n = 3 and 5): ``qr`` at rank 128, code width 0 (13,312 parameters)
-reached 70.55% validation accuracy and ROC AUC 0.7800, 0.66 points and 0.006 below the
-supervised embeddings (71.21%, 0.7856); the path at rank 12 with a 2-number code, the earlier
-default (11,596 parameters), 70.12% and 0.7725. The path and the product take a 2-number code:
-with the whole vector the path lost 1.4 points (69.1% against 70.5%, seed 42), and a 2-number
+The id's code, what the head reads, is the whole r-wide vector (code width 0, as the QR trick feeds
+its product to the head) or a learned projection of it to a few numbers.
+[`COMPOSITION_DEFAULTS`][spark_mlt.paper.models.COMPOSITION_DEFAULTS] gives each combination's rank
+and code width. Chosen on ml-latest-small's validation splits (carved from the training split; split
+seeds 42 to 44; the job's default codec, p = 13, n = 3 and 5): ``qr`` at rank 128, code width 0
+(13,312 parameters) reached 70.55% validation accuracy and ROC AUC 0.7800, 0.66 points and 0.006
+below the supervised embeddings (71.21%, 0.7856); the path at rank 12 with a 2-number code, the
+earlier default (11,596 parameters), 70.12% and 0.7725. The path and the product take a 2-number
+code: with the whole vector the path lost 1.4 points (69.1% against 70.5%, seed 42), and a 2-number
 code made ``qr`` unstable (65.1% on one seed of three at p = 31). The path's and the product's
-tables are stored divided by :data:`TABLE_STEP` and multiplied back, so Adam (at its default
-rate, as every method) moves them ``TABLE_STEP`` times further per step: a row is shared by
-every id that holds its token, and at the default step the path needed 18 epochs to reach the
-validation loss it had after 4 with a step of 10.
+tables are stored divided by [`TABLE_STEP`][spark_mlt.paper.models.TABLE_STEP] and multiplied back,
+so Adam (at its default rate, as every method) moves them ``TABLE_STEP`` times further per step: a
+row is shared by every id that holds its token, and at the default step the path needed 18 epochs to
+reach the validation loss it had after 4 with a step of 10.
 """
 
 from __future__ import annotations
@@ -271,7 +273,7 @@ def _composition(keras: Any, codec: tuple[int, int], rank: int, combination: str
 
 def composition_settings(combination: str, rank: int | None, code_width: int | None) -> tuple[int, int]:
     """``(rank, code_width)``, each the given one or, where ``None``, the combination's default
-    (:data:`COMPOSITION_DEFAULTS`)."""
+    ([`COMPOSITION_DEFAULTS`][spark_mlt.paper.models.COMPOSITION_DEFAULTS])."""
     default_rank, default_width = COMPOSITION_DEFAULTS[combination]
     return (default_rank if rank is None else rank, default_width if code_width is None else code_width)
 
@@ -283,15 +285,16 @@ def mlt_compositional_model(
     rank: int | None = None,
     code_width: int | None = None,
 ) -> Any:
-    """Compositional MLT embeddings: for each id column (``codecs`` gives its ``(p, n)``; the
-    input holds the columns' tokens side by side), the ``combination`` of one small table per
-    token position (module docstring), projected to a ``code_width``-wide code (0: the whole
-    ``rank``-wide vector is the code, as the QR trick feeds its product to the head; ``None``:
-    the combination's :data:`COMPOSITION_DEFAULTS`, as for ``rank``); the codes,
-    concatenated, feed the shared head. An id's code is a function of its tokens only, and two
-    ids get equal codes only on a null set of weights: the code is a polynomial in the weights,
+    """Compositional MLT embeddings: for each id column (``codecs`` gives its ``(p, n)``; the input
+    holds the columns' tokens side by side), the ``combination`` of one small table per token
+    position (module docstring), projected to a ``code_width``-wide code (0: the whole ``rank``-wide
+    vector is the code, as the QR trick feeds its product to the head; ``None``: the combination's
+    [`COMPOSITION_DEFAULTS`][spark_mlt.paper.models.COMPOSITION_DEFAULTS], as for ``rank``); the
+    codes, concatenated, feed the shared head. An id's code is a function of its tokens only, and
+    two ids get equal codes only on a null set of weights: the code is a polynomial in the weights,
     and two ids with different tokens read different rows (hashed ids share a row whatever the
-    weights). :func:`spark_mlt.paper.methods.distinct_codes` counts them after training.
+    weights). [`spark_mlt.paper.methods.distinct_codes`][spark_mlt.paper.methods.distinct_codes]
+    counts them after training.
 
     Example::
 

@@ -1,4 +1,5 @@
-"""The options of the paper's reproduction (:func:`spark_mlt.paper.reproduce`, ``spark-mlt paper``).
+"""The options of the paper's reproduction
+([`spark_mlt.paper.reproduce`][spark_mlt.paper.reproduce], ``spark-mlt paper``).
 
 Each field's ``metadata["help"]`` is its flag's help: the CLI derives ``--mlt-rank`` from
 ``mlt_rank``. Values are checked once, when the options are built, and an error names the field.
@@ -24,7 +25,7 @@ Combination = Literal["qr", "path", "product"]
 
 @dataclass(frozen=True, kw_only=True)
 class PaperOptions:
-    """How :func:`spark_mlt.paper.reproduce` runs.
+    """How [`spark_mlt.paper.reproduce`][spark_mlt.paper.reproduce] runs.
 
     Each field's ``metadata["help"]`` says what it does (``spark-mlt paper --help`` prints it).
 

@@ -2,27 +2,30 @@
 
 One module per role, as delta-rs' own Python package is laid out:
 
-* :mod:`~spark_mlt.storage.properties`: the names spark-mlt writes into a table (codec,
+* `properties`: the names spark-mlt writes into a table (codec,
   format version and vocabulary properties; run ids) and codecs <-> properties. What the
   layers above record (the MovieLens label rule) they pass as ``WriteOptions.properties``.
-* :mod:`~spark_mlt.storage.fs`: a table's location as delta-rs, pyarrow's filesystem and
-  Spark each need it (plain paths and URIs: ``s3://`` and ``s3a://`` alike), and its
-  :class:`StorageOptions` (secrets hidden), from which :func:`s3a_conf` derives Spark's.
-* :mod:`~spark_mlt.storage.catalog`: catalog tables' names (``db.table``) next to paths: the
-  rule that tells them apart (:func:`is_table_name`) and their locations.
-* :mod:`~spark_mlt.storage.table`: :func:`read_snapshot`, the one reader of a table's state.
-* :mod:`~spark_mlt.storage.features`: the Delta table features the jar-free path reads and
-  writes, and its protocol gate (:class:`TableFeatureError` for the rest).
-* :mod:`~spark_mlt.storage.schema`: a table's logical and physical columns (column mapping)
+* `fs`: a table's location as delta-rs, pyarrow's filesystem and Spark each need it (plain paths and
+  URIs: ``s3://`` and ``s3a://`` alike), and its
+  [`StorageOptions`][spark_mlt.storage.fs.StorageOptions] (secrets hidden), from which
+  [`s3a_conf`][spark_mlt.storage.fs.s3a_conf] derives Spark's.
+* `catalog`: catalog tables' names (``db.table``) next to paths: the
+  rule that tells them apart ([`is_table_name`][spark_mlt.storage.catalog.is_table_name]) and their locations.
+* `table`: [`read_snapshot`][spark_mlt.storage.table.read_snapshot], the one reader of a table's state.
+* `features`: the Delta table features the jar-free path reads and
+  writes, and its protocol gate ([`TableFeatureError`][spark_mlt.errors.TableFeatureError] for the rest).
+* `schema`: a table's logical and physical columns (column mapping)
   and the rules a write keeps (constraints, NOT NULL, generated columns).
-* :mod:`~spark_mlt.storage.deletions`: the rows a version's deletion vectors delete.
-* :mod:`~spark_mlt.storage.writer`: :func:`write_delta`, :func:`snapshot_for_write` (a job's
-  one read of its output table) and the backend choice; the backends
-  are ``_delta_rs`` (embedded, no jars) and ``_delta_spark`` (Delta's jars).
-* :mod:`~spark_mlt.storage.reader`: :func:`read_delta` into Spark, and
-  :func:`read_snapshot_rows` for a snapshot already read.
-* :mod:`~spark_mlt.storage.maintenance`: :func:`orphan_files` and :func:`vacuum`.
-* :mod:`~spark_mlt.storage.vocabulary`: append-only key vocabularies.
+* `deletions`: the rows a version's deletion vectors delete.
+* `writer`: [`write_delta`][spark_mlt.storage.writer.write_delta],
+  [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (a job's one read of its
+  output table) and the backend choice; the backends are ``_delta_rs`` (embedded, no jars) and
+  ``_delta_spark`` (Delta's jars).
+* `reader`: [`read_delta`][spark_mlt.storage.reader.read_delta] into Spark, and
+  [`read_snapshot_rows`][spark_mlt.storage.reader.read_snapshot_rows] for a snapshot already read.
+* `maintenance`: [`orphan_files`][spark_mlt.storage.maintenance.orphan_files] and
+  [`vacuum`][spark_mlt.storage.maintenance.vacuum].
+* `vocabulary`: append-only key vocabularies.
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@
 
 A failed Spark job leaves no ``_SUCCESS`` and no commit, and its staging folder is removed, so
 the table is as it was. A driver that dies between Spark's job commit and the Delta commit
-leaves an uncommitted staging folder that :func:`~spark_mlt.storage.maintenance.orphan_files`
-lists and :func:`~spark_mlt.storage.maintenance.vacuum` removes.
+leaves an uncommitted staging folder that [`orphan_files`][spark_mlt.storage.maintenance.orphan_files]
+lists and [`vacuum`][spark_mlt.storage.maintenance.vacuum] removes.
 
 Pitfalls handled here: ``AddAction.path`` must be the raw relative path (delta-rs
 percent-encodes it itself); ``create_write_transaction`` does not check the schema of what it

@@ -1,9 +1,10 @@
 """What a write will do, decided before any backend runs, and what it did.
 
-:func:`~spark_mlt.storage.writer.write_delta` checks its arguments and the table once, then
-hands one frozen :class:`WritePlan` to a backend (``_delta_rs`` or ``_delta_spark``); both
-return a :class:`DeltaWriteResult`. The checks of a write's settings live here, once: the jobs'
-options call the same ones, so a bad value gives the same error wherever it is given.
+[`write_delta`][spark_mlt.storage.writer.write_delta] checks its arguments and the table once, then
+hands one frozen [`WritePlan`][spark_mlt.storage._plan.WritePlan] to a backend (``_delta_rs`` or
+``_delta_spark``); both return a [`DeltaWriteResult`][spark_mlt.storage._plan.DeltaWriteResult]. The
+checks of a write's settings live here, once: the jobs' options call the same ones, so a bad value
+gives the same error wherever it is given.
 """
 
 from __future__ import annotations
@@ -41,7 +42,7 @@ WRITE_MODES: tuple[WriteMode, ...] = ("error", "append", "overwrite")
 
 
 def check_mode(mode: object) -> WriteMode:
-    """``mode`` if it is a write mode (:data:`WRITE_MODES`).
+    """``mode`` if it is a write mode (`WRITE_MODES`).
 
     Raises:
         OptionError: any other value, naming ``mode``.

@@ -2,7 +2,7 @@
 
 Wherever a table's location is accepted (``write_delta``, ``read_delta``, ``read_snapshot``,
 ``vacuum``, the jobs' ``--output``, ``--input``, ``decode``, ``inspect``), a catalog table's
-name works too, by one rule (:func:`is_table_name`):
+name works too, by one rule ([`is_table_name`][spark_mlt.storage.catalog.is_table_name]):
 
     A string with no ``/``, no ``\\`` and no ``:`` made of two or three dot-separated SQL
     identifiers (letters, digits and ``_``, not starting with a digit; or backquoted) is a
@@ -12,7 +12,7 @@ name works too, by one rule (:func:`is_table_name`):
 A name needs a session that can hold Delta tables by name: delta-spark's jars with its
 session catalog (``spark.sql.catalog.spark_catalog``, what Databricks and EMR set up), or
 another catalog of Delta tables named by a three-part name. A name on a session without
-Delta's jars gets a :class:`~spark_mlt.errors.TableError` naming the value and the settings.
+Delta's jars gets a [`TableError`][spark_mlt.errors.TableError] naming the value and the settings.
 
 A named table is created through Spark SQL (``CREATE TABLE db.t (...) USING delta
 TBLPROPERTIES (...)``: its codecs are in the catalog from its first version); to read its
@@ -90,7 +90,7 @@ def use_delta_spark(spark: SparkSession | None, backend: Backend = "auto") -> bo
     jars; without a session, the jar-free path).
 
     Raises:
-        OptionError: ``backend`` is none of :data:`BACKENDS`.
+        OptionError: ``backend`` is none of [`BACKENDS`][spark_mlt.storage.catalog.BACKENDS].
     """
     check_choice("backend", backend, BACKENDS)
     if backend != "auto":

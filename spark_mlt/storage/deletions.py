@@ -3,14 +3,14 @@
 A ``DELETE``, ``UPDATE`` or ``MERGE`` of delta-spark (Databricks turns deletion vectors on for
 new tables) marks rows as deleted in a deletion vector beside the file instead of rewriting the
 file; a reader must leave those rows out. delta-rs reads the vectors (inline in the log or in
-``deletion_vector_*.bin`` files) and gives each file's keep mask (:meth:`DeltaTable.deletion_vectors`);
+``deletion_vector_*.bin`` files) and gives each file's keep mask (`DeltaTable.deletion_vectors`);
 here each mask becomes the runs of deleted row indexes (``start``, ``length``), which the
 reader turns into rows in Spark and leaves out by each row's index in its file
 (``_metadata.row_index``, the index Delta's own reader uses).
 
 The masks pass through the driver (delta-rs materialises them: one bit per row of each file
 that has a vector); the runs go into the query plan, so a table whose vectors hold more than
-:data:`MAX_DELETED_RUNS` runs is refused rather than put in a plan: purge them
+[`MAX_DELETED_RUNS`][spark_mlt.storage.deletions.MAX_DELETED_RUNS] runs is refused rather than put in a plan: purge them
 (``REORG TABLE ... APPLY (PURGE)``) or read with Delta's jars.
 """
 
@@ -78,7 +78,7 @@ def deleted_runs(table: DeltaTable, file_ids: Mapping[str, int], location: str) 
         TableError: a vector names a file the version does not list (the table changed under
             the handle, or paths disagree): rather than guess, nothing is read.
         TableFeatureError: delta-rs cannot read the vectors, or they hold more than
-            :data:`MAX_DELETED_RUNS` runs.
+            [`MAX_DELETED_RUNS`][spark_mlt.storage.deletions.MAX_DELETED_RUNS] runs.
     """
     masks = _masks(table, location)
     root = unquote(table.table_uri).rstrip("/") + "/"

@@ -1,13 +1,13 @@
 """Delta table features, and the protocol gate of the jar-free path.
 
-Without Delta's jars, delta-rs reads the log and Spark reads and writes the Parquet files. That
-is exact only for the table features this path implements, so every jar-free read
-(:func:`check_readable`), write and vacuum (:func:`check_writable`) first reads the table's
-protocol and refuses, with :class:`~spark_mlt.errors.TableFeatureError`, a table that uses
-anything else: a wrong row costs more than a refusal. The error names the table, the feature
-and the way forward: a session with Delta's jars (spark-mlt then reads and writes through
-delta-spark, which implements every feature), or the table property or command that turns the
-feature off.
+Without Delta's jars, delta-rs reads the log and Spark reads and writes the Parquet files. That is
+exact only for the table features this path implements, so every jar-free read
+([`check_readable`][spark_mlt.storage.features.check_readable]), write and vacuum
+([`check_writable`][spark_mlt.storage.features.check_writable]) first reads the table's protocol and
+refuses, with [`TableFeatureError`][spark_mlt.errors.TableFeatureError], a table that uses anything
+else: a wrong row costs more than a refusal. The error names the table, the feature and the way
+forward: a session with Delta's jars (spark-mlt then reads and writes through delta-spark, which
+implements every feature), or the table property or command that turns the feature off.
 
 Which features a table uses: a protocol with table features (reader version 3, writer
 version 7) lists them; an older protocol implies those of its versions (writer 2: appendOnly
@@ -15,8 +15,9 @@ and invariants, 3: checkConstraints, 4: changeDataFeed and generatedColumns, 5: 
 6: identityColumns; reader 2: columnMapping), and of those only the ones the table's metadata
 turns on count (a writer-6 table without an identity column has none to keep).
 
-:data:`FEATURES` is the one list of what the jar-free path does with each feature; the feature
-table of docs/storage.md (Guarantees) is checked against it by the tests.
+[`FEATURES`][spark_mlt.storage.features.FEATURES] is the one list of what the jar-free path does
+with each feature; the feature table of docs/storage.md (Guarantees) is checked against it by the
+tests.
 """
 
 from __future__ import annotations

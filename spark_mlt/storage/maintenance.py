@@ -1,13 +1,13 @@
 """Cleaning up after writes: files no version references, and the folders they leave.
 
 A write that dies between Spark's job commit and its Delta commit (a killed driver) leaves an
-uncommitted staging folder; a write in progress has one too, until it commits, and the two
-cannot be told apart from the files alone. So :func:`orphan_files` only lists, and
-:func:`vacuum` deletes only files older than a retention period (7 days by default, Delta's
-own), which also keeps time travel to recent versions working. Both go through delta-rs'
-vacuum (``full=True`` also finds files the log never mentioned), and the empty staging folders
-left behind are removed through the table's pyarrow filesystem, so both work on any location
-(see :mod:`spark_mlt.storage.fs`).
+uncommitted staging folder; a write in progress has one too, until it commits, and the two cannot be
+told apart from the files alone. So [`orphan_files`][spark_mlt.storage.maintenance.orphan_files]
+only lists, and [`vacuum`][spark_mlt.storage.maintenance.vacuum] deletes only files older than a
+retention period (7 days by default, Delta's own), which also keeps time travel to recent versions
+working. Both go through delta-rs' vacuum (``full=True`` also finds files the log never mentioned),
+and the empty staging folders left behind are removed through the table's pyarrow filesystem, so
+both work on any location (see `spark_mlt.storage.fs`).
 
 Deletion vectors: delta-rs' vacuum does not see the vector files (``deletion_vector_*.bin``)
 that a version's files reference, and would delete them with the table still needing them. So
@@ -15,12 +15,12 @@ without Delta's jars neither function ever lists or deletes a deletion vector fi
 with deletion vectors the files to delete are listed by delta-rs, the vector files taken out,
 and the rest deleted here. Vector files no version needs any more stay until Delta's own
 ``VACUUM`` removes them. A table whose features a vacuum cannot keep is refused first
-(:func:`~spark_mlt.storage.features.check_writable`).
+([`check_writable`][spark_mlt.storage.features.check_writable]).
 
-Given a session with Delta's jars (``spark=``), :func:`vacuum` runs Delta's own ``VACUUM``
-instead (it also deletes files the log never mentioned, outside hidden folders); a retention
-under Delta's 7-day safety check is allowed for that one command, as it is with delta-rs.
-Paths are returned relative to the table either way.
+Given a session with Delta's jars (``spark=``), [`vacuum`][spark_mlt.storage.maintenance.vacuum]
+runs Delta's own ``VACUUM`` instead (it also deletes files the log never mentioned, outside hidden
+folders); a retention under Delta's 7-day safety check is allowed for that one command, as it is
+with delta-rs. Paths are returned relative to the table either way.
 """
 
 from __future__ import annotations

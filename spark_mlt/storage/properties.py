@@ -5,8 +5,9 @@ Table properties (the table's metadata configuration):
 * ``mlt.codec.<column>``: the codec JSON of id column ``<column>`` (its tokens are usually in
   ``<column>_mlt``). The JSON carries a fingerprint, so a corrupt or tampered codec is refused
   when it is read, never silently used.
-* ``mlt.format.version``: the table layout's version, :data:`TABLE_FORMAT_VERSION` (an int
-  here, the string ``"1"`` in the table: Delta property values are strings).
+* ``mlt.format.version``: the table layout's version,
+  [`TABLE_FORMAT_VERSION`][spark_mlt.storage.properties.TABLE_FORMAT_VERSION] (an int here, the
+  string ``"1"`` in the table: Delta property values are strings).
 * ``mlt.vocabulary.<column>``: the path of the key vocabulary of string column ``<column>``.
 * anything else a caller passes (``WriteOptions.properties``), e.g. the MovieLens job's label
   rule: storage knows codecs and table properties, not what the layers above record.
@@ -15,9 +16,10 @@ Commit metadata (``commitInfo``) holds each write's ``spark_mlt.*`` entries (mod
 write id). A run id is recorded as a Delta application transaction with app id
 ``spark-mlt:<run id>``, which is what makes a re-run of the same job idempotent.
 
-Properties are written once, when the table is created (delta-rs takes custom properties only
-in ``DeltaTable.create``): a codec is never added to an existing table's properties by a data
-write, so appends and overwrites must reuse the stored codecs (:func:`merge_codecs`).
+Properties are written once, when the table is created (delta-rs takes custom properties only in
+``DeltaTable.create``): a codec is never added to an existing table's properties by a data write, so
+appends and overwrites must reuse the stored codecs
+([`merge_codecs`][spark_mlt.storage.properties.merge_codecs]).
 """
 
 from __future__ import annotations

@@ -2,15 +2,15 @@
 
 With Delta's jars this is ``spark.read.format("delta")``. Without them (the jar-free path),
 delta-rs reads the log and Spark reads the version's Parquet files, after the protocol gate
-(:func:`~spark_mlt.storage.features.check_readable`) has made sure that this returns exactly
+([`check_readable`][spark_mlt.storage.features.check_readable]) has made sure that this returns exactly
 the rows Delta returns:
 
 * one Parquet scan of all the version's files, with the schema the files store
-  (:mod:`spark_mlt.storage.schema`: physical names under column mapping, renamed back after);
+  (`spark_mlt.storage.schema`: physical names under column mapping, renamed back after);
 * partition values (not in the files) and deletion vectors need to know each row's file: a
   small table of the version's files (one row per file: its path, a number, its partition
   values as delta-rs parsed them) is broadcast-joined on ``_metadata.file_path``, and the
-  deleted rows (:mod:`spark_mlt.storage.deletions`) are left out with an anti-join on the
+  deleted rows (`spark_mlt.storage.deletions`) are left out with an anti-join on the
   file's number and the row's index in its file (``_metadata.row_index``). A row whose file
   the table does not list fails the query rather than lose its partition values.
 
@@ -98,9 +98,9 @@ def read_delta(
 
 
 def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot, *, backend: Backend = "auto") -> DataFrame:
-    """The rows of the version a :class:`~spark_mlt.storage.table.TableSnapshot` read, through
+    """The rows of the version a [`TableSnapshot`][spark_mlt.storage.table.TableSnapshot] read, through
     its own handle: a job that has the snapshot (its codecs, layouts, properties) reads the
-    same version without opening the table again. ``backend`` as in :func:`read_delta`.
+    same version without opening the table again. ``backend`` as in [`read_delta`][spark_mlt.storage.reader.read_delta].
 
     Example::
 
@@ -228,7 +228,7 @@ def _spark_file(location: Location, path: str) -> str:
 def _file_key(spark_path: str) -> str:
     """The URI Spark gives a file it was handed as ``spark_path``: Hadoop's ``Path.toUri``,
     ``file:/abs/path`` for a local file, the URI otherwise, its path quoted as
-    ``java.net.URI`` quotes a path (:func:`_quote_path`)."""
+    ``java.net.URI`` quotes a path ([`_quote_path`][spark_mlt.storage.reader._quote_path])."""
     if spark_path.startswith("/"):
         return "file:" + _quote_path(posixpath.normpath(spark_path))
     scheme, rest = spark_path.split(":", 1)

@@ -20,8 +20,10 @@ a non-nullable field is a NOT NULL constraint. Delta rejects a row for
 which a CHECK constraint is false *or null* (measured with delta-spark 4.4: ``CHECK (y > 0)``
 refuses ``y = NULL``), so the checks here do too.
 
-Everything here is read from one delta-rs handle (:func:`table_layout`) and used by the
-jar-free reader (:mod:`spark_mlt.storage.reader`) and writer (:mod:`spark_mlt.storage._delta_rs`).
+Everything here is read from one delta-rs handle
+([`table_layout`][spark_mlt.storage.schema.table_layout]) and used by the jar-free reader
+(`spark_mlt.storage.reader`) and writer
+([`spark_mlt.storage._delta_rs`][spark_mlt.storage._delta_rs]).
 """
 
 from __future__ import annotations
@@ -269,9 +271,10 @@ def physical_columns(layout: TableLayout, df: DataFrame) -> DataFrame:
 
 
 def enforce_rules(df: DataFrame, layout: TableLayout) -> DataFrame:
-    """``df`` with the table's generated columns it lacks computed, in the table's column order,
-    and every rule checked row by row: the first row that breaks one fails the query with
-    :data:`RULE_MARKER`, the rule and the row's values (so a write job fails before it commits).
+    """``df`` with the table's generated columns it lacks computed, in the table's column order, and
+    every rule checked row by row: the first row that breaks one fails the query with
+    [`RULE_MARKER`][spark_mlt.storage.schema.RULE_MARKER], the rule and the row's values (so a write
+    job fails before it commits).
 
     Example::
 

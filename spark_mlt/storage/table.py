@@ -1,12 +1,12 @@
 """Reading a tokenized Delta table's state: one ``DeltaTable`` handle, one snapshot.
 
-:func:`read_snapshot` is the single reader of a table's properties and codecs: every other
-function here, and the writer, goes through it. A snapshot keeps the ``DeltaTable`` handle it
-was read with, so a write opens the table once for its checks (exists? codecs? run already
-committed? schema?) and commits through the same handle.
+[`read_snapshot`][spark_mlt.storage.table.read_snapshot] is the single reader of a table's
+properties and codecs: every other function here, and the writer, goes through it. A snapshot keeps
+the ``DeltaTable`` handle it was read with, so a write opens the table once for its checks (exists?
+codecs? run already committed? schema?) and commits through the same handle.
 
 A stored codec whose JSON is corrupt or whose fingerprint does not match is refused on read
-(:class:`~spark_mlt.errors.CodecFormatError`), never silently used.
+([`CodecFormatError`][spark_mlt.errors.CodecFormatError]), never silently used.
 """
 
 from __future__ import annotations
@@ -126,7 +126,7 @@ def open_table(
     path: str | os.PathLike[str], *, version: int | None = None, storage_options: Mapping[str, str] | None = None
 ) -> DeltaTable:
     """A delta-rs handle on the table at ``path`` (a plain path, a URI, or a catalog table's
-    name: its location from the active session's catalog, see :mod:`~spark_mlt.storage.catalog`).
+    name: its location from the active session's catalog, see `catalog`).
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
@@ -197,7 +197,7 @@ def read_snapshot(
 
     ``path`` is a plain path, a URI or a catalog table's name (resolved through the active
     session's catalog); the snapshot's ``path`` is the table's location. ``storage_options``
-    configure its store (see :class:`~spark_mlt.storage.fs.StorageOptions`); the snapshot
+    configure its store (see [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]); the snapshot
     keeps them for the writes and reads that use it.
 
     Raises:
@@ -219,7 +219,7 @@ def read_properties(
     path: str | os.PathLike[str], *, version: int | None = None, storage_options: Mapping[str, str] | None = None
 ) -> dict[str, str]:
     """A Delta table's properties (its metadata configuration), codecs unchecked: this is how
-    to look at a table whose stored codec :func:`read_snapshot` refuses.
+    to look at a table whose stored codec [`read_snapshot`][spark_mlt.storage.table.read_snapshot] refuses.
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.

@@ -5,17 +5,18 @@ before keep their id forever; new keys get the next ids. Ids start at 0 and have
 codec sized for the vocabulary wastes no capacity.
 
 New keys are numbered in parallel, never through one task: each key falls into one of
-:data:`BUCKETS` buckets by a hash of the key (``xxhash64``), the driver collects how many new
-keys each bucket has (at most :data:`BUCKETS` numbers) and gives each bucket its first id, and
-each bucket numbers its keys in key order. So the ids follow (bucket, key) order, which
-depends on the keys alone: a rerun on the same input assigns the same ids.
+[`BUCKETS`][spark_mlt.storage.vocabulary.BUCKETS] buckets by a hash of the key (``xxhash64``), the
+driver collects how many new keys each bucket has (at most
+[`BUCKETS`][spark_mlt.storage.vocabulary.BUCKETS] numbers) and gives each bucket its first id, and
+each bucket numbers its keys in key order. So the ids follow (bucket, key) order, which depends on
+the keys alone: a rerun on the same input assigns the same ids.
 
 Assumption: one writer per vocabulary at a time (a scheduled job). Two concurrent runs could
-hand the same id to different keys; :func:`check_vocabulary` detects that.
+hand the same id to different keys; [`check_vocabulary`][spark_mlt.storage.vocabulary.check_vocabulary] detects that.
 
 A tokenized table records the vocabulary path of each string column in its table property
-``mlt.vocabulary.<column>`` (:func:`~spark_mlt.storage.properties.vocabulary_properties`;
-:func:`~spark_mlt.storage.properties.vocabulary_paths` reads it).
+``mlt.vocabulary.<column>`` ([`vocabulary_properties`][spark_mlt.storage.properties.vocabulary_properties];
+[`vocabulary_paths`][spark_mlt.storage.properties.vocabulary_paths] reads it).
 """
 
 from __future__ import annotations
@@ -66,7 +67,7 @@ def assign_ids(
 ) -> DataFrame:
     """``df`` with ``id_column``: each key's id from the vocabulary at ``path``, extended first
     with the keys it has not seen (appended in one Delta commit). Null keys get null ids.
-    ``storage_options`` configure the vocabulary's store (see :func:`write_delta`).
+    ``storage_options`` configure the vocabulary's store (see [`write_delta`][spark_mlt.storage.writer.write_delta]).
 
     Example::
 
@@ -99,8 +100,9 @@ def planned_size(
     *,
     storage_options: Mapping[str, str] | None = None,
 ) -> int:
-    """How many ids the vocabulary at ``path`` would hold after :func:`assign_ids` took the keys
-    of ``df[column]``, writing nothing (a job's dry run sizes its codec from it).
+    """How many ids the vocabulary at ``path`` would hold after
+    [`assign_ids`][spark_mlt.storage.vocabulary.assign_ids] took the keys of ``df[column]``, writing
+    nothing (a job's dry run sizes its codec from it).
 
     Example::
 
@@ -155,7 +157,7 @@ def keys_for_ids(
 
 
 def check_vocabulary(spark: SparkSession, path: str, *, storage_options: Mapping[str, str] | None = None) -> None:
-    """Raise :class:`VocabularyError` if an id maps to two keys or a key to two ids."""
+    """Raise [`VocabularyError`][spark_mlt.errors.VocabularyError] if an id maps to two keys or a key to two ids."""
     vocabulary = read_delta(spark, path, storage_options=storage_options)
     for by, other in (("id", "key"), ("key", "id")):
         clash = vocabulary.groupBy(by).agg(F.countDistinct(other).alias("n")).where("n > 1").first()

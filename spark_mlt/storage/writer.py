@@ -1,20 +1,21 @@
-"""Writing tokenized Delta tables: :func:`write_delta`, its options, and the backend choice.
+"""Writing tokenized Delta tables: [`write_delta`][spark_mlt.storage.writer.write_delta], its
+options, and the backend choice.
 
-Two backends write the same layout (see :mod:`spark_mlt.storage.properties`); ``write_delta``
-checks everything it can before any Spark job runs (mode, run id, the table's existence,
-stored codecs, an already committed run), then hands a frozen write plan to one of them. The
-table is opened once per write: a job that has read it already (:func:`snapshot_for_write`)
-passes its snapshot down.
+Two backends write the same layout (see `spark_mlt.storage.properties`); ``write_delta`` checks
+everything it can before any Spark job runs (mode, run id, the table's existence, stored codecs, an
+already committed run), then hands a frozen write plan to one of them. The table is opened once per
+write: a job that has read it already
+([`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write]) passes its snapshot down.
 
 * ``"delta-spark"`` when the session has Delta on its classpath (Databricks, EMR, a machine
   that can reach Maven): ``df.write.format("delta")``, properties through the DeltaTable
-  builder (:mod:`spark_mlt.storage._delta_spark`).
+  builder ([`spark_mlt.storage._delta_spark`][spark_mlt.storage._delta_spark]).
 * ``"delta-rs"`` otherwise, the embedded default that needs no jars: Spark writes Parquet in
   parallel, delta-rs commits exactly the files of Spark's job commit, atomically
-  (:mod:`spark_mlt.storage._delta_rs`). An existing table's protocol is checked first
-  (:func:`check_jar_free_write`: a feature this path cannot keep is refused before any data
-  moves), and its rules (constraints, NOT NULL, generated columns) are checked in Spark and its
-  column mapping kept (:mod:`spark_mlt.storage.schema`).
+  ([`spark_mlt.storage._delta_rs`][spark_mlt.storage._delta_rs]). An existing table's protocol is
+  checked first ([`check_jar_free_write`][spark_mlt.storage.writer.check_jar_free_write]: a feature
+  this path cannot keep is refused before any data moves), and its rules (constraints, NOT NULL,
+  generated columns) are checked in Spark and its column mapping kept (`spark_mlt.storage.schema`).
 
 Appending or overwriting reuses the stored codecs: a different codec for a column the table
 already has is refused (tokens of two codecs in one column could not be decoded).
@@ -23,7 +24,7 @@ A table is created in its own commit (version 0: schema and codec properties, no
 its first rows: delta-rs takes properties other than ``delta.*`` only when it creates a table
 without data (``create_table_with_add_actions`` refuses them). A first write that dies between
 the two leaves that empty version 0; its re-run with ``mode="error"`` takes it over instead of
-refusing an existing table (:attr:`~spark_mlt.storage.table.TableSnapshot.created_empty`).
+refusing an existing table ([`created_empty`][spark_mlt.storage.table.TableSnapshot.created_empty]).
 
 Idempotent runs: ``write_delta(..., run_id="2026-11-22")`` records the run id as a Delta
 application transaction in the data commit, and a write whose run id the table already holds
@@ -82,13 +83,14 @@ __all__ = [
 
 @dataclass(frozen=True)
 class WriteOptions:
-    """How :func:`write_delta` writes, beyond the rows, the codecs and the mode.
+    """How [`write_delta`][spark_mlt.storage.writer.write_delta] writes, beyond the rows, the codecs and the mode.
 
     Attributes:
         commit_info: extra JSON-able entries for the commit's metadata.
         properties: more table properties for a new table (e.g. the vocabulary paths, see
-            :func:`~spark_mlt.storage.properties.vocabulary_properties`).
-        parquet_options: options for Spark's Parquet writer (see :func:`token_write_options`).
+            [`vocabulary_properties`][spark_mlt.storage.properties.vocabulary_properties]).
+        parquet_options: options for Spark's Parquet writer (see
+            [`token_write_options`][spark_mlt.storage.writer.token_write_options]).
         backend: ``"auto"`` (delta-spark when the session has the jars, else delta-rs).
     """
 
@@ -109,20 +111,20 @@ def snapshot_for_write(
     spark: SparkSession | None = None,
     backend: Backend = "auto",
 ) -> TableSnapshot | None:
-    """The table at ``path`` as a write with ``mode`` finds it: its snapshot, or None when
-    there is no table yet. A job reads it once, before any Spark work, and hands it to
-    :func:`write_delta` (``snapshot=``), which then does not open the table again.
-    ``storage_options`` configure the table's store (see :func:`write_delta`). When the write
-    will be jar-free (``backend``, ``"auto"``: ``spark`` or the active session has no Delta
-    jars), the table's protocol is checked here too, so a job refuses the table before it
-    writes anything anywhere.
+    """The table at ``path`` as a write with ``mode`` finds it: its snapshot, or None when there is
+    no table yet. A job reads it once, before any Spark work, and hands it to
+    [`write_delta`][spark_mlt.storage.writer.write_delta] (``snapshot=``), which then does not open
+    the table again. ``storage_options`` configure the table's store (see
+    [`write_delta`][spark_mlt.storage.writer.write_delta]). When the write will be jar-free
+    (``backend``, ``"auto"``: ``spark`` or the active session has no Delta jars), the table's
+    protocol is checked here too, so a job refuses the table before it writes anything anywhere.
 
     Raises:
         OptionError: ``mode`` is no write mode.
         TableExistsError: ``mode="error"`` and a table exists at ``path`` (other than the
             empty version 0 a failed spark-mlt write left, which the write takes over).
         TableFeatureError: the write would be jar-free and the table uses a feature that path
-            cannot keep (see :mod:`spark_mlt.storage.features`), or ``mode="overwrite"`` and
+            cannot keep (see `spark_mlt.storage.features`), or ``mode="overwrite"`` and
             the table is append-only.
 
     Example::
@@ -183,8 +185,8 @@ def write_delta(
     Args:
         df: the rows to write (tokens already added, e.g. with ``mlt_encode``).
         path: the table's location: a plain path or a URI (``file://``, ``s3://``,
-            ``abfss://``, ``gs://``; see :mod:`spark_mlt.storage.fs`), or a catalog table's
-            name (``db.table``, ``catalog.db.table``; see :mod:`spark_mlt.storage.catalog`),
+            ``abfss://``, ``gs://``; see `spark_mlt.storage.fs`), or a catalog table's
+            name (``db.table``, ``catalog.db.table``; see `spark_mlt.storage.catalog`),
             created with its properties through Spark SQL when it does not exist.
         codecs: codec per id column, stored as ``mlt.codec.<column>``.
         mode: ``"error"`` (the table must not exist), ``"append"`` or ``"overwrite"``.
@@ -193,16 +195,17 @@ def write_delta(
             nothing is written and the result has ``skipped=True``; otherwise the run id is
             committed with the data (as a Delta application transaction).
         options: commit metadata, table properties, Parquet options, backend
-            (:class:`WriteOptions`).
-        snapshot: the table as the caller already read it with :func:`snapshot_for_write`
-            (None: there was no table), so the write does not open it again; by default
-            (``"read"``) the write reads it itself.
+            ([`WriteOptions`][spark_mlt.storage.writer.WriteOptions]).
+        snapshot: the table as the caller already read it with
+            [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (None: there was no
+            table), so the write does not open it again; by default (``"read"``) the write reads it
+            itself.
         storage_options: the table's store settings with delta-rs' keys
             (``AWS_ENDPOINT_URL``, ``AWS_REGION``, keys, ...; see
-            :class:`~spark_mlt.storage.fs.StorageOptions`), for delta-rs' commits and the
+            [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]), for delta-rs' commits and the
             driver's file work; what they leave out comes from the environment. Spark's own
             access to the files is configured on the session (``spark.hadoop.fs.s3a.*``,
-            :func:`~spark_mlt.storage.fs.s3a_conf`). Never written to the table or its log.
+            [`s3a_conf`][spark_mlt.storage.fs.s3a_conf]). Never written to the table or its log.
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
