@@ -208,3 +208,23 @@ def test_the_guarantees_feature_table_says_what_the_gate_does() -> None:
         read, write = said[name]
         assert read.startswith(words[feature.read]), name
         assert write.startswith(words[feature.write]), name
+
+
+def test_pages_the_code_points_to_exist_with_the_sections_it_names() -> None:
+    """Docstrings, comments and notebooks point readers at ``docs/<page>.md`` (and a section by
+    its title in quotes right after it): a renamed page or heading fails here, not in a reader's
+    hands."""
+    sources = [ROOT / "Makefile", *ROOT.glob("conf/*"), *ROOT.glob("notebooks/*.ipynb")]
+    for folder in ("spark_mlt", "jobs", "benchmarks"):
+        sources += (ROOT / folder).rglob("*.py")
+    pointers = 0
+    for source in sources:
+        text = source.read_text()
+        for page, section in re.findall(r"(docs/[\w/-]+\.md)(?:, \"([^\"]+)\")?", text):
+            pointers += 1
+            assert (ROOT / page).is_file(), f"{_name(source)} points at {page}, which does not exist"
+            if section:
+                headings = re.findall(r"^#+ (.+)$", (ROOT / page).read_text(), flags=re.M)
+                title = " ".join(section.split())  # a title a docstring wraps
+                assert title in headings, f"{_name(source)}: {page} has no section {title!r}"
+    assert pointers >= 5
