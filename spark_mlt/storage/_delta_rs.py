@@ -55,7 +55,7 @@ from spark_mlt.storage._plan import (
 )
 from spark_mlt.storage.features import check_writable
 from spark_mlt.storage.fs import Location, redact
-from spark_mlt.storage.properties import merge_codecs, run_app_id
+from spark_mlt.storage.properties import merge_codecs
 from spark_mlt.storage.schema import (
     RULE_MARKER,
     TableLayout,
@@ -114,7 +114,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         raise
     if not committed:  # a concurrent run with the same run id committed first
         location.remove_folder(staging)
-        return skipped_write(location.uri, version, str(plan.run_id))
+        return skipped_write(location.uri, version, plan.transaction)
     _remove_spark_markers(location, staging)
     return DeltaWriteResult(location.uri, version, files.rows, len(files.actions), "delta-rs", timings)
 
@@ -276,7 +276,8 @@ def commit(
         document = json.loads(Schema.from_arrow(arrow_schema).to_json())
         expected = layout_of(document, dict(plan.properties), partition_by)
     mode = "overwrite" if plan.mode == "overwrite" and joins_table else "append"
-    transaction = [Transaction(app_id=run_app_id(plan.run_id), version=1)] if plan.run_id is not None else None
+    txn = plan.transaction
+    transaction = [Transaction(app_id=txn.app_id, version=txn.version)] if txn is not None else None
     properties = CommitProperties(custom_metadata=dict(metadata), app_transactions=transaction, max_commit_retries=0)
     location = plan.location
     for attempt in range(COMMIT_ATTEMPTS):
@@ -284,7 +285,7 @@ def commit(
         # load the commits made meanwhile (the same handle, updated) and check them.
         table.update_incremental()
         read_version = int(table.version())
-        if plan.run_id is not None and table.transaction_version(run_app_id(plan.run_id)) is not None:
+        if txn is not None and txn.recorded_in(table.transaction_version(txn.app_id)):
             return read_version, False
         if read_version != checked:
             _check_unchanged(plan, table, arrow_schema, expected)

@@ -43,7 +43,7 @@ from spark_mlt.storage._plan import (
     spark_arrow_schema,
 )
 from spark_mlt.storage.fs import Location
-from spark_mlt.storage.properties import merge_codecs, run_app_id
+from spark_mlt.storage.properties import merge_codecs
 from spark_mlt.storage.table import CREATE_MARKER, read_snapshot
 
 __all__ = ["create_table", "path_target", "session_conf", "write"]
@@ -169,14 +169,15 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     write_id = uuid.uuid4().hex
     metadata = {**plan.commit_info, "spark_mlt.write_id": write_id}
     writer = df.write.format("delta").mode("overwrite" if plan.mode == "overwrite" else "append")
-    if plan.run_id is not None:  # Delta's idempotent writes: skipped when the table has this txn
-        writer = writer.option("txnAppId", run_app_id(plan.run_id)).option("txnVersion", 1)
+    txn = plan.transaction
+    if txn is not None:  # Delta's idempotent writes: skipped when the table has this txn
+        writer = writer.option("txnAppId", txn.app_id).option("txnVersion", txn.version)
     writer = writer.option("userMetadata", json.dumps(metadata, sort_keys=True))
     for attempt in range(WRITE_ATTEMPTS):
         if attempt:
             snapshot = read_snapshot(location.uri, storage_options=location.storage_options)
-            if plan.run_id is not None and snapshot.has_run(plan.run_id):
-                return skipped_write(location.uri, snapshot.version, plan.run_id)
+            if txn is not None and snapshot.holds(txn):
+                return skipped_write(location.uri, snapshot.version, txn)
             merge_codecs(location.uri, snapshot.codecs, plan.codecs)
             check_schema(snapshot, arrow_schema)
         try:
@@ -202,7 +203,7 @@ def _result(spark: SparkSession, plan: WritePlan, write_id: str, seconds: float)
     rows = recent.select("version", "operationMetrics", "userMetadata").collect()
     ours = [row for row in rows if write_id in str(row[2] or "")]
     if not ours:  # Delta skipped it: the run id was there
-        return skipped_write(location.uri, int(rows[0][0]) if rows else -1, str(plan.run_id))
+        return skipped_write(location.uri, int(rows[0][0]) if rows else -1, plan.transaction)
     version, metrics = int(ours[0][0]), ours[0][1] or {}
     rows_written, files = int(metrics.get("numOutputRows", "0")), int(metrics.get("numFiles", "0"))
     return DeltaWriteResult(location.uri, version, rows_written, files, "delta-spark", {"total": seconds})

@@ -23,6 +23,7 @@ from spark_mlt.codec import MLTCodec
 from spark_mlt.errors import TableExistsError, TableSchemaError
 from spark_mlt.options import check_choice
 from spark_mlt.storage.fs import Location
+from spark_mlt.storage.properties import AppTransaction
 from spark_mlt.storage.table import TableSnapshot
 
 __all__ = [
@@ -69,7 +70,7 @@ class DeltaWriteResult:
     backend: str
     seconds: dict[str, float] = field(default_factory=dict)
     skipped: bool = False
-    """True when ``run_id`` was already committed to the table: nothing was written."""
+    """True when the write's run id (or transaction) was already committed: nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -84,7 +85,7 @@ class WritePlan:
             table while this write runs).
         properties: the table properties of a new table (codecs, format version, extras).
         commit_info: the commit's metadata.
-        run_id: the idempotency key, or None.
+        transaction: the write's application transaction (its idempotency key), or None.
         parquet_options: options for Spark's Parquet writer.
         snapshot: the table when the write was planned; None when there was no table.
     """
@@ -95,15 +96,15 @@ class WritePlan:
     codecs: Mapping[str, MLTCodec]
     properties: Mapping[str, str]
     commit_info: Mapping[str, Any]
-    run_id: str | None
+    transaction: AppTransaction | None
     parquet_options: Mapping[str, str]
     snapshot: TableSnapshot | None
 
 
-def skipped_write(path: str, version: int, run_id: str) -> DeltaWriteResult:
-    """The result of a write whose ``run_id`` the table already holds: nothing written."""
+def skipped_write(path: str, version: int, transaction: AppTransaction | None) -> DeltaWriteResult:
+    """The result of a write whose ``transaction`` the table already holds: nothing written."""
     logging.getLogger("spark_mlt").warning(
-        "run id %r is already committed to %s: nothing written (idempotent re-run)", run_id, path
+        "%s is already committed to %s: nothing written (idempotent re-run)", transaction, path
     )
     return DeltaWriteResult(path, version, 0, 0, "none", {}, skipped=True)
 

@@ -25,6 +25,7 @@ appends and overwrites must reuse the stored codecs
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.errors import CodecFormatError, CodecMismatchError, MLTError
@@ -35,11 +36,13 @@ __all__ = [
     "RUN_ID_APP_PREFIX",
     "TABLE_FORMAT_VERSION",
     "VOCABULARY_PROPERTY_PREFIX",
+    "AppTransaction",
     "check_run_id",
     "codec_properties",
     "codecs_from_properties",
     "merge_codecs",
     "run_app_id",
+    "run_transaction",
     "vocabulary_paths",
     "vocabulary_properties",
 ]
@@ -132,6 +135,41 @@ def check_run_id(run_id: object) -> str | None:
     if run_id is None or (isinstance(run_id, str) and run_id.strip()):
         return run_id
     raise MLTError(f"run_id must be a non-empty string or None; got {run_id!r}", parameter="run_id")
+
+
+@dataclass(frozen=True)
+class AppTransaction:
+    """A Delta application transaction (a ``txn`` action): the write is the ``version``-th of
+    the writer ``app_id``, and a table that records ``version`` or a later one for that writer
+    already holds it, so it is skipped. A run id is ``("spark-mlt:<run id>", 1)``; a streaming
+    query is one writer whose versions are its batch ids, as Delta's own streaming sink does.
+
+    Example::
+
+        >>> AppTransaction("spark-mlt:2026-11-26", 1).recorded_in(1)
+        True
+    """
+
+    app_id: str
+    version: int
+
+    def recorded_in(self, table_version: int | None) -> bool:
+        """Whether a table whose transaction version for ``app_id`` is ``table_version``
+        (None: never written by it) already holds this write."""
+        return table_version is not None and table_version >= self.version
+
+    def __str__(self) -> str:
+        return f"{self.app_id} version {self.version}"
+
+
+def run_transaction(run_id: str) -> AppTransaction:
+    """The application transaction that records ``run_id`` in a table: writer
+    ``spark-mlt:<run id>``, version 1.
+
+    Raises:
+        MLTError: ``run_id`` is not a non-empty string.
+    """
+    return AppTransaction(run_app_id(run_id), 1)
 
 
 def run_app_id(run_id: str) -> str:

@@ -33,7 +33,7 @@ from spark_mlt.storage.catalog import is_table_name, resolve_location, table_loc
 from spark_mlt.storage.deletions import deleted_row_count
 from spark_mlt.storage.features import FEATURES
 from spark_mlt.storage.fs import StorageOptions, redact, storage_options_of
-from spark_mlt.storage.properties import codecs_from_properties, run_app_id
+from spark_mlt.storage.properties import AppTransaction, codecs_from_properties, run_transaction
 
 __all__ = [
     "TableSnapshot",
@@ -102,9 +102,13 @@ class TableSnapshot:
         """
         return list(self.table.history(limit))
 
+    def holds(self, transaction: AppTransaction) -> bool:
+        """Whether this version holds ``transaction`` (that version of its writer, or a later one)."""
+        return transaction.recorded_in(self.table.transaction_version(transaction.app_id))
+
     def has_run(self, run_id: str) -> bool:
         """Whether this version holds a commit of ``run_id`` (see ``write_delta``'s ``run_id``)."""
-        return self.table.transaction_version(run_app_id(run_id)) is not None
+        return self.holds(run_transaction(run_id))
 
 
 #: The commit metadata entry of the commit that creates a table (version 0, no data).

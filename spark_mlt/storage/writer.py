@@ -65,7 +65,7 @@ from spark_mlt.storage.catalog import (
 )
 from spark_mlt.storage.features import check_writable
 from spark_mlt.storage.fs import locate
-from spark_mlt.storage.properties import check_run_id, codec_properties, merge_codecs
+from spark_mlt.storage.properties import AppTransaction, check_run_id, codec_properties, merge_codecs, run_transaction
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
 
 __all__ = [
@@ -179,6 +179,7 @@ def write_delta(
     options: WriteOptions | None = None,
     snapshot: TableSnapshot | Literal["read"] | None = "read",
     storage_options: Mapping[str, str] | None = None,
+    transaction: AppTransaction | None = None,
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -206,6 +207,9 @@ def write_delta(
             driver's file work; what they leave out comes from the environment. Spark's own
             access to the files is configured on the session (``spark.hadoop.fs.s3a.*``,
             [`s3a_conf`][spark_mlt.storage.fs.s3a_conf]). Never written to the table or its log.
+        transaction: the idempotency key of a writer that writes in numbered steps (a
+            streaming query's batches): the write is skipped when the table records that
+            version of ``transaction.app_id`` or a later one. Not with ``run_id``.
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -224,6 +228,9 @@ def write_delta(
     opts = options or WriteOptions()
     check_mode(mode)
     check_run_id(run_id)
+    if run_id is not None and transaction is not None:
+        raise MLTError("pass run_id or transaction, not both", parameter="transaction")
+    txn = run_transaction(run_id) if run_id is not None else transaction
     spark = df.sparkSession
     backend: Backend = "delta-spark" if use_delta_spark(spark, opts.backend) else "delta-rs"
     if is_table_name(path):
@@ -247,13 +254,15 @@ def write_delta(
             raise refuse_existing_table(location.uri)
     wanted = dict(codecs or {})
     stored = merge_codecs(location.uri, snapshot.codecs, wanted) if snapshot is not None else wanted
-    if run_id is not None and snapshot is not None and snapshot.has_run(run_id):
-        return skipped_write(location.uri, snapshot.version, run_id)
+    if txn is not None and snapshot is not None and snapshot.holds(txn):
+        return skipped_write(location.uri, snapshot.version, txn)
     if backend == "delta-rs" and snapshot is not None:
         check_jar_free_write(snapshot, mode)
     info = {"spark_mlt.mode": mode, **opts.commit_info}
     if run_id is not None:
         info["spark_mlt.run_id"] = run_id
+    elif txn is not None:
+        info["spark_mlt.transaction"] = str(txn)
     plan = WritePlan(
         location=location,
         mode=mode,
@@ -261,7 +270,7 @@ def write_delta(
         codecs=wanted,
         properties={**opts.properties, **codec_properties(stored)},
         commit_info=info,
-        run_id=run_id,
+        transaction=txn,
         parquet_options=dict(opts.parquet_options),
         snapshot=snapshot,
     )
