@@ -30,6 +30,7 @@ from spark_mlt.column.layouts import Layout, StorageLayout, token_layouts
 from spark_mlt.errors import MLTError, OptionError, SourceError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, TOKEN_SUFFIX, Engine, HandleInvalid, RowHandling, check_choice
 from spark_mlt.storage import (
+    AppTransaction,
     TableSnapshot,
     WriteOptions,
     assign_ids,
@@ -46,6 +47,7 @@ __all__ = [
     "fit_job_codecs",
     "resolve_layouts",
     "tokenize_dataframe",
+    "tokenize_frame",
     "tokenize_table",
     "write_tokens",
 ]
@@ -166,10 +168,11 @@ def write_tokens(
     snapshot: TableSnapshot | None,
     commit_info: Mapping[str, str],
     properties: Mapping[str, str] | None = None,
+    transaction: AppTransaction | None = None,
 ) -> None:
     """Write ``tokens`` to the Delta table ``output`` (as the job found it: ``snapshot``) with
-    ``report.codecs``, token columns in the options' Parquet data pages; sets ``report.write``
-    and ``report.rows_out``."""
+    ``report.codecs``, token columns in the options' Parquet data pages, idempotent by the options'
+    run id or ``transaction``; sets ``report.write`` and ``report.rows_out``."""
     token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
     report.write = write_delta(
         tokens,
@@ -178,6 +181,7 @@ def write_tokens(
         mode=options.mode,
         partition_by=options.partition_by,
         run_id=options.run_id,
+        transaction=transaction,
         snapshot=snapshot,
         options=WriteOptions(
             commit_info=dict(commit_info),
@@ -249,11 +253,18 @@ def _vocabulary_of(output: str, column: str, options: TokenizeOptions) -> str:
 
 
 def _set_aside(
-    rejected: DataFrame, output: str, report: JobReport, options: TokenizeOptions, info: dict[str, str]
+    rejected: DataFrame,
+    output: str,
+    report: JobReport,
+    options: TokenizeOptions,
+    info: dict[str, str],
+    *,
+    transaction: AppTransaction | None,
 ) -> None:
     """Count the rejected rows (``skip``), or commit them to the quarantine table first, so
     that if the job dies between the two commits no row is lost (a re-run with the same run
-    id then skips the quarantine commit)."""
+    id, or a replayed batch, then skips the quarantine commit: its writer is the data's
+    ``app_id`` + ``:quarantine``)."""
     if options.handle_invalid == "skip":
         report.rows_rejected = rejected.count()
         return
@@ -263,6 +274,7 @@ def _set_aside(
         {},
         mode="append",
         run_id=options.run_id,
+        transaction=AppTransaction(f"{transaction.app_id}:quarantine", transaction.version) if transaction else None,
         options=WriteOptions(commit_info={**info, "spark_mlt.quarantine_of": output}),
         storage_options=options.storage_options,
     )
@@ -314,6 +326,28 @@ def tokenize_table(
         fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
         report.dry_run = True
         return report
+    info = {"spark_mlt.job": "tokenize", "spark_mlt.input": input, "spark_mlt.handle_invalid": opts.handle_invalid}
+    return tokenize_frame(spark, df, output, columns, opts, snapshot=snapshot, report=report, commit_info=info)
+
+
+def tokenize_frame(
+    spark: SparkSession,
+    df: DataFrame,
+    output: str,
+    columns: Sequence[str],
+    options: TokenizeOptions,
+    *,
+    snapshot: TableSnapshot | None,
+    report: JobReport | None = None,
+    commit_info: Mapping[str, str] | None = None,
+    transaction: AppTransaction | None = None,
+) -> JobReport:
+    """Tokenize ``df``'s id columns into the Delta table ``output`` as it was found
+    (``snapshot``): string keys through their vocabularies, codecs kept or sized, invalid ids
+    handled, rejected rows set aside, then one commit, idempotent by the options' run id or
+    ``transaction`` (a streaming batch). The batch job's and each streaming batch's work."""
+    opts, report = options, report or JobReport()
+    info = dict(commit_info or {})
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(spark, df, columns, output, opts)
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
@@ -326,10 +360,18 @@ def tokenize_table(
             sources=sources,
             layouts=report.layouts,
         )
-        info = {"spark_mlt.job": "tokenize", "spark_mlt.input": input, "spark_mlt.handle_invalid": opts.handle_invalid}
         if rejected is not None:
-            _set_aside(rejected.drop(*sources.values()), output, report, opts, info)
+            _set_aside(rejected.drop(*sources.values()), output, report, opts, info, transaction=transaction)
         good = good.drop(*sources.values())
-        write_tokens(good, output, report, opts, snapshot=snapshot, commit_info=info, properties=properties)
+        write_tokens(
+            good,
+            output,
+            report,
+            opts,
+            snapshot=snapshot,
+            commit_info=info,
+            properties=properties,
+            transaction=transaction,
+        )
     report.rows_in = report.rows_out + report.rows_rejected
     return report
