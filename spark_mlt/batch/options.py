@@ -17,6 +17,7 @@ bad value gives the same error, whether a job or a direct write got it.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -50,6 +51,10 @@ InputFormat = Literal["parquet", "csv", "json", "orc", "delta", "table"]
 INPUT_FORMATS: tuple[InputFormat, ...] = ("parquet", "csv", "json", "orc", "delta", "table")
 DecodeFormat = Literal["delta", "parquet"]
 DECODE_FORMATS: tuple[DecodeFormat, ...] = ("delta", "parquet")
+
+
+#: A stream's trigger: ``available-now`` or a processing-time interval Spark reads.
+_TRIGGER = re.compile(r"available-now|\d+(\.\d+)? *(ms|milliseconds?|s|seconds?|min|minutes?|h|hours?)")
 
 
 def _help(text: str) -> dict[str, Any]:
@@ -211,14 +216,64 @@ class TokenizeOptions(JobOptions):
         default_factory=dict,
         metadata=_help("options of Spark's reader, key=value (csv: header and inferSchema default to true)"),
     )
+    stream: bool = field(
+        default=False,
+        metadata=_help(
+            "tokenize the input's new files (or a Delta table's new commits) as they land, each row exactly "
+            "once (Structured Streaming; needs --checkpoint; appends)"
+        ),
+    )
+    checkpoint: str | None = field(
+        default=None, metadata=_help("the stream's checkpoint folder: one per output table and stream")
+    )
+    trigger: str = field(
+        default="available-now",
+        metadata=_help(
+            "when a stream runs its batches: available-now (everything there now, then stop: the scheduled "
+            "form) or an interval such as '30 seconds' (continuous)"
+        ),
+    )
+    schema: str | None = field(
+        default=None,
+        metadata=_help("the streamed files' schema, DDL ('id bigint, sku string'; default: read from the files there)"),
+    )
+    max_files_per_trigger: int | None = field(
+        default=None, metadata=_help("most new files a stream's batch takes (default: Spark's, all)")
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("handle_invalid", self.handle_invalid, HANDLE_INVALID)
+        self._check_stream()
         check_choice("input_format", self.input_format, INPUT_FORMATS)
         if not isinstance(self.read_options, Mapping):
             raise MLTTypeError(f"read_options must be a mapping; got {self.read_options!r}", parameter="read_options")
         object.__setattr__(self, "read_options", {str(k): str(v) for k, v in self.read_options.items()})
+
+    def _check_stream(self) -> None:
+        _check_positive("max_files_per_trigger", self.max_files_per_trigger)
+        if not _TRIGGER.fullmatch(str(self.trigger)):
+            raise MLTError(
+                f"trigger must be 'available-now' or an interval such as '30 seconds'; got {self.trigger!r}",
+                parameter="trigger",
+            )
+        if not self.stream:
+            given = [n for n in ("checkpoint", "schema", "max_files_per_trigger") if getattr(self, n) is not None]
+            if given or self.trigger != "available-now":
+                name = given[0] if given else "trigger"
+                raise MLTError(f"{name} is a stream's option: pass stream=True too", parameter=name)
+            return
+        if not self.checkpoint:
+            raise MLTError("checkpoint: a stream needs a checkpoint folder", parameter="checkpoint")
+        for name, refused in (("run_id", self.run_id is not None), ("dry_run", self.dry_run)):
+            if refused:
+                raise MLTError(
+                    f"{name}: a stream's batches are idempotent by its checkpoint's writer and batch ids; "
+                    f"{name} is for batch runs",
+                    parameter=name,
+                )
+        if self.mode == "overwrite":
+            raise MLTError("mode: a stream appends; mode='overwrite' is for batch runs", parameter="mode")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -289,7 +289,9 @@ def tokenize_table(
     options: TokenizeOptions | None = None,
 ) -> JobReport:
     """Tokenize id columns of any table (a path read with ``options.input_format``, or a
-    catalog table's name with ``input_format="table"``) into the Delta table ``output``.
+    catalog table's name with ``input_format="table"``) into the Delta table ``output``. With
+    ``options.stream`` it tokenizes the input's new rows as they land instead, each once
+    (``spark_mlt.batch.stream``).
 
     String columns are keys: each goes through an append-only vocabulary Delta table
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
@@ -309,6 +311,10 @@ def tokenize_table(
                        TokenizeOptions(mode="append", handle_invalid="quarantine"))
     """
     opts = options or TokenizeOptions()
+    if opts.stream:  # the incremental form: spark_mlt.batch.stream, which builds on this module
+        from spark_mlt.batch.stream import tokenize_stream  # noqa: PLC0415
+
+        return tokenize_stream(spark, input, output, columns, opts)
     report = JobReport()
     snapshot = snapshot_for_write(
         output, opts.mode, storage_options=opts.storage_options, spark=spark

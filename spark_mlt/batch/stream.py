@@ -1,0 +1,244 @@
+"""Incremental tokenization: new input tokenized as it lands, each row exactly once.
+
+A Structured Streaming query reads a folder of new files (Parquet, ORC, JSON or CSV, with a
+schema) or a Delta table (Delta's streaming source, which needs Delta's jars), and each
+micro-batch goes through [`tokenize_frame`][spark_mlt.batch.tokenize.tokenize_frame], the batch
+job's own path, as one idempotent Delta append:
+
+* The stream is one writer of the output table. Its application transaction id is
+  ``spark-mlt-stream:<writer>``, where ``<writer>`` is an id kept in the checkpoint folder
+  (``spark_mlt.json``), and its version is the batch id, as Delta's own streaming sink does.
+  A batch replayed after a crash, committed but not yet in the checkpoint, is recognised by
+  the table and written again by nobody.
+* Rejected rows go to the quarantine first, under the writer ``...:quarantine``, so a crash
+  between the two commits loses no row and duplicates none.
+* String keys' vocabularies grow inside the batch. A replayed batch finds its keys there and
+  gets the same ids.
+* The table fixes the codecs: the first batch creates the table with codecs from ``--p`` /
+  ``--n`` or sized from that batch; later ids beyond a codec's capacity are handled as
+  ``handle_invalid`` says (the quarantine, as in batch).
+
+The checkpoint belongs to one output table and its id columns: a checkpoint of another table,
+columns or codecs is refused before the query starts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming.query import StreamingQuery
+from pyspark.sql.streaming.readwriter import DataStreamReader
+from pyspark.sql.types import StructType
+
+from spark_mlt.batch.options import TokenizeOptions
+from spark_mlt.batch.report import JobReport
+from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.errors import MLTError, SourceError
+from spark_mlt.storage import AppTransaction, has_delta_jars, read_snapshot, snapshot_for_write, table_exists
+from spark_mlt.storage.fs import locate
+
+__all__ = ["CHECKPOINT_MARKER", "STREAM_APP_PREFIX", "start_stream", "tokenize_stream"]
+
+log = logging.getLogger("spark_mlt")
+
+#: The file in the checkpoint folder that names the stream's writer, output and columns.
+CHECKPOINT_MARKER = "spark_mlt.json"
+#: Application transaction ids of streaming writers: this prefix and the checkpoint's writer id.
+STREAM_APP_PREFIX = "spark-mlt-stream:"
+
+
+def _marker(checkpoint: str, options: TokenizeOptions) -> tuple[Any, str]:
+    location = locate(checkpoint, options.storage_options)
+    return location, location.path(CHECKPOINT_MARKER)
+
+
+def _read_marker(checkpoint: str, options: TokenizeOptions) -> dict[str, Any] | None:
+    location, path = _marker(checkpoint, options)
+    if not location.exists(CHECKPOINT_MARKER):
+        return None
+    with location.filesystem.open_input_stream(path) as stream:
+        return dict(json.loads(stream.read().decode()))
+
+
+def _write_marker(checkpoint: str, options: TokenizeOptions, marker: dict[str, Any]) -> None:
+    location, path = _marker(checkpoint, options)
+    location.filesystem.create_dir(location.root, recursive=True)
+    with location.filesystem.open_output_stream(path) as stream:
+        stream.write(json.dumps(marker, sort_keys=True, indent=1).encode())
+
+
+def _check_checkpoint(checkpoint: str, output: str, columns: Sequence[str], options: TokenizeOptions) -> str:
+    """The stream's writer id: the checkpoint's, checked against this run's output, columns and
+    the table's codecs, or a new one written into a new checkpoint.
+
+    Raises:
+        MLTError: the checkpoint belongs to another output table, other columns, or codecs
+            the table no longer has (it was replaced).
+    """
+    marker = _read_marker(checkpoint, options)
+    if marker is None:
+        marker = {"writer": uuid.uuid4().hex, "output": output, "columns": list(columns), "codecs": {}}
+        _write_marker(checkpoint, options, marker)
+        return str(marker["writer"])
+    if marker.get("output") != output or marker.get("columns") != list(columns):
+        raise MLTError(
+            f"checkpoint: {checkpoint} belongs to the stream into {marker.get('output')} of columns "
+            f"{marker.get('columns')}; this run writes {output} of columns {list(columns)}: use its own checkpoint",
+            parameter="checkpoint",
+        )
+    recorded = dict(marker.get("codecs") or {})
+    if recorded and table_exists(output, storage_options=options.storage_options):
+        current = {
+            c: codec.fingerprint
+            for c, codec in read_snapshot(output, storage_options=options.storage_options).codecs.items()
+        }
+        changed = sorted(c for c, fingerprint in recorded.items() if current.get(c) != fingerprint)
+        if changed:
+            raise MLTError(
+                f"checkpoint: {checkpoint} was written with other codecs for {changed} than {output} now "
+                "has (the table was replaced): start the stream with a new checkpoint",
+                parameter="checkpoint",
+            )
+    return str(marker["writer"])
+
+
+def _record_codecs(checkpoint: str, options: TokenizeOptions, report: JobReport) -> None:
+    marker = _read_marker(checkpoint, options) or {}
+    codecs = {c: codec.fingerprint for c, codec in report.codecs.items()}
+    if marker.get("codecs") != codecs:
+        _write_marker(checkpoint, options, {**marker, "codecs": codecs})
+
+
+def _source(spark: SparkSession, input: str, options: TokenizeOptions) -> DataFrame:
+    """The streaming DataFrame of ``input``: new files of a folder, or a Delta table's new commits."""
+    reader: DataStreamReader = spark.readStream.options(**options.read_options)
+    if options.max_files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_trigger))
+    if options.input_format == "delta":
+        if not has_delta_jars(spark):
+            raise SourceError(
+                f"input {input!r}: streaming from a Delta table needs Delta's jars in the session "
+                "(Delta's streaming source); without them, tokenize its new versions in batch runs",
+                parameter="input_format",
+            )
+        return reader.format("delta").load(locate(input, options.storage_options).spark_path())
+    if options.input_format == "table":
+        return reader.table(input)
+    if options.input_format == "csv":
+        reader = reader.option("header", options.read_options.get("header", "true"))
+    schema: str | StructType | None = options.schema
+    if schema is None:  # the schema of the files already there, read once
+        static = spark.read.options(**options.read_options)
+        if options.input_format == "csv":
+            static = static.option("header", options.read_options.get("header", "true")).option("inferSchema", "true")
+        try:
+            schema = static.format(options.input_format).load(input).schema
+        except Exception as error:  # no files yet: the schema must be given
+            raise SourceError(
+                f"input {input!r}: no {options.input_format} files to read the schema from; pass schema "
+                "(e.g. 'customer_id bigint, sku string')",
+                parameter="schema",
+            ) from error
+    return reader.schema(schema).format(options.input_format).load(input)
+
+
+def start_stream(
+    spark: SparkSession,
+    input: str,
+    output: str,
+    columns: Sequence[str],
+    options: TokenizeOptions,
+    *,
+    report: JobReport | None = None,
+) -> StreamingQuery:
+    """Start the streaming query that tokenizes ``input``'s new rows into ``output`` (see the
+    module's notes), and return it; ``report`` (if given) adds up every batch.
+
+    Example::
+
+        query = start_stream(spark, "landing/orders", "out/orders_mlt", ["customer_id"],
+                             TokenizeOptions(stream=True, checkpoint="chk/orders", trigger="30 seconds"))
+    """
+    if not options.checkpoint:
+        raise MLTError("checkpoint: a stream needs a checkpoint folder", parameter="checkpoint")
+    checkpoint = options.checkpoint
+    source = _source(spark, input, options)
+    unknown = [c for c in columns if c not in source.columns]
+    if unknown:
+        raise SourceError(
+            f"columns names column(s) {unknown} not in the input; it has {source.columns}", parameter="columns"
+        )
+    writer_id = _check_checkpoint(checkpoint, output, columns, options)
+    app_id = STREAM_APP_PREFIX + writer_id
+    total = report if report is not None else JobReport()
+    info = {
+        "spark_mlt.job": "tokenize-stream",
+        "spark_mlt.input": input,
+        "spark_mlt.handle_invalid": options.handle_invalid,
+    }
+
+    def batch(df: DataFrame, batch_id: int) -> None:
+        started = time.perf_counter()
+        snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=df.sparkSession)
+        done = tokenize_frame(
+            df.sparkSession,
+            df,
+            output,
+            columns,
+            options,
+            snapshot=snapshot,
+            commit_info={**info, "spark_mlt.batch": str(batch_id)},
+            transaction=AppTransaction(app_id, int(batch_id)),
+        )
+        _record_codecs(checkpoint, options, done)
+        total.codecs, total.layouts, total.write = done.codecs, done.layouts, done.write
+        total.rows_out += done.rows_out
+        total.rows_rejected += done.rows_rejected
+        total.rows_in = total.rows_out + total.rows_rejected
+        seconds = time.perf_counter() - started
+        rows = done.rows_out + done.rows_rejected
+        skipped = " (already committed: replayed, nothing written)" if done.write and done.write.skipped else ""
+        log.info(
+            "batch %d: rows in %d, written %d, rejected %d, %.0f rows/s, table version %s%s",
+            batch_id,
+            rows,
+            done.rows_out,
+            done.rows_rejected,
+            rows / seconds if seconds else 0.0,
+            done.write.version if done.write else "-",
+            skipped,
+        )
+
+    location = locate(checkpoint, options.storage_options).spark_path()
+    writer = source.writeStream.foreachBatch(batch).option("checkpointLocation", location)
+    if options.trigger == "available-now":
+        writer = writer.trigger(availableNow=True)
+    else:
+        writer = writer.trigger(processingTime=options.trigger)
+    return writer.queryName(f"spark-mlt tokenize {output}").start()
+
+
+def tokenize_stream(
+    spark: SparkSession, input: str, output: str, columns: Sequence[str], options: TokenizeOptions
+) -> JobReport:
+    """Run the stream until it ends: with ``trigger="available-now"`` once everything present
+    has been tokenized (the scheduled, incremental form), else until it fails or is stopped.
+
+    Raises:
+        StreamingQueryException: a batch failed (its cause is the batch's error); the
+            checkpoint holds the batches committed before it.
+    """
+    report = JobReport()
+    query = start_stream(spark, input, output, columns, options, report=report)
+    try:
+        query.awaitTermination()
+    except KeyboardInterrupt:
+        query.stop()
+        raise
+    return report
