@@ -24,6 +24,7 @@ columns or codecs is refused before the query starts.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -177,6 +178,7 @@ def start_stream(
     writer_id = _check_checkpoint(checkpoint, output, columns, options)
     app_id = STREAM_APP_PREFIX + writer_id
     total = report if report is not None else JobReport()
+    appending = dataclasses.replace(options, mode="append")  # every batch appends
     info = {
         "spark_mlt.job": "tokenize-stream",
         "spark_mlt.input": input,
@@ -191,7 +193,7 @@ def start_stream(
             df,
             output,
             columns,
-            options,
+            appending,
             snapshot=snapshot,
             commit_info={**info, "spark_mlt.batch": str(batch_id)},
             transaction=AppTransaction(app_id, int(batch_id)),

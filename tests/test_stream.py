@@ -1,0 +1,120 @@
+"""Incremental tokenization: new files tokenized as they land, each row exactly once."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from pyspark.sql import SparkSession
+
+from spark_mlt import MLTError
+from spark_mlt.batch import TokenizeOptions, tokenize_table
+from spark_mlt.batch.stream import CHECKPOINT_MARKER
+from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot
+
+
+def _land(folder: Path, name: str, ids: list[int | None], skus: list[str]) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    table = pa.table({"customer_id": pa.array(ids, pa.int64()), "sku": pa.array(skus, pa.string())})
+    pq.write_table(table, folder / f"{name}.parquet")
+
+
+def _stream(tmp_path: Path, **kwargs: object) -> TokenizeOptions:
+    return TokenizeOptions(
+        stream=True, checkpoint=str(tmp_path / "checkpoint"), p=13, n=3, handle_invalid="quarantine", **kwargs
+    )
+
+
+def _ids(spark: SparkSession, path: Path, column: str = "customer_id") -> list[int]:
+    return sorted(row[0] for row in read_delta(spark, str(path)).select(column).collect())
+
+
+def test_available_now_tokenizes_each_new_file_once_across_runs(spark: SparkSession, tmp_path: Path) -> None:
+    """Run, land more files, run again: every row once; ids beyond the codec's capacity (13**3)
+    in the quarantine once; string keys keep their ids across batches."""
+    landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
+    _land(landing, "a", [1, 2, 3], ["x", "y", "x"])
+    first = tokenize_table(spark, str(landing), str(output), ["customer_id", "sku"], _stream(tmp_path))
+    assert (first.rows_out, first.rows_rejected) == (3, 0)
+    again = tokenize_table(spark, str(landing), str(output), ["customer_id", "sku"], _stream(tmp_path))
+    assert again.rows_in == 0  # nothing new: no batch
+    _land(landing, "b", [4, 5_000, None], ["z", "x", "y"])
+    _land(landing, "c", [6], ["y"])
+    second = tokenize_table(spark, str(landing), str(output), ["customer_id", "sku"], _stream(tmp_path))
+    assert (second.rows_out, second.rows_rejected) == (3, 1)
+    decoded = read_delta(spark, str(output)).select("customer_id").collect()
+    assert sorted(r[0] for r in decoded if r[0] is not None) == [1, 2, 3, 4, 6]
+    assert _ids(spark, tmp_path / "orders_mlt_quarantine") == [5_000]
+    assert read_codecs(str(output))["customer_id"].capacity == 13**3
+    vocabulary = read_delta(spark, str(tmp_path / "orders_mlt_vocab" / "sku")).collect()
+    assert sorted(row["key"] for row in vocabulary) == ["x", "y", "z"]
+    assert sorted(row["id"] for row in vocabulary) == [0, 1, 2]
+
+
+def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSession, tmp_path: Path) -> None:
+    """A batch the table already holds (committed, then the driver died before the checkpoint
+    recorded it) is skipped, quarantine included; the next batch id writes."""
+    output = tmp_path / "t"
+    df = spark.createDataFrame([(1, "a"), (9_999, "b")], "customer_id bigint, sku string")
+    options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", mode="append")
+    first = tokenize_frame(
+        spark,
+        df,
+        str(output),
+        ["customer_id"],
+        options,
+        snapshot=None,
+        transaction=AppTransaction("spark-mlt-stream:w", 0),
+    )
+    assert (first.rows_out, first.rows_rejected) == (1, 1)
+    replay = tokenize_frame(
+        spark,
+        df,
+        str(output),
+        ["customer_id"],
+        options,
+        snapshot=read_snapshot(str(output)),
+        transaction=AppTransaction("spark-mlt-stream:w", 0),
+    )
+    assert replay.write is not None
+    assert replay.write.skipped
+    assert _ids(spark, output) == [1]
+    assert _ids(spark, tmp_path / "t_quarantine") == [9_999]
+    after = tokenize_frame(
+        spark,
+        df,
+        str(output),
+        ["customer_id"],
+        options,
+        snapshot=read_snapshot(str(output)),
+        transaction=AppTransaction("spark-mlt-stream:w", 1),
+    )
+    assert not after.write.skipped
+    assert _ids(spark, output) == [1, 1]
+
+
+def test_a_checkpoint_of_another_table_or_columns_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    landing = tmp_path / "landing"
+    _land(landing, "a", [1], ["x"])
+    tokenize_table(spark, str(landing), str(tmp_path / "one"), ["customer_id"], _stream(tmp_path))
+    assert (tmp_path / "checkpoint" / CHECKPOINT_MARKER).is_file()
+    with pytest.raises(MLTError, match=r"belongs to the stream into .*one"):
+        tokenize_table(spark, str(landing), str(tmp_path / "two"), ["customer_id"], _stream(tmp_path))
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"stream": True}, "a stream needs a checkpoint folder"),
+        ({"checkpoint": "c"}, "checkpoint is a stream's option"),
+        ({"stream": True, "checkpoint": "c", "run_id": "r"}, "run_id: a stream's batches are idempotent"),
+        ({"stream": True, "checkpoint": "c", "mode": "overwrite"}, "a stream appends"),
+        ({"stream": True, "checkpoint": "c", "trigger": "soon"}, "trigger must be 'available-now' or an interval"),
+    ],
+)
+def test_stream_options_are_checked_when_built(options: dict[str, object], message: str) -> None:
+    with pytest.raises(MLTError, match=message):
+        TokenizeOptions(**options)  # type: ignore[arg-type]
