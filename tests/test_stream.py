@@ -10,7 +10,7 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_mlt import MLTError
-from spark_mlt.batch import TokenizeOptions, tokenize_table
+from spark_mlt.batch import TokenizeOptions, inspect_table, tokenize_table
 from spark_mlt.batch.stream import CHECKPOINT_MARKER
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot
@@ -52,6 +52,10 @@ def test_available_now_tokenizes_each_new_file_once_across_runs(spark: SparkSess
     vocabulary = read_delta(spark, str(tmp_path / "orders_mlt_vocab" / "sku")).collect()
     assert sorted(row["key"] for row in vocabulary) == ["x", "y", "z"]
     assert sorted(row["id"] for row in vocabulary) == [0, 1, 2]
+    streams = inspect_table(str(output))["streams"]
+    assert len(streams) == 1
+    assert streams[0]["writer"].startswith("spark-mlt-stream:")
+    assert streams[0]["last_batch"] == 1  # two batches: 0 and 1
 
 
 def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSession, tmp_path: Path) -> None:

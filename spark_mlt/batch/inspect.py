@@ -12,7 +12,7 @@ from typing import Any
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_mlt.column import token_layouts
-from spark_mlt.storage import read_snapshot
+from spark_mlt.storage import TableSnapshot, read_snapshot
 
 __all__ = ["inspect_table"]
 
@@ -21,7 +21,8 @@ HISTORY_KEYS = ("version", "timestamp", "operation", "spark_mlt.job", "spark_mlt
 
 def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A table's codecs (p, n, seed, capacity, fingerprint, token layout, packed bits), its
-    version, row count and last ``history`` commits, as a JSON-ready dict.
+    version, row count, the streaming writers that committed to it (their ids and last batch)
+    and its last ``history`` commits, as a JSON-ready dict.
 
     Raises:
         MissingTableError: no Delta table at ``path`` (a FileNotFoundError).
@@ -50,5 +51,19 @@ def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str,
         "version": snapshot.version,
         "rows": snapshot.rows,
         "codecs": codecs,
+        "streams": _streams(snapshot),
         "history": commits,
     }
+
+
+#: How far back ``inspect`` looks for streaming writers' commits.
+STREAM_HISTORY = 10_000
+
+
+def _streams(snapshot: TableSnapshot) -> list[dict[str, Any]]:
+    """The streaming writers that committed to the table (in its last :data:`STREAM_HISTORY`
+    commits): each writer's id and the last batch the table holds (its transaction version)."""
+    writers = {
+        str(entry["spark_mlt.writer"]) for entry in snapshot.history(STREAM_HISTORY) if entry.get("spark_mlt.writer")
+    }
+    return [{"writer": writer, "last_batch": snapshot.table.transaction_version(writer)} for writer in sorted(writers)]

@@ -195,7 +195,7 @@ def start_stream(
             columns,
             appending,
             snapshot=snapshot,
-            commit_info={**info, "spark_mlt.batch": str(batch_id)},
+            commit_info={**info, "spark_mlt.writer": app_id, "spark_mlt.batch": str(batch_id)},
             transaction=AppTransaction(app_id, int(batch_id)),
         )
         _record_codecs(checkpoint, options, done)
