@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
 from spark_mlt import MLTError
@@ -122,3 +127,63 @@ def test_a_checkpoint_of_another_table_or_columns_is_refused(spark: SparkSession
 def test_stream_options_are_checked_when_built(options: dict[str, object], message: str) -> None:
     with pytest.raises(MLTError, match=message):
         TokenizeOptions(**options)  # type: ignore[arg-type]
+
+
+STREAM_JOBS = Path(__file__).parent / "support" / "stream_jobs.py"
+CAPACITY = 13**3  # the stream's codec (p = 13, n = 3): larger ids go to the quarantine
+
+
+def _land_rows(folder: Path, name: str, start: int, rows: int) -> list[int]:
+    rid = list(range(start, start + rows))
+    table = pa.table(
+        {
+            "rid": pa.array(rid, pa.int64()),
+            "customer_id": pa.array([(r * 7919) % 3_000 for r in rid], pa.int64()),
+            "sku": pa.array([f"sku-{r % 17}" for r in rid], pa.string()),
+        }
+    )
+    folder.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, folder / f"{name}.parquet")
+    return rid
+
+
+def _run_stream(landing: Path, output: Path, checkpoint: Path, kill_at: str | None) -> subprocess.CompletedProcess[str]:
+    argv = [
+        sys.executable,
+        str(STREAM_JOBS),
+        str(landing),
+        str(output),
+        str(checkpoint),
+        *([kill_at] if kill_at else []),
+    ]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
+
+
+def _rids(path: Path) -> list[int]:
+    return sorted(DeltaTable(str(path)).to_pyarrow_table(columns=["rid"]).column("rid").to_pylist())
+
+
+@pytest.mark.slow
+def test_a_stream_killed_at_each_point_and_restarted_holds_every_row_exactly_once(tmp_path: Path) -> None:
+    """The driver is killed (SIGKILL) after a vocabulary commit, before a data commit and
+    between a data commit and the checkpoint, restarted from the same checkpoint each time
+    (three restarts in a row, new files landing while it is down), then runs to the end: every
+    landed row is in the table or the quarantine, exactly once, and the quarantine holds exactly
+    the ids beyond the codec's capacity."""
+    landing, output, checkpoint = tmp_path / "landing", tmp_path / "orders_mlt", tmp_path / "checkpoint"
+    landed = _land_rows(landing, "f0", 0, 400) + _land_rows(landing, "f1", 400, 400)
+    for n, kill_at in enumerate(("vocabulary", "before-commit", "after-commit"), start=2):
+        killed = _run_stream(landing, output, checkpoint, kill_at)
+        assert killed.returncode == -signal.SIGKILL, killed.stderr[-3000:]
+        landed += _land_rows(landing, f"f{n}", n * 400, 400)  # arrives while the stream is down
+    finished = _run_stream(landing, output, checkpoint, None)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert "is already committed to" in finished.stderr  # the batch the checkpoint missed was replayed, not rewritten
+    written, quarantined = _rids(output), _rids(tmp_path / "orders_mlt_quarantine")
+    assert sorted(written + quarantined) == sorted(landed)  # each row once: none lost, none twice
+    beyond = {r for r in landed if (r * 7919) % 3_000 >= CAPACITY}
+    assert set(quarantined) == beyond
+    keys = DeltaTable(str(tmp_path / "orders_mlt_vocab" / "sku")).to_pyarrow_table().to_pydict()
+    assert sorted(keys["key"]) == sorted(f"sku-{i}" for i in range(17))  # each key once
+    assert sorted(keys["id"]) == list(range(17))
