@@ -187,6 +187,7 @@ def start_stream(
 
     def batch(df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
+        df = df.persist()  # read once: the vocabularies, the sizing and the write each scan it
         snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=df.sparkSession)
         done = tokenize_frame(
             df.sparkSession,
@@ -198,6 +199,7 @@ def start_stream(
             commit_info={**info, "spark_mlt.writer": app_id, "spark_mlt.batch": str(batch_id)},
             transaction=AppTransaction(app_id, int(batch_id)),
         )
+        df.unpersist()
         _record_codecs(checkpoint, options, done)
         total.codecs, total.layouts, total.write = done.codecs, done.layouts, done.write
         total.rows_out += done.rows_out
@@ -207,7 +209,7 @@ def start_stream(
         rows = done.rows_out + done.rows_rejected
         skipped = " (already committed: replayed, nothing written)" if done.write and done.write.skipped else ""
         log.info(
-            "batch %d: rows in %d, written %d, rejected %d, %.0f rows/s, table version %s%s",
+            "batch %d: rows in %d, written %d, rejected %d, %.1f rows/s, table version %s%s",
             batch_id,
             rows,
             done.rows_out,
@@ -223,7 +225,7 @@ def start_stream(
         writer = writer.trigger(availableNow=True)
     else:
         writer = writer.trigger(processingTime=options.trigger)
-    return writer.queryName(f"spark-mlt tokenize {output}").start()
+    return writer.queryName(_query_name(output)).start()
 
 
 def tokenize_stream(
@@ -238,9 +240,42 @@ def tokenize_stream(
     """
     report = JobReport()
     query = start_stream(spark, input, output, columns, options, report=report)
+    logged = -1
     try:
-        query.awaitTermination()
+        while True:
+            ended = query.awaitTermination(PROGRESS_SECONDS)
+            logged = _log_progress(query, logged)
+            if ended:
+                break
     except KeyboardInterrupt:
         query.stop()
         raise
     return report
+
+
+#: How often a running stream's progress (Spark's, per batch) is logged.
+PROGRESS_SECONDS = 5
+
+
+def _log_progress(query: StreamingQuery, logged: int) -> int:
+    """Log the batches Spark reported since batch ``logged``: input rows, rows/s and where the
+    source is (a file source's log offset, a Delta source's version); the last one logged."""
+    for progress in query.recentProgress:
+        batch = int(progress.batchId if hasattr(progress, "batchId") else progress["batchId"])
+        if batch <= logged:
+            continue
+        document = progress if isinstance(progress, dict) else json.loads(progress.json)
+        sources = "; ".join(str(source.get("endOffset")) for source in document.get("sources", []))
+        log.info(
+            "stream batch %d: %s input rows, %.1f rows/s, source at %s",
+            batch,
+            document.get("numInputRows"),
+            float(document.get("processedRowsPerSecond") or 0.0),
+            sources,
+        )
+        logged = batch
+    return logged
+
+
+def _query_name(output: str) -> str:
+    return f"spark-mlt tokenize {output}"
