@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -14,11 +15,11 @@ import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
 
-from spark_mlt import MLTError
+from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import TokenizeOptions, inspect_table, tokenize_table
 from spark_mlt.batch.stream import CHECKPOINT_MARKER
 from spark_mlt.batch.tokenize import tokenize_frame
-from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot
+from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 
 
 def _land(folder: Path, name: str, ids: list[int | None], skus: list[str]) -> None:
@@ -187,3 +188,37 @@ def test_a_stream_killed_at_each_point_and_restarted_holds_every_row_exactly_onc
     keys = DeltaTable(str(tmp_path / "orders_mlt_vocab" / "sku")).to_pyarrow_table().to_pydict()
     assert sorted(keys["key"]) == sorted(f"sku-{i}" for i in range(17))  # each key once
     assert sorted(keys["id"]) == list(range(17))
+
+
+def _append_source(spark: SparkSession, source: Path, ids: list[int]) -> None:
+    rows = spark.createDataFrame([(i, f"k{i % 3}") for i in ids], "customer_id bigint, sku string")
+    write_delta(rows, str(source), {}, mode="append")
+
+
+def test_without_delta_jars_a_stream_follows_a_delta_table_version_by_version(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """The jar-free source: the table as it is first, then each new version once; a batch the
+    checkpoint lost is recognised by the output and not written again; a version that deletes
+    rows is refused, as Delta's streaming source refuses it."""
+    source, output = tmp_path / "orders", tmp_path / "orders_mlt"
+    _append_source(spark, source, [1, 2])
+    _append_source(spark, source, [3])
+    options = _stream(tmp_path, input_format="delta")
+    first = tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    assert first.rows_out == 3
+    _append_source(spark, source, [4, 5])
+    _append_source(spark, source, [6])
+    second = tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    assert second.rows_out == 3
+    assert _ids(spark, output) == [1, 2, 3, 4, 5, 6]
+    marker = tmp_path / "checkpoint" / CHECKPOINT_MARKER
+    state = json.loads(marker.read_text())
+    marker.write_text(json.dumps({**state, "source_version": state["source_version"] - 1}))  # as if it died
+    replay = tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    assert replay.write is not None
+    assert replay.write.skipped
+    assert _ids(spark, output) == [1, 2, 3, 4, 5, 6]
+    DeltaTable(str(source)).delete("customer_id = 1")
+    with pytest.raises(SourceError, match="changes or removes existing rows"):
+        tokenize_table(spark, str(source), str(output), ["customer_id"], options)

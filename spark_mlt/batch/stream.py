@@ -27,6 +27,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -41,7 +42,15 @@ from spark_mlt.batch.options import TokenizeOptions
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.errors import MLTError, SourceError
-from spark_mlt.storage import AppTransaction, has_delta_jars, read_snapshot, snapshot_for_write, table_exists
+from spark_mlt.storage import (
+    AppTransaction,
+    has_delta_jars,
+    read_appended,
+    read_delta,
+    read_snapshot,
+    snapshot_for_write,
+    table_exists,
+)
 from spark_mlt.storage.fs import locate
 
 __all__ = ["CHECKPOINT_MARKER", "STREAM_APP_PREFIX", "start_stream", "tokenize_stream"]
@@ -121,13 +130,7 @@ def _source(spark: SparkSession, input: str, options: TokenizeOptions) -> DataFr
     reader: DataStreamReader = spark.readStream.options(**options.read_options)
     if options.max_files_per_trigger is not None:
         reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_trigger))
-    if options.input_format == "delta":
-        if not has_delta_jars(spark):
-            raise SourceError(
-                f"input {input!r}: streaming from a Delta table needs Delta's jars in the session "
-                "(Delta's streaming source); without them, tokenize its new versions in batch runs",
-                parameter="input_format",
-            )
+    if options.input_format == "delta":  # with Delta's jars: Delta's streaming source
         return reader.format("delta").load(locate(input, options.storage_options).spark_path())
     if options.input_format == "table":
         return reader.table(input)
@@ -201,10 +204,7 @@ def start_stream(
         )
         df.unpersist()
         _record_codecs(checkpoint, options, done)
-        total.codecs, total.layouts, total.write = done.codecs, done.layouts, done.write
-        total.rows_out += done.rows_out
-        total.rows_rejected += done.rows_rejected
-        total.rows_in = total.rows_out + total.rows_rejected
+        _add(total, done)
         seconds = time.perf_counter() - started
         rows = done.rows_out + done.rows_rejected
         skipped = " (already committed: replayed, nothing written)" if done.write and done.write.skipped else ""
@@ -239,6 +239,8 @@ def tokenize_stream(
             checkpoint holds the batches committed before it.
     """
     report = JobReport()
+    if options.input_format == "delta" and not has_delta_jars(spark):
+        return _follow_delta(spark, input, output, columns, options, report=report)
     query = start_stream(spark, input, output, columns, options, report=report)
     logged = -1
     try:
@@ -275,6 +277,81 @@ def _log_progress(query: StreamingQuery, logged: int) -> int:
         )
         logged = batch
     return logged
+
+
+def _seconds(trigger: str) -> float:
+    """The interval of a processing-time trigger, in seconds (``30 seconds``, ``2 min``, ``500 ms``)."""
+    found = re.fullmatch(r"(\d+(?:\.\d+)?) *([a-z]+)", trigger.strip())
+    if found is None:
+        raise MLTError(f"trigger {trigger!r} is no interval", parameter="trigger")
+    number, unit = float(found.group(1)), found.group(2)
+    if unit == "ms" or unit.startswith("milli"):
+        return number / 1000
+    if unit.startswith("min"):
+        return number * 60
+    if unit.startswith("h"):
+        return number * 3600
+    return number
+
+
+def _follow_delta(
+    spark: SparkSession, input: str, output: str, columns: Sequence[str], options: TokenizeOptions, *, report: JobReport
+) -> JobReport:
+    """Without Delta's jars: the input table's versions after the checkpoint's last one, each
+    one batch, read jar-free (the first batch: the table as it is, as Delta's source starts).
+    A batch's transaction version is its source version, so a batch the table already holds
+    (the checkpoint missed it) is skipped; the checkpoint then records it."""
+    checkpoint = str(options.checkpoint)
+    app_id = STREAM_APP_PREFIX + _check_checkpoint(checkpoint, output, columns, options)
+    appending = dataclasses.replace(options, mode="append")
+    info = {"spark_mlt.job": "tokenize-stream", "spark_mlt.input": input, "spark_mlt.writer": app_id}
+    while True:
+        latest = read_snapshot(input, storage_options=options.storage_options).version
+        done = (_read_marker(checkpoint, options) or {}).get("source_version")
+        for version in range(latest if done is None else int(done) + 1, latest + 1):
+            started = time.perf_counter()
+            if done is None:
+                rows = read_delta(
+                    spark, input, version=version, storage_options=options.storage_options, backend="delta-rs"
+                )
+            else:
+                rows = read_appended(spark, input, version - 1, version, storage_options=options.storage_options)
+            rows = rows.persist()
+            snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=spark)
+            batch = tokenize_frame(
+                spark,
+                rows,
+                output,
+                columns,
+                appending,
+                snapshot=snapshot,
+                commit_info={**info, "spark_mlt.batch": str(version)},
+                transaction=AppTransaction(app_id, version),
+            )
+            rows.unpersist()
+            _write_marker(checkpoint, options, {**(_read_marker(checkpoint, options) or {}), "source_version": version})
+            _record_codecs(checkpoint, options, batch)
+            _add(report, batch)
+            log.info(
+                "source version %d: rows in %d, written %d, rejected %d, %.1f s%s",
+                version,
+                batch.rows_in,
+                batch.rows_out,
+                batch.rows_rejected,
+                time.perf_counter() - started,
+                " (already committed: nothing written)" if batch.write and batch.write.skipped else "",
+            )
+            done = version
+        if options.trigger == "available-now":
+            return report
+        time.sleep(_seconds(options.trigger))
+
+
+def _add(total: JobReport, batch: JobReport) -> None:
+    total.codecs, total.layouts, total.write = batch.codecs, batch.layouts, batch.write
+    total.rows_out += batch.rows_out
+    total.rows_rejected += batch.rows_rejected
+    total.rows_in = total.rows_out + total.rows_rejected
 
 
 def _query_name(output: str) -> str:

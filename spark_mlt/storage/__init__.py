@@ -57,7 +57,7 @@ from spark_mlt.storage.properties import (
     vocabulary_paths,
     vocabulary_properties,
 )
-from spark_mlt.storage.reader import read_delta, read_snapshot_rows
+from spark_mlt.storage.reader import read_appended, read_delta, read_snapshot_rows
 from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
 from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_ids, planned_size, read_vocabulary
 from spark_mlt.storage.writer import (
@@ -102,6 +102,7 @@ __all__ = [
     "keys_for_ids",
     "orphan_files",
     "planned_size",
+    "read_appended",
     "read_codecs",
     "read_delta",
     "read_properties",

@@ -26,6 +26,7 @@ read 4x slower). A quoting this gets wrong fails the read, it never drops a row.
 
 from __future__ import annotations
 
+import json
 import os
 import posixpath
 from collections.abc import Mapping
@@ -38,7 +39,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
 from spark_mlt.column.sqltext import identifier
-from spark_mlt.errors import TableError, TableFeatureError
+from spark_mlt.errors import SourceError, TableError, TableFeatureError
 from spark_mlt.storage.catalog import BACKENDS, Backend, resolve_location, use_delta_spark
 from spark_mlt.storage.deletions import deleted_runs
 from spark_mlt.storage.features import check_readable
@@ -46,7 +47,7 @@ from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.schema import logical_columns, table_layout
 from spark_mlt.storage.table import TableSnapshot, open_table
 
-__all__ = ["BACKENDS", "Backend", "read_delta", "read_snapshot_rows"]
+__all__ = ["BACKENDS", "Backend", "read_appended", "read_delta", "read_snapshot_rows"]
 
 #: Deleted rows up to this many are broadcast to the anti-join (no shuffle of the table).
 BROADCAST_DELETED_ROWS = 1_000_000
@@ -113,10 +114,68 @@ def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot, *, backend:
     return _read_files(spark, location, snapshot.table)
 
 
-def _read_files(spark: SparkSession, location: Location, table: DeltaTable) -> DataFrame:
+def read_appended(
+    spark: SparkSession,
+    path: str | os.PathLike[str],
+    after: int,
+    until: int,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+) -> DataFrame:
+    """The rows that the commits ``after + 1`` .. ``until`` of a Delta table appended, read
+    without Delta's jars (as [`read_delta`][spark_mlt.storage.reader.read_delta] reads a version):
+    a stream's next batch from a table it follows. Like Delta's streaming source, it takes
+    appends only: a commit in that range that changes or removes rows (an update, a delete, an
+    overwrite; compaction, which changes no data, is passed over) is refused.
+
+    Raises:
+        SourceError: a commit in the range changes existing rows, or its log entry is gone
+            (older than the log's retention).
+        TableFeatureError: the jar-free path cannot read this table exactly.
+
+    Example::
+
+        new_rows = read_appended(spark, "/data/orders", after=41, until=45)
+    """
+    location = locate(resolve_location(path, spark=spark), storage_options)
+    added: set[str] = set()
+    for version in range(after + 1, until + 1):
+        entry = f"_delta_log/{version:020d}.json"
+        if not location.exists(entry):
+            raise SourceError(
+                f"input {location.uri}: the log entry of version {version} is gone (older than the table's log "
+                "retention); the stream cannot continue from its checkpoint: start it again with a new one",
+                parameter="input",
+            )
+        with location.filesystem.open_input_stream(location.path(entry)) as stream:
+            actions = [json.loads(line) for line in stream.read().decode().splitlines() if line.strip()]
+        for action in actions:
+            if "remove" in action and action["remove"].get("dataChange", True):
+                raise SourceError(
+                    f"input {location.uri}: version {version} changes or removes existing rows "
+                    f"({_operation(actions)}); a stream takes appends only",
+                    parameter="input",
+                )
+            if "add" in action and action["add"].get("dataChange", True):
+                added.add(unquote(action["add"]["path"]))
+    table = open_table(location.uri, version=until, storage_options=storage_options)
+    return _read_files(spark, location, table, only=added)
+
+
+def _operation(actions: list[dict[str, object]]) -> str:
+    info = next((a["commitInfo"] for a in actions if "commitInfo" in a), {})
+    return str(info.get("operation", "a change")) if isinstance(info, dict) else "a change"
+
+
+def _read_files(
+    spark: SparkSession, location: Location, table: DeltaTable, *, only: set[str] | None = None
+) -> DataFrame:
     protocol = check_readable(table, location.uri, spark_version=spark.version)
     layout = table_layout(table)
     actions = pa.table(table.get_add_actions(flatten=False))
+    if only is not None:  # these files of the version only (a stream's appended ones)
+        keep = [unquote(str(p)) in only for p in actions.column("path").to_pylist()]
+        actions = actions.filter(pa.array(keep, pa.bool_()))
     paths = [unquote(str(p)) for p in actions.column("path").to_pylist()]
     if not paths:
         return spark.createDataFrame([], layout.logical)
