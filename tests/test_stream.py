@@ -17,7 +17,8 @@ from pyspark.sql import SparkSession
 
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import TokenizeOptions, inspect_table, tokenize_table
-from spark_mlt.batch.stream import CHECKPOINT_MARKER
+from spark_mlt.batch.cli import main
+from spark_mlt.batch.stream import CHECKPOINT_MARKER, start_stream
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 
@@ -222,3 +223,34 @@ def test_without_delta_jars_a_stream_follows_a_delta_table_version_by_version(
     DeltaTable(str(source)).delete("customer_id = 1")
     with pytest.raises(SourceError, match="changes or removes existing rows"):
         tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+
+
+def test_a_continuous_stream_tokenizes_files_as_they_land_until_stopped(spark: SparkSession, tmp_path: Path) -> None:
+    landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
+    _land(landing, "a", [1, 2], ["x", "y"])
+    options = _stream(tmp_path, trigger="1 second")
+    query = start_stream(spark, str(landing), str(output), ["customer_id"], options)
+    try:
+        query.processAllAvailable()
+        assert _ids(spark, output) == [1, 2]
+        _land(landing, "b", [3], ["z"])
+        query.processAllAvailable()
+        assert _ids(spark, output) == [1, 2, 3]
+    finally:
+        query.stop()
+    assert not query.isActive
+
+
+def test_the_cli_streams_with_a_checkpoint(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
+    _land(landing, "a", [1, 2], ["x", "y"])
+    argv = ["tokenize", "--stream", "--checkpoint", str(tmp_path / "chk"), "--input", str(landing)]
+    argv += ["--columns", "customer_id", "sku", "--output", str(output)]
+    assert main(argv) == 0
+    assert "spark-mlt tokenize: rows in 2, out 2, rejected 0" in capsys.readouterr().out
+    _land(landing, "b", [3], ["z"])
+    assert main(argv) == 0
+    assert "spark-mlt tokenize: rows in 1, out 1, rejected 0" in capsys.readouterr().out
+    assert main([*argv, "--run-id", "x"]) == 2  # a usage error: the stream's batches are its idempotency keys
