@@ -22,9 +22,12 @@ from typing import Any
 
 import pytest
 
+from spark_mlt.batch.cli import JOBS, _parse, _values
+
 ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "jobs" / "dags"
 DAG_ID = "spark_mlt_movielens"
+INCREMENTAL_ID = "spark_mlt_orders_incremental"
 SPARK_SUBMIT = "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator"
 
 
@@ -125,6 +128,16 @@ for env in json.loads(sys.argv[2]):
                 info[label] = {"application_args": list(rendered.application_args), "py_files": rendered.py_files}
             tasks[task.task_id] = info
         result["tasks"] = tasks
+    incremental = bag.dags.get("spark_mlt_orders_incremental")
+    if incremental is not None:
+        result["incremental"] = {
+            "schedule": str(getattr(incremental, "schedule", None) or getattr(incremental, "schedule_interval", None)),
+            "max_active_runs": incremental.max_active_runs,
+            "tasks": {
+                task.task_id: {"application": task.application, "application_args": list(task.application_args or [])}
+                for task in incremental.tasks
+            },
+        }
     results.append(result)
 print("PROBE-JSON " + json.dumps(results))
 """
@@ -176,7 +189,7 @@ def test_dag_parses_without_errors_or_warnings(parsed: list[dict[str, Any]]) -> 
     for result in parsed:
         assert result["import_errors"] == {}
         assert result["warnings"] == []
-        assert result["dag_ids"] == [DAG_ID]
+        assert result["dag_ids"] == sorted([DAG_ID, INCREMENTAL_ID])
         assert result["imported"] == []  # parsing must not need spark_mlt (nor pyspark) on the scheduler
         assert result["dag"] == {"catchup": False, "schedule": "@daily", "max_active_runs": 1}
 
@@ -241,3 +254,18 @@ def test_variables_override_paths(parsed: list[dict[str, Any]]) -> None:
         "s3a://bucket/mlt/ds=2025-01-02",
         "--verify",
     ]
+
+
+def test_the_incremental_dag_streams_new_files_available_now(parsed: list[dict[str, Any]]) -> None:
+    """One hourly task: the tokenize job as an available-now stream with its checkpoint, whose
+    flags the real parser takes."""
+    incremental = parsed[0]["incremental"]
+    assert (incremental["schedule"], incremental["max_active_runs"]) == ("@hourly", 1)
+    (task,) = incremental["tasks"].values()
+    assert Path(task["application"]) == ROOT / "jobs" / "tokenize_table.py"
+    args = task["application_args"]
+    assert args[:3] == ["--stream", "--trigger", "available-now"]
+    assert "--checkpoint" in args
+    parsed_args, config = _parse(["tokenize", *args])
+    values = _values(JOBS["tokenize"], parsed_args, config)
+    JOBS["tokenize"].options(**{k: v for k, v in values.items() if k not in JOBS["tokenize"].arguments})
