@@ -105,13 +105,16 @@ bench-read: $(STAMP) ## Benchmark jar-free Delta reads (partitions, deletion vec
 bench-scale: $(STAMP) ## Tokenize + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
 	$(BIN)/python benchmarks/benchmark_scale.py $(BENCH_ARGS)
 
+bench-stream: $(STAMP) ## Benchmark the streaming tokenize job (available-now and continuous) against the batch job on the same files
+	$(BIN)/python benchmarks/benchmark_stream.py $(BENCH_ARGS)
+
 bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated
 	$(BIN)/python benchmarks/benchmark_paper.py $(BENCH_ARGS)
 
 paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*) else synthetic; SPARK_MLT_PAPER_EPOCHS=fixed for the paper's epochs
 	$(BIN)/python jobs/paper_demo.py
 
-bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-paper ## Run every benchmark
+bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper ## Run every benchmark
 
 dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
 	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
@@ -153,4 +156,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR)
 
-.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-paper dist docs clean
+.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean
