@@ -21,6 +21,7 @@ from spark_mlt.batch.cli import main
 from spark_mlt.batch.stream import CHECKPOINT_MARKER, start_stream
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
+from tests.support import s3 as local_s3
 
 
 def _land(folder: Path, name: str, ids: list[int | None], skus: list[str]) -> None:
@@ -254,3 +255,22 @@ def test_the_cli_streams_with_a_checkpoint(
     assert main(argv) == 0
     assert "spark-mlt tokenize: rows in 1, out 1, rejected 0" in capsys.readouterr().out
     assert main([*argv, "--run-id", "x"]) == 2  # a usage error: the stream's batches are its idempotency keys
+
+
+def test_a_stream_writes_its_table_and_checkpoint_on_s3(
+    spark: SparkSession, s3: local_s3.MotoServer, tmp_path: Path
+) -> None:
+    bucket, storage = s3.bucket("stream"), local_s3.storage_options()
+    landing, output = tmp_path / "landing", f"s3://{bucket}/orders_mlt"
+    _land(landing, "a", [1, 2, 9_999], ["x", "y", "x"])
+    options = TokenizeOptions(
+        stream=True, checkpoint=f"s3://{bucket}/chk", p=13, n=3, handle_invalid="quarantine", storage_options=storage
+    )
+    first = tokenize_table(spark, str(landing), output, ["customer_id", "sku"], options)
+    assert (first.rows_out, first.rows_rejected) == (2, 1)
+    _land(landing, "b", [3], ["z"])
+    second = tokenize_table(spark, str(landing), output, ["customer_id", "sku"], options)
+    assert (second.rows_out, second.rows_rejected) == (1, 0)
+    rows = read_delta(spark, output, storage_options=storage).select("customer_id").collect()
+    assert sorted(r[0] for r in rows) == [1, 2, 3]
+    assert inspect_table(output, storage_options=storage)["streams"][0]["last_batch"] == 1
