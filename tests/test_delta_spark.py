@@ -28,8 +28,10 @@ from pyspark.testing import assertDataFrameEqual
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
 from spark_mlt.batch.cli import run
 from spark_mlt.batch.inspect import inspect_table
+from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.column import mlt_encode
 from spark_mlt.storage import (
+    AppTransaction,
     CodecMismatchError,
     MissingTableError,
     StorageOptions,
@@ -478,3 +480,34 @@ def test_delta_spark_reads_the_same_rows_after_a_jar_free_vacuum(spark: SparkSes
     before = spark.createDataFrame(table.collect(), table.schema)
     vacuum(path, retention_hours=0, dry_run=False)  # no session: delta-rs' listing, vectors kept
     assert_same_rows(spark.read.format("delta").load(path), before)
+
+
+def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_through_delta_spark(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """With Delta's jars: Delta's streaming source reads the new commits, delta-spark commits
+    each batch with its transaction (txnAppId, txnVersion = the batch id), and a batch the table
+    already holds is skipped by Delta itself."""
+    source, output = str(tmp_path / "orders"), str(tmp_path / "orders_mlt")
+    _ratings(spark, 0, 10).drop("userId_mlt").write.format("delta").save(source)
+    options = TokenizeOptions(stream=True, checkpoint=str(tmp_path / "chk"), input_format="delta", p=13, n=3)
+    first = tokenize_table(spark, source, output, ["userId"], options)
+    assert first.write is not None
+    assert (first.rows_out, first.write.backend) == (10, "delta-spark")
+    _ratings(spark, 10, 5).drop("userId_mlt").write.format("delta").mode("append").save(source)
+    second = tokenize_table(spark, source, output, ["userId"], options)
+    assert second.rows_out == 5
+    assert spark.read.format("delta").load(output).count() == 15
+    (stream,) = inspect_table(output)["streams"]
+    replay = tokenize_frame(
+        spark,
+        _ratings(spark, 10, 5).drop("userId_mlt"),
+        output,
+        ["userId"],
+        TokenizeOptions(p=13, n=3, mode="append"),
+        snapshot=read_snapshot(output),
+        transaction=AppTransaction(stream["writer"], stream["last_batch"]),
+    )
+    assert replay.write is not None
+    assert replay.write.skipped
+    assert spark.read.format("delta").load(output).count() == 15
