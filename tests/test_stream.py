@@ -40,6 +40,7 @@ def _ids(spark: SparkSession, path: Path, column: str = "customer_id") -> list[i
     return sorted(row[0] for row in read_delta(spark, str(path)).select(column).collect())
 
 
+@pytest.mark.compat  # the streaming API and foreachBatch differ between lines
 def test_available_now_tokenizes_each_new_file_once_across_runs(spark: SparkSession, tmp_path: Path) -> None:
     """Run, land more files, run again: every row once; ids beyond the codec's capacity (13**3)
     in the quarantine once; string keys keep their ids across batches."""
@@ -66,6 +67,7 @@ def test_available_now_tokenizes_each_new_file_once_across_runs(spark: SparkSess
     assert streams[0]["last_batch"] == 1  # two batches: 0 and 1
 
 
+@pytest.mark.compat  # the streaming API and foreachBatch differ between lines
 def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSession, tmp_path: Path) -> None:
     """A batch the table already holds (committed, then the driver died before the checkpoint
     recorded it) is skipped, quarantine included; the next batch id writes."""
@@ -197,6 +199,7 @@ def _append_source(spark: SparkSession, source: Path, ids: list[int]) -> None:
     write_delta(rows, str(source), {}, mode="append")
 
 
+@pytest.mark.compat  # the streaming API and foreachBatch differ between lines
 def test_without_delta_jars_a_stream_follows_a_delta_table_version_by_version(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -226,6 +229,7 @@ def test_without_delta_jars_a_stream_follows_a_delta_table_version_by_version(
         tokenize_table(spark, str(source), str(output), ["customer_id"], options)
 
 
+@pytest.mark.compat  # the streaming API and foreachBatch differ between lines
 def test_a_continuous_stream_tokenizes_files_as_they_land_until_stopped(spark: SparkSession, tmp_path: Path) -> None:
     landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
     _land(landing, "a", [1, 2], ["x", "y"])
@@ -257,6 +261,7 @@ def test_the_cli_streams_with_a_checkpoint(
     assert main([*argv, "--run-id", "x"]) == 2  # a usage error: the stream's batches are its idempotency keys
 
 
+@pytest.mark.compat  # the streaming API and foreachBatch differ between lines
 def test_a_stream_writes_its_table_and_checkpoint_on_s3(
     spark: SparkSession, s3: local_s3.MotoServer, tmp_path: Path
 ) -> None:
