@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import TokenizeOptions, inspect_table, tokenize_table
@@ -22,6 +24,7 @@ from spark_mlt.batch.stream import CHECKPOINT_MARKER, start_stream
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 from tests.support import s3 as local_s3
+from tests.support.codecs import OTHER
 
 
 def _land(folder: Path, name: str, ids: list[int | None], skus: list[str]) -> None:
@@ -117,6 +120,11 @@ def test_a_checkpoint_of_another_table_or_columns_is_refused(spark: SparkSession
     assert (tmp_path / "checkpoint" / CHECKPOINT_MARKER).is_file()
     with pytest.raises(MLTError, match=r"belongs to the stream into .*one"):
         tokenize_table(spark, str(landing), str(tmp_path / "two"), ["customer_id"], _stream(tmp_path))
+    shutil.rmtree(tmp_path / "one")  # the table replaced, with another codec
+    other = spark.createDataFrame([(1,)], "customer_id bigint")
+    write_delta(other.withColumn("customer_id_mlt", F.lit(0)), str(tmp_path / "one"), {"customer_id": OTHER})
+    with pytest.raises(MLTError, match=r"other codecs for \['customer_id'\]"):
+        tokenize_table(spark, str(landing), str(tmp_path / "one"), ["customer_id"], _stream(tmp_path))
 
 
 @pytest.mark.parametrize(
