@@ -8,6 +8,7 @@ store, which is safe for one driver: every writer here is in this one.
 
 from __future__ import annotations
 
+import dataclasses
 import glob
 import itertools
 import threading
@@ -483,7 +484,7 @@ def test_delta_spark_reads_the_same_rows_after_a_jar_free_vacuum(spark: SparkSes
 
 
 def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_through_delta_spark(
-    spark: SparkSession, tmp_path: Path
+    spark: SparkSession, database: str, tmp_path: Path
 ) -> None:
     """With Delta's jars: Delta's streaming source reads the new commits, delta-spark commits
     each batch with its transaction (txnAppId, txnVersion = the batch id), and a batch the table
@@ -511,3 +512,10 @@ def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_throug
     assert replay.write is not None
     assert replay.write.skipped
     assert spark.read.format("delta").load(output).count() == 15
+
+    # a Delta table in the catalog, by its name
+    name = _table_name()
+    _ratings(spark, 100, 4).drop("userId_mlt").write.format("delta").saveAsTable(name)
+    by_name = dataclasses.replace(options, input_format="table", checkpoint=str(tmp_path / "chk_named"))
+    named = tokenize_table(spark, name, str(tmp_path / "named_mlt"), ["userId"], by_name)
+    assert named.rows_out == 4
