@@ -51,7 +51,7 @@ from spark_mlt.storage import (
     snapshot_for_write,
     table_exists,
 )
-from spark_mlt.storage.fs import locate
+from spark_mlt.storage.fs import locate, spark_uri
 
 __all__ = ["CHECKPOINT_MARKER", "STREAM_APP_PREFIX", "start_stream", "tokenize_stream"]
 
@@ -77,10 +77,14 @@ def _read_marker(checkpoint: str, options: TokenizeOptions) -> dict[str, Any] | 
 
 
 def _write_marker(checkpoint: str, options: TokenizeOptions, marker: dict[str, Any]) -> None:
+    """Replace the marker whole (written beside it, then moved over it): a crash leaves the old
+    one or the new one, never half of one."""
     location, path = _marker(checkpoint, options)
     location.filesystem.create_dir(location.root, recursive=True)
-    with location.filesystem.open_output_stream(path) as stream:
+    partial = f"{path}.{uuid.uuid4().hex[:8]}.partial"
+    with location.filesystem.open_output_stream(partial) as stream:
         stream.write(json.dumps(marker, sort_keys=True, indent=1).encode())
+    location.filesystem.move(partial, path)
 
 
 def _check_checkpoint(checkpoint: str, output: str, columns: Sequence[str], options: TokenizeOptions) -> str:
@@ -92,11 +96,12 @@ def _check_checkpoint(checkpoint: str, output: str, columns: Sequence[str], opti
             the table no longer has (it was replaced).
     """
     marker = _read_marker(checkpoint, options)
+    target = spark_uri(output)  # one spelling per place: an absolute path, s3a:// for S3
     if marker is None:
-        marker = {"writer": uuid.uuid4().hex, "output": output, "columns": list(columns), "codecs": {}}
+        marker = {"writer": uuid.uuid4().hex, "output": target, "columns": list(columns), "codecs": {}}
         _write_marker(checkpoint, options, marker)
         return str(marker["writer"])
-    if marker.get("output") != output or marker.get("columns") != list(columns):
+    if marker.get("output") != target or marker.get("columns") != list(columns):
         raise MLTError(
             f"checkpoint: {checkpoint} belongs to the stream into {marker.get('output')} of columns "
             f"{marker.get('columns')}; this run writes {output} of columns {list(columns)}: use its own checkpoint",
