@@ -195,7 +195,6 @@ def start_stream(
 
     def batch(df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
-        df = df.persist()  # read once: the vocabularies, the sizing and the write each scan it
         snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=df.sparkSession)
         done = tokenize_frame(
             df.sparkSession,
@@ -207,7 +206,6 @@ def start_stream(
             commit_info={**info, "spark_mlt.writer": app_id, "spark_mlt.batch": str(batch_id)},
             transaction=AppTransaction(app_id, int(batch_id)),
         )
-        df.unpersist()
         _record_codecs(checkpoint, options, done)
         _add(total, done)
         seconds = time.perf_counter() - started
@@ -265,21 +263,18 @@ PROGRESS_SECONDS = 5
 
 
 def _log_progress(query: StreamingQuery, logged: int) -> int:
-    """Log the batches Spark reported since batch ``logged``: input rows, rows/s and where the
-    source is (a file source's log offset, a Delta source's version); the last one logged."""
+    """Log the batches Spark reported since batch ``logged``: how long each took and where the
+    source is after it (a file source's log offset, a Delta source's version); the last one
+    logged. (The rows are in each batch's own line: Spark counts a batch's input once per scan,
+    and a batch scans its input for the vocabularies and again for the write.)"""
     for progress in query.recentProgress:
         batch = int(progress.batchId if hasattr(progress, "batchId") else progress["batchId"])
         if batch <= logged:
             continue
         document = progress if isinstance(progress, dict) else json.loads(progress.json)
         sources = "; ".join(str(source.get("endOffset")) for source in document.get("sources", []))
-        log.info(
-            "stream batch %d: %s input rows, %.1f rows/s, source at %s",
-            batch,
-            document.get("numInputRows"),
-            float(document.get("processedRowsPerSecond") or 0.0),
-            sources,
-        )
+        seconds = float((document.get("durationMs") or {}).get("triggerExecution", 0)) / 1000
+        log.info("stream batch %d: %.1f s, source now at %s", batch, seconds, sources)
         logged = batch
     return logged
 
