@@ -20,6 +20,7 @@ from pyspark.sql import functions as F
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import TokenizeOptions, inspect_table, tokenize_table
 from spark_mlt.batch.cli import main
+from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.stream import CHECKPOINT_MARKER, start_stream
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
@@ -77,38 +78,23 @@ def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSessio
     output = tmp_path / "t"
     df = spark.createDataFrame([(1, "a"), (9_999, "b")], "customer_id bigint, sku string")
     options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", mode="append")
-    first = tokenize_frame(
-        spark,
-        df,
-        str(output),
-        ["customer_id"],
-        options,
-        snapshot=None,
-        transaction=AppTransaction("spark-mlt-stream:w", 0),
-    )
+
+    def batch(batch_id: int) -> JobReport:
+        snapshot = read_snapshot(str(output)) if output.exists() else None
+        transaction = AppTransaction("spark-mlt-stream:w", batch_id)
+        return tokenize_frame(
+            spark, df, str(output), ["customer_id"], options, snapshot=snapshot, transaction=transaction
+        )
+
+    first = batch(0)
     assert (first.rows_out, first.rows_rejected) == (1, 1)
-    replay = tokenize_frame(
-        spark,
-        df,
-        str(output),
-        ["customer_id"],
-        options,
-        snapshot=read_snapshot(str(output)),
-        transaction=AppTransaction("spark-mlt-stream:w", 0),
-    )
+    replay = batch(0)
     assert replay.write is not None
     assert replay.write.skipped
     assert _ids(spark, output) == [1]
     assert _ids(spark, tmp_path / "t_quarantine") == [9_999]
-    after = tokenize_frame(
-        spark,
-        df,
-        str(output),
-        ["customer_id"],
-        options,
-        snapshot=read_snapshot(str(output)),
-        transaction=AppTransaction("spark-mlt-stream:w", 1),
-    )
+    after = batch(1)
+    assert after.write is not None
     assert not after.write.skipped
     assert _ids(spark, output) == [1, 1]
 
