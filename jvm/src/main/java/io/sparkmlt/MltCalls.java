@@ -1,0 +1,227 @@
+package io.sparkmlt;
+
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.util.ArrayData;
+import org.apache.spark.sql.catalyst.expressions.UnsafeArrayData;
+import org.apache.spark.sql.types.Decimal;
+
+/**
+ * The static methods the expressions call, one per operation and layout: between Spark's
+ * internal values (ArrayData, InternalRow, Decimal) and {@link MltCodec}. Whole-stage code
+ * generation emits one call per row; the interpreted path calls the same methods. Null
+ * inputs never arrive (the calls propagate null); an invalid row returns null or fails the
+ * query, per {@link MltCall#errors}, with the other engines' messages.
+ */
+public final class MltCalls {
+  private MltCalls() {}
+
+  private static final double TOKEN_LIMIT = 9007199254740992.0; // 2^53
+
+  // --- ids to tokens ------------------------------------------------------------------------
+
+  private static <T> T badId(MltCall call, String shown) {
+    MltCodec c = call.codec;
+    return call.invalid("id " + shown, " is outside the codec's domain [0, " + c.idEnd() + ") (p=" + c.p + ", n=" + c.n
+        + "); ids must be whole numbers", "ids");
+  }
+
+  /** A decimal id as a bigint when it is a whole number within the codec's domain. */
+  public static Long decimalId(MltCall call, Decimal value) {
+    java.math.BigDecimal exact = value.toJavaBigDecimal();
+    if (exact.signum() >= 0 && exact.stripTrailingZeros().scale() <= 0
+        && exact.compareTo(java.math.BigDecimal.valueOf(call.codec.maxId)) <= 0) {
+      return exact.longValueExact();
+    }
+    return badId(call, value.toString());
+  }
+
+  private static int[] tokens(MltCall call, long id) {
+    int[] tokens = new int[call.codec.n];
+    call.codec.encode(id, tokens);
+    return tokens;
+  }
+
+  public static ArrayData encodeArray(MltCall call, long id) {
+    if (!call.codec.validId(id)) {
+      return badId(call, Long.toString(id));
+    }
+    return UnsafeArrayData.fromPrimitiveArray(tokens(call, id));
+  }
+
+  public static InternalRow encodeStruct(MltCall call, long id) {
+    if (!call.codec.validId(id)) {
+      return badId(call, Long.toString(id));
+    }
+    return row(tokens(call, id));
+  }
+
+  public static Long encodePacked(MltCall call, long id) {
+    if (!call.codec.validId(id)) {
+      return badId(call, Long.toString(id));
+    }
+    return call.codec.encodePacked(id);
+  }
+
+  /** The values of the vector layout: token / (p - 1), each in [0, 1]. */
+  public static ArrayData encodeValues(MltCall call, long id) {
+    if (!call.codec.validId(id)) {
+      return badId(call, Long.toString(id));
+    }
+    int[] tokens = tokens(call, id);
+    double scale = Math.max(call.codec.p - 1, 1);
+    double[] values = new double[tokens.length];
+    for (int j = 0; j < tokens.length; j++) {
+      values[j] = tokens[j] / scale;
+    }
+    return UnsafeArrayData.fromPrimitiveArray(values);
+  }
+
+  private static InternalRow row(int[] tokens) {
+    Object[] fields = new Object[tokens.length];
+    for (int j = 0; j < tokens.length; j++) {
+      fields[j] = tokens[j];
+    }
+    return new GenericInternalRow(fields);
+  }
+
+  // --- tokens to ids ------------------------------------------------------------------------
+
+  private static Long badTokens(MltCall call, String what, String shown, String width) {
+    MltCodec c = call.codec;
+    return call.invalid(what + " " + shown, " is not a valid MLT code: expected " + c.n + " tokens in [0, " + c.p + ") "
+        + width + "that decode to an id below 2^63 (p=" + c.p + ", n=" + c.n + ")", "rows");
+  }
+
+  /** Tokens as Spark shows an array or struct cast to a string: [1, 2, null] or {1, 2, null}. */
+  private static String shown(ArrayData tokens, boolean longs, String open, String close) {
+    StringBuilder out = new StringBuilder(open);
+    for (int j = 0; j < tokens.numElements(); j++) {
+      if (j > 0) {
+        out.append(", ");
+      }
+      out.append(tokens.isNullAt(j) ? "null" : Long.toString(longs ? tokens.getLong(j) : tokens.getInt(j)));
+    }
+    return out.append(close).toString();
+  }
+
+  public static Long decodeInts(MltCall call, ArrayData tokens) {
+    int n = call.codec.n;
+    long[] read = new long[n];
+    boolean ok = tokens.numElements() == n;
+    for (int j = 0; ok && j < n; j++) {
+      ok = !tokens.isNullAt(j);
+      if (ok) {
+        read[j] = tokens.getInt(j);
+      }
+    }
+    return ok ? decodeChecked(call, read, tokens, false, "[", "]")
+        : badTokens(call, "token vector", shown(tokens, false, "[", "]"), "");
+  }
+
+  private static Long decodeChecked(MltCall call, long[] read, ArrayData tokens, boolean longs, String open, String close) {
+    long id = call.codec.decode(read);
+    return id != MltCodec.INVALID ? Long.valueOf(id) : badTokens(call, "token vector", shown(tokens, longs, open, close), "");
+  }
+
+  private static Long decodeLongArray(MltCall call, ArrayData tokens, String open, String close) {
+    int n = call.codec.n;
+    long[] read = new long[n];
+    boolean ok = tokens.numElements() == n;
+    for (int j = 0; ok && j < n; j++) {
+      ok = !tokens.isNullAt(j);
+      if (ok) {
+        read[j] = tokens.getLong(j);
+      }
+    }
+    return ok ? decodeChecked(call, read, tokens, true, open, close)
+        : badTokens(call, "token vector", shown(tokens, true, open, close), "");
+  }
+
+  /** An array of bigint tokens (tokens of another integer type, cast). */
+  public static Long decodeLongs(MltCall call, ArrayData tokens) {
+    return decodeLongArray(call, tokens, "[", "]");
+  }
+
+  /** A struct's fields t0..t{n-1}, as bigints in an array. */
+  public static Long decodeStruct(MltCall call, ArrayData tokens) {
+    return decodeLongArray(call, tokens, "{", "}");
+  }
+
+  /** The values of a vector: each times p - 1, rounded half up, is a token. */
+  public static Long decodeValues(MltCall call, ArrayData values) {
+    int n = call.codec.n;
+    int size = values.numElements();
+    double scale = Math.max(call.codec.p - 1, 1);
+    long[] read = new long[size];
+    for (int j = 0; j < size; j++) {
+      read[j] = values.isNullAt(j) ? Long.MIN_VALUE : token(values.getDouble(j) * scale);
+    }
+    if (size == n) {
+      long id = call.codec.decode(read);
+      if (id != MltCodec.INVALID) {
+        return id;
+      }
+    }
+    StringBuilder shown = new StringBuilder("[");
+    for (int j = 0; j < size; j++) {
+      shown.append(j > 0 ? ", " : "").append(read[j] == Long.MIN_VALUE ? "null" : Long.toString(read[j]));
+    }
+    return badTokens(call, "token vector", shown.append("]").toString(), "");
+  }
+
+  /** A scaled value rounded half away from zero, within [-2^53, 2^53] (NaN: 2^53, never a token). */
+  private static long token(double scaled) {
+    if (Double.isNaN(scaled)) {
+      return (long) TOKEN_LIMIT;
+    }
+    double magnitude = Math.abs(scaled);
+    double whole = Math.floor(magnitude);
+    double rounded = magnitude - whole >= 0.5 ? whole + 1 : whole;
+    double signed = Math.copySign(Math.min(rounded, TOKEN_LIMIT), scaled);
+    return (long) signed;
+  }
+
+  public static Long decodePacked(MltCall call, long packed) {
+    MltCodec c = call.codec;
+    long[] read = new long[c.n];
+    if (c.unpack(packed, read)) {
+      long id = c.decode(read);
+      if (id != MltCodec.INVALID) {
+        return id;
+      }
+    }
+    return badTokens(call, "packed tokens", Long.toString(packed), "of " + c.tokenBits + " bits each ");
+  }
+
+  // --- packed tokens to tokens --------------------------------------------------------------
+
+  private static long[] unpacked(MltCall call, long packed) {
+    long[] read = new long[call.codec.n];
+    return call.codec.unpack(packed, read) ? read : null;
+  }
+
+  private static <T> T badPacked(MltCall call, long packed) {
+    MltCodec c = call.codec;
+    return call.invalid("packed tokens " + packed, " are not " + c.n + " tokens of " + c.packedBits + " bits each in [0, "
+        + c.p + ") (p=" + c.p + ", n=" + c.n + ")", "rows");
+  }
+
+  private static int[] ints(long[] tokens) {
+    int[] out = new int[tokens.length];
+    for (int j = 0; j < tokens.length; j++) {
+      out[j] = (int) tokens[j];
+    }
+    return out;
+  }
+
+  public static ArrayData unpackArray(MltCall call, long packed) {
+    long[] tokens = unpacked(call, packed);
+    return tokens != null ? UnsafeArrayData.fromPrimitiveArray(ints(tokens)) : badPacked(call, packed);
+  }
+
+  public static InternalRow unpackStruct(MltCall call, long packed) {
+    long[] tokens = unpacked(call, packed);
+    return tokens != null ? row(ints(tokens)) : badPacked(call, packed);
+  }
+}

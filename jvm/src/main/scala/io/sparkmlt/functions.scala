@@ -1,0 +1,314 @@
+package io.sparkmlt
+
+import org.apache.spark.sql.{SparkSessionExtensions, SparkSessionExtensionsProvider}
+import org.apache.spark.sql.catalyst.FunctionIdentifier
+import org.apache.spark.sql.catalyst.analysis.FunctionRegistry
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
+import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{TypeCheckFailure, TypeCheckSuccess}
+import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.objects.StaticInvoke
+import org.apache.spark.sql.types._
+
+import scala.util.{Either, Left, Right}
+
+/** A call's constants, read from its literal arguments, and the layout it reads or writes. */
+private[sparkmlt] final case class MltSpec(call: MltCall, layout: String) {
+  def codec: MltCodec = call.codec
+  def literal: Literal = Literal(call, ObjectType(classOf[MltCall]))
+  def shown: String = s"codec(p=${codec.p}, n=${codec.n}, ${codec.fingerprint.take(12)})"
+}
+
+private[sparkmlt] object MltSpec {
+  /** tinyint .. bigint (Spark's IntegralType is internal to it). */
+  def integral(t: DataType): Boolean = t match {
+    case ByteType | ShortType | IntegerType | LongType => true
+    case _ => false
+  }
+
+  val ArrayShown = "array<int>"
+  val StructShown = "struct<t0:int, ...>"
+  private val Shown = Seq("array" -> ArrayShown, "struct" -> StructShown, "vector" -> "vector", "packed" -> "bigint")
+
+  /** What a column of the wrong type fails with; the same text as spark_mlt's TokenLayout.hint. */
+  def hint(layout: String, codec: MltCodec, name: String): String = {
+    val last = codec.n - 1
+    val fields = if (last > 1) s", ..., t$last:int" else if (last == 1) ", t1:int" else ""
+    val expected = Shown.toMap.apply(layout).replace(", ...", fields)
+    val others = Shown.filter(_._1 != layout).map { case (l, s) => s"layout='$l' for $s" }.mkString(", ")
+    s"spark-mlt: $name must hold $expected tokens (layout='$layout', n=${codec.n}); " +
+      s"pass the layout the column holds ($others), as mlt_encode's layout= wrote it"
+  }
+
+  private def constant(function: String, what: String, value: Expression): Either[String, Option[String]] =
+    if (value.dataType == NullType) Right(None)
+    else if (!value.foldable || value.dataType != StringType) {
+      Left(s"$function: $what must be a constant string, got ${value.sql}")
+    } else Right(Option(value.eval()).map(_.toString))
+
+  def read(
+      function: String,
+      input: Expression,
+      codec: Expression,
+      layout: Expression,
+      handleInvalid: Expression,
+      label: Expression,
+      layouts: Seq[String]): Either[String, MltSpec] =
+    for {
+      json <- constant(function, "the codec (its JSON, MLTCodec.to_json())", codec)
+      chosenLayout <- constant(function, "layout", layout)
+      handle <- constant(function, "handle_invalid", handleInvalid)
+      named <- constant(function, "name", label)
+      parsed <- json match {
+        case None => Left(s"$function: the codec is null; pass the codec's JSON, MLTCodec.to_json()")
+        case Some(text) =>
+          try Right(MltCodec.of(text))
+          catch { case e: IllegalArgumentException => Left(s"$function: ${e.getMessage}") }
+      }
+      chosen <- chosenLayout.getOrElse(layouts.head) match {
+        case l if layouts.contains(l) => Right(l)
+        case other => Left(s"$function: layout must be one of ${layouts.map(l => s"'$l'").mkString(", ")}; got '$other'")
+      }
+      errors <- handle.getOrElse("error") match {
+        case "error" => Right(true)
+        case "null" => Right(false)
+        case other => Left(s"$function: handle_invalid must be one of 'error', 'null'; got '$other'")
+      }
+    } yield {
+      val name = named.getOrElse(input match {
+        case a: AttributeReference => s"column '${a.name}'"
+        case _ => "a column expression"
+      })
+      MltSpec(new MltCall(parsed, errors, name), chosen)
+    }
+}
+
+/**
+ * The shape of the three functions: `f(value, codec[, layout[, handle_invalid[, name]]])`,
+ * each a RuntimeReplaceable whose replacement calls one static method of [[MltCalls]]
+ * (whole-stage code generation emits that call; the interpreted path invokes it). The
+ * arguments after the value must be constants; they are checked when Spark analyses the
+ * query, and a wrong input type fails analysis naming the column, its type and the fix.
+ */
+abstract class MltFunction extends Expression with RuntimeReplaceable {
+  def child: Expression
+  def codec: Expression
+  def layout: Expression
+  def handleInvalid: Expression
+  def label: Expression
+  protected def layouts: Seq[String]
+  /** None when the input type suits the layout, else the message. */
+  protected def inputProblem(spec: MltSpec): Option[String]
+  protected def resultType(spec: MltSpec): DataType
+  protected def build(spec: MltSpec): Expression
+
+  override def children: Seq[Expression] = Seq(child, codec, layout, handleInvalid, label)
+
+  private[sparkmlt] lazy val spec: Either[String, MltSpec] =
+    MltSpec.read(prettyName, child, codec, layout, handleInvalid, label, layouts)
+
+  override def checkInputDataTypes(): TypeCheckResult = spec match {
+    case Left(problem) => TypeCheckFailure(problem)
+    case Right(s) => inputProblem(s).map(TypeCheckFailure(_)).getOrElse(TypeCheckSuccess)
+  }
+
+  override lazy val replacement: Expression = spec match {
+    case Right(s) if inputProblem(s).isEmpty => build(s)
+    case _ => Literal(null, dataType)
+  }
+
+  override def dataType: DataType = spec.fold(_ => NullType, resultType)
+  override def nullable: Boolean = true
+
+  protected def invoke(method: String, returns: DataType, arguments: Expression*): Expression =
+    StaticInvoke(classOf[MltCalls], returns, method, arguments, propagateNull = true, returnNullable = true)
+
+  private def shownCodec: String = spec.fold(_ => "codec", _.shown)
+  override def sql: String = s"$prettyName(${child.sql}, $shownCodec)"
+  override def toString: String = s"$prettyName($child, $shownCodec)"
+}
+
+/** `mlt_encode(id, codec[, layout[, handle_invalid[, name]]])`: tokens of an integral or decimal id. */
+case class MltEncode(child: Expression, codec: Expression, layout: Expression, handleInvalid: Expression,
+    label: Expression) extends MltFunction {
+  override def prettyName: String = "mlt_encode"
+  override protected def layouts: Seq[String] = Seq("array", "struct", "packed", "vector")
+
+  override protected def inputProblem(spec: MltSpec): Option[String] = {
+    val packed =
+      if (spec.layout == "packed" && spec.codec.packedBits == 0) {
+        Some(s"spark-mlt: the packed layout needs n * bit_length(p - 1) <= 64 bits; p=${spec.codec.p}, " +
+          s"n=${spec.codec.n} needs ${spec.codec.tokenBits * spec.codec.n}: store these tokens as arrays")
+      } else None
+    packed.orElse(child.dataType match {
+      case t if MltSpec.integral(t) => None
+      case _: DecimalType | NullType => None
+      case other => Some(s"spark-mlt: ${spec.call.name} must hold integral or decimal ids, got ${other.sql}")
+    })
+  }
+
+  override protected def resultType(spec: MltSpec): DataType = spec.layout match {
+    case "array" => ArrayType(IntegerType, containsNull = false)
+    case "struct" => StructType((0 until spec.codec.n).map(j => StructField(s"t$j", IntegerType, nullable = false)))
+    case "packed" => LongType
+    case _ => ArrayType(DoubleType, containsNull = false)
+  }
+
+  override protected def build(spec: MltSpec): Expression = {
+    val id = child.dataType match {
+      case _: DecimalType => invoke("decimalId", LongType, spec.literal, child)
+      case _ => Cast(child, LongType)
+    }
+    val method = spec.layout match {
+      case "array" => "encodeArray"
+      case "struct" => "encodeStruct"
+      case "packed" => "encodePacked"
+      case _ => "encodeValues"
+    }
+    invoke(method, dataType, spec.literal, id)
+  }
+
+  override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): MltEncode =
+    copy(child = c(0), codec = c(1), layout = c(2), handleInvalid = c(3), label = c(4))
+}
+
+/** `mlt_decode(tokens, codec[, layout[, handle_invalid[, name]]])`: the bigint id of tokens. */
+case class MltDecode(child: Expression, codec: Expression, layout: Expression, handleInvalid: Expression,
+    label: Expression) extends MltFunction {
+  override def prettyName: String = "mlt_decode"
+  override protected def layouts: Seq[String] = Seq("auto", "array", "struct", "packed", "vector")
+
+  private def integral(t: DataType): Boolean = MltSpec.integral(t)
+
+  /** The layout: the one asked for, or (auto) the one the column's type shows. */
+  private def chosen(spec: MltSpec): String = if (spec.layout != "auto") spec.layout else child.dataType match {
+    case t if integral(t) => "packed"
+    case ArrayType(t, _) if integral(t) => "array"
+    case ArrayType(DoubleType | FloatType, _) => "vector"
+    case _: StructType => "struct"
+    case _ => "array"
+  }
+
+  private def fields(spec: MltSpec): Option[Seq[(StructField, Int)]] = child.dataType match {
+    case s: StructType =>
+      val wanted = (0 until spec.codec.n).map(j => s"t$j")
+      val found = wanted.flatMap(name => s.fields.zipWithIndex.find(_._1.name == name))
+      if (found.length == wanted.length && found.forall(f => integral(f._1.dataType))) Some(found) else None
+    case _ => None
+  }
+
+  override protected def inputProblem(spec: MltSpec): Option[String] = {
+    val layout = chosen(spec)
+    val fits = layout match {
+      case "array" => child.dataType match { case ArrayType(t, _) => integral(t); case _ => false }
+      case "struct" => fields(spec).isDefined
+      case "packed" => integral(child.dataType)
+      case _ => child.dataType match { case ArrayType(_: NumericType, _) => true; case _ => false }
+    }
+    val packed =
+      if (layout == "packed" && spec.codec.packedBits == 0) {
+        Some(s"spark-mlt: p=${spec.codec.p}, n=${spec.codec.n} tokens do not fit in 64 bits: they are never packed")
+      } else None
+    val shownLayout = if (layout == "vector") "vector" else layout
+    packed.orElse(if (fits || child.dataType == NullType) None
+      else Some(MltSpec.hint(shownLayout, spec.codec, spec.call.name) + s" (the column is ${child.dataType.sql})"))
+  }
+
+  override protected def resultType(spec: MltSpec): DataType = LongType
+
+  override protected def build(spec: MltSpec): Expression = {
+    val call = spec.literal
+    chosen(spec) match {
+      case _ if child.dataType == NullType => Literal(null, LongType)
+      case "array" => child.dataType match {
+        case ArrayType(IntegerType, _) => invoke("decodeInts", LongType, call, child)
+        case _ => invoke("decodeLongs", LongType, call, Cast(child, ArrayType(LongType)))
+      }
+      case "struct" =>
+        val tokens = CreateArray(fields(spec).get.map { case (f, i) =>
+          Cast(GetStructField(child, i, Some(f.name)), LongType)
+        })
+        If(IsNull(child), Literal(null, LongType), invoke("decodeStruct", LongType, call, tokens))
+      case "packed" => invoke("decodePacked", LongType, call, Cast(child, LongType))
+      case _ => child.dataType match {
+        case ArrayType(DoubleType, _) => invoke("decodeValues", LongType, call, child)
+        case _ => invoke("decodeValues", LongType, call, Cast(child, ArrayType(DoubleType)))
+      }
+    }
+  }
+
+  override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): MltDecode =
+    copy(child = c(0), codec = c(1), layout = c(2), handleInvalid = c(3), label = c(4))
+}
+
+/** `mlt_unpack(packed, codec[, layout[, handle_invalid[, name]]])`: the tokens of a packed bigint. */
+case class MltUnpack(child: Expression, codec: Expression, layout: Expression, handleInvalid: Expression,
+    label: Expression) extends MltFunction {
+  override def prettyName: String = "mlt_unpack"
+  override protected def layouts: Seq[String] = Seq("array", "struct")
+
+  override protected def inputProblem(spec: MltSpec): Option[String] =
+    if (spec.codec.packedBits == 0) {
+      Some(s"spark-mlt: p=${spec.codec.p}, n=${spec.codec.n} tokens do not fit in 64 bits: they are never packed")
+    } else if (MltSpec.integral(child.dataType) || child.dataType == NullType) None
+    else Some(MltSpec.hint("packed", spec.codec, spec.call.name) + s" (the column is ${child.dataType.sql})")
+
+  override protected def resultType(spec: MltSpec): DataType = spec.layout match {
+    case "array" => ArrayType(IntegerType, containsNull = false)
+    case _ => StructType((0 until spec.codec.n).map(j => StructField(s"t$j", IntegerType, nullable = false)))
+  }
+
+  override protected def build(spec: MltSpec): Expression =
+    invoke(if (spec.layout == "array") "unpackArray" else "unpackStruct", dataType, spec.literal, Cast(child, LongType))
+
+  override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): MltUnpack =
+    copy(child = c(0), codec = c(1), layout = c(2), handleInvalid = c(3), label = c(4))
+}
+
+/** The SQL functions, and how to register them in a session or through its extensions. */
+object MltFunctions {
+  private type Make = (Expression, Expression, Expression, Expression, Expression) => Expression
+
+  private val Signature = "(value, codec[, layout[, handle_invalid[, name]]])"
+
+  private def builder(name: String, make: Make)(arguments: Seq[Expression]): Expression = {
+    val none = Literal(null, NullType)
+    val padded = arguments ++ Seq.fill(5 - arguments.length)(none)
+    if (arguments.length < 2 || arguments.length > 5) {
+      // a call that fails analysis with the signature (FunctionRegistry's own error differs per line)
+      make(arguments.headOption.getOrElse(none), Literal(s"$name takes 2 to 5 arguments $Signature, got " +
+        arguments.length), none, none, none)
+    } else make(padded(0), padded(1), padded(2), padded(3), padded(4))
+  }
+
+  private def describe(name: String, clazz: Class[_], what: String): ExpressionInfo =
+    new ExpressionInfo(clazz.getCanonicalName, null, name, s"_FUNC_$Signature - $what", "")
+
+  /** (name, description, builder) of each function, as SparkSessionExtensions.injectFunction takes them. */
+  val functions: Seq[(FunctionIdentifier, ExpressionInfo, FunctionRegistry.FunctionBuilder)] = Seq(
+    ("mlt_encode", classOf[MltEncode], "the MLT tokens of an integral or decimal id (layout: array, struct, " +
+      "packed, vector = the values of an ML vector)", (MltEncode.apply _): Make),
+    ("mlt_decode", classOf[MltDecode], "the bigint id of MLT tokens (layout: auto, array, struct, packed, vector)",
+      (MltDecode.apply _): Make),
+    ("mlt_unpack", classOf[MltUnpack], "the tokens (array or struct) of packed MLT tokens", (MltUnpack.apply _): Make)
+  ).map { case (name, clazz, what, make) =>
+    (FunctionIdentifier(name), describe(name, clazz, what), builder(name, make) _)
+  }
+
+  /** Registers the functions in a running session (what the extension does when a session starts). */
+  def register(session: AnyRef): Unit = {
+    val state = session.getClass.getMethod("sessionState").invoke(session)
+    val registry = state.getClass.getMethod("functionRegistry").invoke(state).asInstanceOf[FunctionRegistry]
+    functions.foreach { case (id, info, make) => registry.registerFunction(id, info, make) }
+  }
+
+  /** The version of this jar, to tell it apart from another spark-mlt's. */
+  def version: String = Option(getClass.getPackage.getImplementationVersion).getOrElse("unknown")
+}
+
+/**
+ * The session extension: `spark.sql.extensions=io.sparkmlt.MltExtensions`, or found by
+ * Spark's service loader when the jar is on the driver's class path at session start.
+ */
+class MltExtensions extends SparkSessionExtensionsProvider {
+  override def apply(extensions: SparkSessionExtensions): Unit = MltFunctions.functions.foreach(extensions.injectFunction)
+}
