@@ -38,7 +38,7 @@ line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
     JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
 
 DELTA ?=
-demo: check-java $(DEMO_STAMP) ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
+demo: check-java $(DEMO_STAMP) jvm ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
 	@py=$(BIN)/python; \
 	if [[ "$(DELTA)" == spark ]]; then \
 	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, jar_line; raise SystemExit("delta" not in LINE_GROUPS[jar_line()])'; then \
@@ -52,6 +52,21 @@ demo: check-java $(DEMO_STAMP) ## Run the main job: tokenize MovieLens (SPARK_ML
 
 venv: $(STAMP) ## Create or refresh the virtualenv (.venv) with the dev extra
 
+# The JVM engine's jars (jvm/pom.xml), one per Spark binary line, into spark_mlt/jars/ (git-ignored):
+# the wheel carries them and sessions spark-mlt starts load the one of their line. Maven fetches
+# Spark's API jars (provided) and the Scala compiler once into its repository.
+VERSION := $(shell sed -n 's/^version = "\(.*\)"/\1/p' pyproject.toml | head -1)
+JVM_DIR := spark_mlt/jars
+JVM_JARS := $(JVM_DIR)/spark-mlt-jvm_3.5_2.12-$(VERSION).jar $(JVM_DIR)/spark-mlt-jvm_4_2.13-$(VERSION).jar
+JVM_SOURCES := jvm/pom.xml $(shell find jvm/src -type f 2>/dev/null)
+$(JVM_DIR)/spark-mlt-jvm_3.5_2.12-$(VERSION).jar: $(JVM_SOURCES)
+	$(MVN) -f jvm/pom.xml -P spark-3.5 package -Drevision=$(VERSION) -Djar.dir=$(abspath $(JVM_DIR))
+$(JVM_DIR)/spark-mlt-jvm_4_2.13-$(VERSION).jar: $(JVM_SOURCES)
+	$(MVN) -f jvm/pom.xml -P spark-4 package -Drevision=$(VERSION) -Djar.dir=$(abspath $(JVM_DIR))
+
+jvm: check-java $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5 and 4.x) into spark_mlt/jars/ with Maven
+	@find $(JVM_DIR) -name 'spark-mlt-jvm_*.jar' ! -name '*-$(VERSION).jar' -delete
+
 # The table zoo (tests/support/zoo.py): Delta tables as delta-spark writes them, one per feature,
 # with what delta-spark reads from each version. The jar-free tests read them; a line with Delta
 # builds its own (tests/compat/run-line.sh), the newest line (no Delta yet) uses DELTA_LINE's.
@@ -62,16 +77,16 @@ $(ZOO_DIR)/pyspark-%/manifest.json: tests/support/zoo.py
 
 zoo: check-java $(ZOO_DIR)/pyspark-$(DELTA_LINE)/manifest.json ## Build the table zoo with PySpark $(DELTA_LINE) and its Delta (make test does)
 
-test: check-java $(STAMP) zoo ## Run the whole test suite, slow tests included (fetches the line's s3a jars and builds the table zoo first)
+test: check-java $(STAMP) jvm zoo ## Run the whole test suite, slow tests included (fetches the line's s3a jars and builds the table zoo first)
 	@$(call line_jars,$(BIN)/python,s3)
 	SPARK_MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest $(PYTEST_ARGS)
 
 COMPAT_LINES ?= 3.5.0 4.0.0 4.1.0 4.2.1
-test-compat: check-java ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...), one venv each, with their jars
+test-compat: check-java jvm ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...), one venv each, with their jars
 	@$(MAKE) --no-print-directory jars JARS_LINE="$(foreach line,$(COMPAT_LINES),$(basename $(line)))"
 	@for line in $(COMPAT_LINES); do PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; done
 
-test-fast: $(STAMP) ## Run the test suite without the slow tests (uses the table zoo if built)
+test-fast: $(STAMP) jvm ## Run the test suite without the slow tests (uses the table zoo if built)
 	@$(call line_jars,$(BIN)/python,s3)
 	SPARK_MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
@@ -91,7 +106,7 @@ bench-codec: $(STAMP) ## Benchmark the NumPy codec against light-mlt (10M ids, o
 	OPENBLAS_NUM_THREADS=1 taskset -c 0 $(BIN)/python benchmarks/benchmark_codec.py
 
 BENCH_LINE ?=
-bench-functions: $(STAMP) ## Benchmark mlt_encode/mlt_decode in Spark: a matrix of codecs, layouts, query shapes and engines (2M ids, local[2]) and 3-row latency; BENCH_LINE=3.5.0 runs it on a compat venv
+bench-functions: $(STAMP) jvm ## Benchmark mlt_encode/mlt_decode in Spark: a matrix of codecs, layouts, query shapes and engines (2M ids, local[2]) and 3-row latency; BENCH_LINE=3.5.0 runs it on a compat venv
 	py=$(call line_python,$(BENCH_LINE)); PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_functions $(BENCH_ARGS)
 
 bench-delta: $(STAMP) ## Benchmark the tokenize-into-Delta job on delta-rs and delta-spark, local disk and local S3, against plain Parquet (20M ratings; PySpark 4.2.1 unless BENCH_LINE=...)
@@ -116,7 +131,7 @@ paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (
 
 bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper ## Run every benchmark
 
-dist: $(STAMP) ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
+dist: $(STAMP) jvm ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
 	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 	@ls -1 dist/spark_mlt-*.whl

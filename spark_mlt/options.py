@@ -52,12 +52,12 @@ HandleInvalid = Literal["error", "null", "skip", "quarantine"]
 RowHandling = Literal["error", "null"]
 #: what an ML stage does with one
 StageHandling = Literal["error", "null", "skip"]
-Engine = Literal["auto", "native", "udf"]
+Engine = Literal["auto", "native", "udf", "jvm"]
 
 HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip", "quarantine")
 ROW_HANDLING: tuple[RowHandling, ...] = ("error", "null")
 STAGE_HANDLING: tuple[StageHandling, ...] = ("error", "null", "skip")
-ENGINES: tuple[Engine, ...] = ("auto", "native", "udf")
+ENGINES: tuple[Engine, ...] = ("auto", "native", "udf", "jvm")
 
 #: The token column of an id column ``c`` in the jobs' tables is ``c + TOKEN_SUFFIX``.
 TOKEN_SUFFIX = "_mlt"

@@ -1,7 +1,8 @@
-"""Both engines over Spark Connect (a local Connect server, in a separate process).
+"""Every engine over Spark Connect (a local Connect server, in a separate process).
 
-Spark Connect has no SparkContext: this proves the codec travels inside the UDF closure
-and the native engine needs only the Column API. A separate process keeps its JVM apart
+Spark Connect has no SparkContext: this proves the codec travels inside the UDF closure,
+the native engine needs only the Column API, and the JVM engine's functions, called by name,
+run where the server has spark-mlt's jar. A separate process keeps its JVM apart
 from the test session's. PySpark 4 ships the Connect server; for 3.5 its jar comes from
 ``make jars`` (``.jars/spark-3.5/connect/``), so nothing downloads at test time.
 """
@@ -16,7 +17,7 @@ import textwrap
 import pytest
 
 from spark_mlt import MLTCodec
-from tests.support.spark_lines import VERSION
+from tests.support.spark_lines import HAS_JVM_JAR, VERSION
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
@@ -28,20 +29,26 @@ SCRIPT = textwrap.dedent(
     from spark_mlt import MLTCodec
     from spark_mlt.batch.jars import spark_jars
     from spark_mlt.column import mlt_decode, mlt_encode
+    from spark_mlt.column.jvm import jvm_functions
+    from spark_mlt.jvm import jvm_session_conf, merge_conf
 
-    builder = (
-        SparkSession.builder.remote("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.pyspark.python", sys.executable)
-    )
+    conf = {"spark.ui.enabled": "false", "spark.pyspark.python": sys.executable}
     if sys.argv[1] == "3.5":  # the line whose pip package has no Connect server
-        builder = builder.config("spark.jars", spark_jars("connect"))
+        conf["spark.jars"] = spark_jars("connect")
+    engines = ["native", "udf"]
+    if sys.argv[2] == "jvm":  # the server loads spark-mlt's jar and its extension
+        for key, value in jvm_session_conf().items():
+            merge_conf(conf, key, value)
+        engines.append("jvm")
+    builder = SparkSession.builder.remote("local[2]")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
     assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
     codec = MLTCodec.from_seed(13, 6, seed=42)
     df = spark.createDataFrame([(0,), (12345,), (None,), (4826808,)], "id bigint")
-    out = {}
-    for engine in ("native", "udf"):
+    out = {"jvm_functions": jvm_functions(spark)}
+    for engine in [*engines, "auto"]:
         tokens = df.select("id", mlt_encode("id", codec, engine=engine).alias("t"))
         rows = tokens.select("t", mlt_decode("t", codec, engine=engine).alias("back")).collect()
         out[engine] = [[r.t, r.back] for r in rows]
@@ -52,10 +59,11 @@ SCRIPT = textwrap.dedent(
 
 
 @pytest.mark.slow
-def test_both_engines_work_over_spark_connect() -> None:
+def test_every_engine_works_over_spark_connect() -> None:
     line = f"{VERSION[0]}.{VERSION[1]}"
+    jvm = "jvm" if HAS_JVM_JAR else "no-jvm"
     completed = subprocess.run(
-        [sys.executable, "-c", SCRIPT, line], capture_output=True, text=True, timeout=600, check=False
+        [sys.executable, "-c", SCRIPT, line, jvm], capture_output=True, text=True, timeout=600, check=False
     )
     lines = [line for line in completed.stdout.splitlines() if line.startswith("RESULT ")]
     assert completed.returncode == 0, completed.stderr[-3000:]
@@ -64,4 +72,7 @@ def test_both_engines_work_over_spark_connect() -> None:
     codec = MLTCodec.from_seed(13, 6, seed=42)
     ids = [0, 12345, None, 4826808]
     expected = [[None if i is None else codec.encode([i])[0].tolist(), i] for i in ids]
-    assert result == {"native": expected, "udf": expected}
+    engines = {"native": expected, "udf": expected, "auto": expected}
+    if HAS_JVM_JAR:  # the server has the jar: the JVM functions, called by name, and auto picks them
+        engines["jvm"] = expected
+    assert result == {"jvm_functions": HAS_JVM_JAR, **engines}

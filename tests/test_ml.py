@@ -252,8 +252,8 @@ def test_set_params_is_keyword_only_and_returns_the_stage() -> None:
         (lambda: MLTEncoder(handleInvalid="quarantine"), "handleInvalid"),
         (lambda: MLTDecoder().setHandleInvalid("drop"), "handleInvalid"),
         (lambda: MLTEncoderModel(handleInvalid="keep"), "handleInvalid"),  # Spark's keep: an extra bucket
-        (lambda: MLTEncoderModel(engine="jvm"), "engine"),
-        (lambda: MLTDecoder().setEngine("jvm"), "engine"),
+        (lambda: MLTEncoderModel(engine="java"), "engine"),
+        (lambda: MLTDecoder().setEngine("java"), "engine"),
     ],
 )
 def test_unknown_option_values_fail_when_set(make: Callable[[], Params], parameter: str) -> None:

@@ -40,6 +40,7 @@ from spark_mlt.storage import (
     write_delta,
 )
 from tests.support.codecs import CODEC
+from tests.support.spark_lines import ENGINES
 
 FAULT_JOBS = Path(__file__).parent / "support" / "fault_jobs.py"
 
@@ -295,7 +296,7 @@ def test_random_valid_token_vectors_decode_to_the_id_that_encodes_back_to_them(t
     assert CODEC.encode([decoded])[0].tolist() == tokens
 
 
-@pytest.mark.parametrize("engine", ["native", "udf"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_spark_decoders_agree_with_numpy_on_random_token_vectors(spark: SparkSession, engine: str) -> None:
     rng = np.random.default_rng(7)
     vectors = rng.integers(-2, CODEC.p + 2, size=(2_000, CODEC.n))
@@ -315,7 +316,7 @@ def test_spark_decoders_agree_with_numpy_on_random_token_vectors(spark: SparkSes
 
 
 # ---------------------------------------------------------------------- skew and wide codecs
-@pytest.mark.parametrize("engine", ["native", "udf"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_skewed_keys_round_trip(spark: SparkSession, engine: str) -> None:
     df = spark.range(100_000).select(F.when(F.col("id") % 10 < 3, F.lit(424_242)).otherwise(F.col("id")).alias("id"))
     tokens = df.select("id", mlt_encode("id", CODEC, engine=engine).alias("t"))
@@ -329,7 +330,7 @@ def test_skewed_keys_round_trip(spark: SparkSession, engine: str) -> None:
     assert (stats["rows"], stats["mismatches"], stats["hot"]) == (100_000, 0, 30_000)
 
 
-@pytest.mark.parametrize("engine", ["native", "udf"])
+@pytest.mark.parametrize("engine", ENGINES)
 def test_a_codec_with_32_tokens_round_trips_in_spark(spark: SparkSession, engine: str) -> None:
     wide = MLTCodec.from_seed(3, 32, seed=5)
     ids = [0, 1, 2, 12_345_678_901, wide.max_id]

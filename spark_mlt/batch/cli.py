@@ -62,6 +62,7 @@ from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
 from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.errors import MLTError, SourceError
+from spark_mlt.jvm import JVM_EXTENSION, jvm_jar
 from spark_mlt.paper import PaperOptions, PaperReport
 from spark_mlt.storage import StorageOptions, orphan_files, redact, s3a_conf, vacuum
 from spark_mlt.storage.catalog import is_table_name
@@ -286,6 +287,14 @@ _VACUUM_EXAMPLES = (
 )
 
 
+_JAR_EXAMPLES = (
+    "spark-mlt jar",
+    "spark-mlt jar --spark-version 3.5.1",
+    "spark-submit $(spark-mlt jar --submit) jobs/tokenize_table.py --input in/orders --output out/orders_mlt "
+    "--columns user_id",
+)
+
+
 def _epilog(examples: Iterable[str]) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in examples)
 
@@ -353,6 +362,20 @@ def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentPa
             )
         add_flags(command, [_STORAGE_FLAG])
         _add_verbosity(command)
+
+    help_ = "print the path of spark-mlt's jar (the JVM engine) for a Spark version, or how to load it"
+    command = sub.add_parser(
+        "jar", help=help_, description=help_, epilog=_epilog(_JAR_EXAMPLES), formatter_class=formatter
+    )
+    command.add_argument(
+        "--spark-version", default=None, help="the cluster's Spark version (default: the installed PySpark's)"
+    )
+    command.add_argument(
+        "--submit",
+        action="store_true",
+        help="print spark-submit arguments instead: --jars <jar> --conf spark.sql.extensions=...",
+    )
+    _add_verbosity(command)
     return parser
 
 
@@ -532,8 +555,14 @@ def _run_vacuum(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _run_jar(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    jar = jvm_jar(args.spark_version)
+    print(f"--jars {jar} --conf spark.sql.extensions={JVM_EXTENSION}" if args.submit else jar)
+    return EXIT_OK
+
+
 def _handler(command: str) -> Callable[[argparse.Namespace, Mapping[str, Any]], int]:
-    return {"inspect": _run_inspect, "vacuum": _run_vacuum}.get(command, _run_job)
+    return {"inspect": _run_inspect, "vacuum": _run_vacuum, "jar": _run_jar}.get(command, _run_job)
 
 
 def _parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, dict[str, Any]]:

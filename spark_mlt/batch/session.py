@@ -21,6 +21,8 @@ from pathlib import Path
 from pyspark.sql import SparkSession
 
 from spark_mlt.batch.jars import delta_session_conf
+from spark_mlt.errors import MissingJarsError, OptionError
+from spark_mlt.jvm import JVM_EXTENSION, JVM_OFF_ENV, jvm_jar, merge_conf
 
 __all__ = ["DELTA_ENV", "LOCAL_CONF", "is_local", "job_session", "local_session"]
 
@@ -69,6 +71,7 @@ def _session(
     if os.environ.get(DELTA_ENV) == "spark":
         settings.update(delta_session_conf())
     settings.update(conf)
+    _add_jvm_engine(settings)
     if warehouse:
         settings["spark.sql.warehouse.dir"] = warehouse
     if "spark.driver.extraJavaOptions" not in settings and not _jvm_started():
@@ -80,6 +83,19 @@ def _session(
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel(log_level)
     return session
+
+
+def _add_jvm_engine(settings: dict[str, str]) -> None:
+    """spark-mlt's jar and its extension, when this install carries a jar for the PySpark line
+    (a wheel; a checkout after ``make jvm``) and ``SPARK_MLT_JVM`` is not ``0``."""
+    if os.environ.get(JVM_OFF_ENV) == "0":
+        return
+    try:
+        jar = jvm_jar()
+    except (MissingJarsError, OptionError):
+        return
+    merge_conf(settings, "spark.jars", str(jar))
+    merge_conf(settings, "spark.sql.extensions", JVM_EXTENSION)
 
 
 def _jvm_started() -> bool:

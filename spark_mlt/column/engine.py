@@ -1,23 +1,25 @@
 """The one interface every engine implements, and the one policy that picks an engine.
 
 Every operation goes through an engine: encode, decode and unpack (the column functions and the ML
-stages), and registering SQL functions. Two engines implement
+stages), and registering SQL functions. Three engines implement
 [`ColumnEngine`][spark_mlt.column.engine.ColumnEngine]:
 
+* ``"jvm"``: spark-mlt's jar, Spark expressions that call compiled Java
+  ([`spark_mlt.column.jvm`][spark_mlt.column.jvm]); only where the session has the jar;
 * ``"native"``: Spark SQL expressions ([`spark_mlt.column.native`][spark_mlt.column.native]); no Python worker;
 * ``"udf"``: vectorised UDFs over the NumPy codec ([`spark_mlt.column.udf`][spark_mlt.column.udf]).
 
-Both give bit-identical tokens, the same nulls and the same errors. ``engine="auto"`` asks
+All give bit-identical tokens, the same nulls and the same errors. ``engine="auto"`` asks
 `EnginePolicy`, which reads what it can see ([`Situation`][spark_mlt.column.engine.Situation]: the
-operation, the codec, the layout, whether the input is bound to a lambda, the Spark line, which
-engines are available) and applies its rules in order; each rule says why its engine wins there. A
+operation, the codec, the layout, whether the input is bound to a lambda, the Spark line, whether
+the session has the jar) and applies its rules in order; each rule says why its engine wins there. A
 new engine implements [`ColumnEngine`][spark_mlt.column.engine.ColumnEngine], joins
 [`ENGINES`][spark_mlt.column.engine.ENGINES] and adds the rules where it wins; nothing else changes.
 
 Example::
 
     >>> from spark_mlt.column.layouts import LAYOUT
-    >>> POLICY.choose(Situation("encode", MLTCodec.from_seed(13, 6), LAYOUT["array"])).engine
+    >>> POLICY.choose(Situation("encode", MLTCodec.from_seed(13, 6), LAYOUT["array"], jvm=False)).engine
     'native'
 """
 
@@ -32,6 +34,7 @@ from pyspark.sql import Column, SparkSession
 from spark_mlt.codec import MLTCodec
 from spark_mlt.codec.tables import decode_tables, encode_tables
 from spark_mlt.column.inputs import Input
+from spark_mlt.column.jvm import JvmEngine, jvm_functions
 from spark_mlt.column.layouts import PACKED, VECTOR, TokenLayout
 from spark_mlt.column.native import NativeEngine
 from spark_mlt.column.udf import UdfEngine
@@ -51,7 +54,7 @@ __all__ = [
 ]
 
 Operation = Literal["encode", "decode", "unpack", "register"]
-EngineName = Literal["native", "udf"]
+EngineName = Literal["jvm", "native", "udf"]
 
 
 class ColumnEngine(Protocol):
@@ -84,7 +87,7 @@ class ColumnEngine(Protocol):
 
 
 #: every engine, by name
-ENGINES: dict[str, ColumnEngine] = {"native": NativeEngine(), "udf": UdfEngine()}
+ENGINES: dict[str, ColumnEngine] = {"jvm": JvmEngine(), "native": NativeEngine(), "udf": UdfEngine()}
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,9 @@ class Situation:
     spark_line: tuple[int, int] = PYSPARK_LINE
     #: vectorised UDFs take Arrow batches (PySpark >= 4.1), not pandas ones
     arrow_udfs: bool = field(default_factory=has_arrow_udfs)
+    #: the session has spark-mlt's JVM functions (its jar): the active session's for a column
+    #: function, the given one's for ``register``
+    jvm: bool = field(default_factory=jvm_functions)
 
 
 @dataclass(frozen=True)
@@ -126,6 +132,12 @@ def _small_lambda(situation: Situation) -> bool:
 
 
 RULES: tuple[Rule, ...] = (
+    Rule(
+        "jvm",
+        lambda s: s.jvm and (s.operation != "register" or s.spark_line >= (4, 0)),
+        "spark-mlt's jar is in the session: its functions are Spark expressions that call compiled Java, "
+        "one call per row in generated code, with no Python worker and no lambda whatever the input",
+    ),
     Rule(
         "udf",
         lambda s: s.operation == "register" and s.spark_line < (4, 0),

@@ -17,6 +17,7 @@ from pyspark.sql import Column
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.engine import Operation, Situation, engine_for
 from spark_mlt.column.inputs import Input, as_input
+from spark_mlt.column.jvm import check_jvm
 from spark_mlt.column.layouts import LAYOUT, LAYOUTS, UNPACK_LAYOUTS, VECTOR, Layout, TokenLayout
 from spark_mlt.errors import MLTTypeError
 from spark_mlt.options import ENGINES, ROW_HANDLING, Engine, RowHandling, check_choice
@@ -50,6 +51,8 @@ def _options(
 def _run(
     operation: Operation, source: Input, *, codec: MLTCodec, layout: TokenLayout, handle: RowHandling, engine: Engine
 ) -> Column:
+    if engine == "jvm":
+        check_jvm(operation)
     chosen = engine_for(engine, Situation(operation, codec, layout, bound=not source.by_name))
     run = {"encode": chosen.encode, "decode": chosen.decode, "unpack": chosen.unpack}[operation]
     return run(source, codec, layout, handle)
@@ -76,9 +79,10 @@ def mlt_encode(
             ``[j*b, (j+1)*b)`` with ``b = codec.packed_bits`` (needs ``n * b <= 64``).
         handle_invalid: ``"error"`` fails the query naming the offending id and the valid
             range [0, capacity); ``"null"`` turns invalid ids into null.
-        engine: ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the
-            NumPy codec) or ``"auto"``: the one `EnginePolicy`
-            picks (native for a column by name).
+        engine: ``"jvm"`` (spark-mlt's jar: Spark expressions over compiled Java),
+            ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the NumPy
+            codec) or ``"auto"``: the one `EnginePolicy` picks (jvm where the session has
+            the jar, else native for a column by name).
 
     Returns:
         A Column; null where the id is null.
@@ -125,7 +129,8 @@ def mlt_decode(
             ``"null"`` turns invalid vectors (wrong length, a null token, a token outside
             [0, p) (for a vector: a value that does not round into it), or one that decodes
             to 2**63 or more) into null.
-        engine: ``"native"``, ``"udf"`` or ``"auto"`` (as for [`mlt_encode`][spark_mlt.column.functions.mlt_encode]).
+        engine: ``"jvm"``, ``"native"``, ``"udf"`` or ``"auto"`` (as for
+            [`mlt_encode`][spark_mlt.column.functions.mlt_encode]).
 
     Returns:
         A bigint Column; null where the tokens are null.

@@ -9,6 +9,7 @@ from pyspark.sql import SparkSession
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.engine import Situation, engine_for
 from spark_mlt.column.functions import check_codec
+from spark_mlt.column.jvm import jvm_functions
 from spark_mlt.column.layouts import LAYOUT, SQL_LAYOUTS, Layout
 from spark_mlt.column.versions import spark_line
 from spark_mlt.errors import OptionError
@@ -61,6 +62,6 @@ def register_mlt_functions(
     if chosen is LAYOUT["packed"]:
         codec.require_packed_bits()
     names = f"mlt_encode_{name}", f"mlt_decode_{name}"
-    situation = Situation("register", codec, chosen, spark_line=spark_line(spark.version))
+    situation = Situation("register", codec, chosen, spark_line=spark_line(spark.version), jvm=jvm_functions(spark))
     engine_for(check_choice("engine", engine, ENGINES), situation).register(spark, codec, names, chosen, handle)
     return names

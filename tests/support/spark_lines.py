@@ -6,6 +6,9 @@ import pyspark
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PythonException, SparkRuntimeException
 
+from spark_mlt.errors import MissingJarsError, OptionError
+from spark_mlt.jvm import jvm_jar
+
 VERSION = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 
 #: A query that fails at run time: ``raise_error`` surfaces as SparkRuntimeException on
@@ -17,3 +20,19 @@ HAS_SQL_FUNCTIONS = VERSION >= (4, 0)
 
 #: Arrow UDFs arrived in PySpark 4.1; before, the udf engine runs pandas UDFs.
 HAS_ARROW_UDFS = VERSION >= (4, 1)
+
+
+def _has_jvm_jar() -> bool:
+    try:
+        jvm_jar()
+    except (MissingJarsError, OptionError):
+        return False
+    return True
+
+
+#: spark-mlt's jar for this line is built (``make jvm``; ``make test`` builds it), so the test
+#: session loads it and the JVM engine runs beside the jar-free ones.
+HAS_JVM_JAR = _has_jvm_jar()
+
+#: every engine the test session has
+ENGINES = ["native", "udf", *(["jvm"] if HAS_JVM_JAR else [])]

@@ -58,6 +58,11 @@ public final class MltCodec implements Serializable {
   private final transient int chunkDigits;
   /** How many products fit in a long before a reduction mod p. */
   private final transient int termsPerReduction;
+  /** Beyond it, one more base-p digit may take an id past 2^63 (wide codecs check it). */
+  private final transient long hornerLimit;
+  private final transient double inverseP;
+  /** Lookup tables for small p, else null (direct arithmetic). */
+  private final transient MltTables tables;
 
   private MltCodec(String json) {
     this.json = json;
@@ -66,7 +71,7 @@ public final class MltCodec implements Serializable {
     expect(document, "version", BigInteger.ONE);
     expect(document, "digit_order", "msd-first");
     BigInteger bigP = integer(document, "p");
-    if (bigP.compareTo(BigInteger.TWO) < 0 || bigP.compareTo(BigInteger.valueOf(Integer.MAX_VALUE)) > 0
+    if (bigP.compareTo(BigInteger.valueOf(2)) < 0 || bigP.compareTo(BigInteger.valueOf(Integer.MAX_VALUE)) > 0
         || !bigP.isProbablePrime(64)) {
       throw new IllegalArgumentException("codec JSON: p must be a prime in [2, 2^31 - 1], got " + bigP);
     }
@@ -114,6 +119,13 @@ public final class MltCodec implements Serializable {
     long square = (long) (p - 1) * (p - 1);
     this.termsPerReduction = square == 0 ? Integer.MAX_VALUE
         : (int) Math.max(1, Math.min(Integer.MAX_VALUE, (Long.MAX_VALUE - p) / square));
+    this.hornerLimit = (Long.MAX_VALUE - (p - 1)) / p;
+    this.inverseP = 1.0 / p;
+    int places = 0;
+    for (long rest = maxId; rest > 0; rest /= p) {
+      places++;
+    }
+    this.tables = MltTables.build(p, n, matrix, inverse, Math.max(1, Math.min(n, places)), tokenBits);
   }
 
   /** The codec of a JSON document, built once per JVM and document. */
@@ -146,9 +158,32 @@ public final class MltCodec implements Serializable {
 
   /** The n tokens of a valid id (see {@link #validId}) into {@code out}. */
   public void encode(long id, int[] out) {
+    MltTables t = tables;
+    if (t != null) {
+      if (t.encLanes.longs == 1) {
+        long lanes = t.encodeLane(id);
+        for (int j = 0; j < n; j++) {
+          out[j] = t.token(lanes, j);
+        }
+      } else {
+        long[] lanes = new long[t.encLanes.longs];
+        t.encodeLanes(id, lanes);
+        for (int j = 0; j < n; j++) {
+          out[j] = t.token(lanes, j);
+        }
+      }
+      return;
+    }
     int[] digits = new int[n];
     int i = n - 1;
     long rest = id;
+    if (p >= 4096) { // p >= 2^12: a quotient through a double is exact after one correction
+      while (rest != 0 && i >= 0) {
+        long high = MltTables.quotient(rest, p, inverseP);
+        digits[i--] = (int) (rest - high * p);
+        rest = high;
+      }
+    }
     while (rest != 0 && i >= 0) {
       long high = rest / chunk;
       int low = (int) (rest - high * chunk);
@@ -184,6 +219,18 @@ public final class MltCodec implements Serializable {
 
   /** The tokens of a valid id, packed (token j in bits [j*b, (j+1)*b)); needs packedBits > 0. */
   public long encodePacked(long id) {
+    MltTables t = tables;
+    if (t != null && t.encLanes.longs == 1) {
+      long lanes = t.encodeLane(id);
+      if (t.xor) {
+        return lanes; // p = 2: lane j is token j, one bit each: the packed tokens
+      }
+      long packed = 0;
+      for (int j = 0; j < n; j++) {
+        packed |= ((long) t.token(lanes, j)) << (packedBits * j);
+      }
+      return packed;
+    }
     int[] tokens = new int[n];
     encode(id, tokens);
     return pack(tokens);
@@ -223,6 +270,9 @@ public final class MltCodec implements Serializable {
         return INVALID;
       }
     }
+    if (tables != null) {
+      return decodeTables(tokens);
+    }
     long id = 0;
     for (int i = 0; i < n; i++) {
       long sum = 0;
@@ -236,19 +286,46 @@ public final class MltCodec implements Serializable {
         }
       }
       long digit = sum % p;
-      if (!wide) {
-        id = id * p + digit;
+      if (wide && id > hornerLimit && id > (Long.MAX_VALUE - digit) / p) {
+        return INVALID;
+      }
+      id = id * p + digit;
+    }
+    return id;
+  }
+
+  /** {@link #decode} of tokens in [0, p), through the tables. */
+  private long decodeTables(long[] tokens) {
+    MltTables t = tables;
+    MltTables.Lanes lanes = t.decLanes;
+    long[] sums = lanes.longs == 1 ? null : new long[lanes.longs];
+    long sum = 0;
+    int j = 0;
+    for (int k = 0; k < t.decChunks; k++) {
+      int index = 0;
+      for (int s = 0; s < t.tokensPerChunk && j < n; s++, j++) {
+        index |= ((int) tokens[j]) << (s * tokenBits);
+      }
+      int at = ((k << t.indexBits) + index) * lanes.longs;
+      if (sums == null) {
+        sum = t.xor ? sum ^ t.decTable[at] : sum + t.decTable[at];
       } else {
-        long high = Math.multiplyHigh(id, p);
-        long low = id * p;
-        if (high != 0 || low < 0) {
-          return INVALID;
-        }
-        id = low + digit;
-        if (id < 0) {
-          return INVALID;
+        for (int w = 0; w < lanes.longs; w++) {
+          sums[w] = t.xor ? sums[w] ^ t.decTable[at + w] : sums[w] + t.decTable[at + w];
         }
       }
+    }
+    if (t.xor && sums == null) {
+      return sum < 0 ? INVALID : sum; // p = 2, n <= 64: lane e is the id's bit e; bit 63 set: 2^63 or more
+    }
+    long id = 0;
+    for (int e = n - 1; e >= 0; e--) {
+      long lane = sums == null ? sum >>> lanes.shifts[e] : sums[lanes.words[e]] >>> lanes.shifts[e];
+      int digit = t.reduce[(int) (lane & lanes.mask)];
+      if (wide && id > hornerLimit && id > (Long.MAX_VALUE - digit) / p) {
+        return INVALID;
+      }
+      id = id * p + digit;
     }
     return id;
   }

@@ -264,6 +264,16 @@ case class MltUnpack(child: Expression, codec: Expression, layout: Expression, h
     copy(child = c(0), codec = c(1), layout = c(2), handleInvalid = c(3), label = c(4))
 }
 
+/** A call with the wrong number of arguments: fails analysis naming the signature. */
+case class MltArity(function: String, signature: String, children: Seq[Expression])
+    extends Expression with Unevaluable {
+  override def dataType: DataType = NullType
+  override def nullable: Boolean = true
+  override def checkInputDataTypes(): TypeCheckResult =
+    TypeCheckFailure(s"$function takes 2 to 5 arguments, $signature; got ${children.length}")
+  override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): MltArity = copy(children = c)
+}
+
 /** The SQL functions, and how to register them in a session or through its extensions. */
 object MltFunctions {
   private type Make = (Expression, Expression, Expression, Expression, Expression) => Expression
@@ -273,11 +283,8 @@ object MltFunctions {
   private def builder(name: String, make: Make)(arguments: Seq[Expression]): Expression = {
     val none = Literal(null, NullType)
     val padded = arguments ++ Seq.fill(5 - arguments.length)(none)
-    if (arguments.length < 2 || arguments.length > 5) {
-      // a call that fails analysis with the signature (FunctionRegistry's own error differs per line)
-      make(arguments.headOption.getOrElse(none), Literal(s"$name takes 2 to 5 arguments $Signature, got " +
-        arguments.length), none, none, none)
-    } else make(padded(0), padded(1), padded(2), padded(3), padded(4))
+    if (arguments.length < 2 || arguments.length > 5) MltArity(name, s"$name$Signature", arguments)
+    else make(padded(0), padded(1), padded(2), padded(3), padded(4))
   }
 
   private def describe(name: String, clazz: Class[_], what: String): ExpressionInfo =
