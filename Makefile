@@ -169,6 +169,6 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 	rm -rf "$$out" && mv "$$out.tmp" "$$out" && touch "$$out/.complete"
 
 clean: ## Remove build artefacts and caches (keeps .venv)
-	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR)
+	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java jars zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean
+.PHONY: help check-java jars jvm zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean

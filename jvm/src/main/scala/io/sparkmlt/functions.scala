@@ -1,11 +1,12 @@
 package io.sparkmlt
 
 import org.apache.spark.sql.{SparkSessionExtensions, SparkSessionExtensionsProvider}
-import org.apache.spark.sql.catalyst.FunctionIdentifier
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, InternalRow}
 import org.apache.spark.sql.catalyst.analysis.FunctionRegistry
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{TypeCheckFailure, TypeCheckSuccess}
 import org.apache.spark.sql.catalyst.expressions._
+import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
 import org.apache.spark.sql.catalyst.expressions.objects.StaticInvoke
 import org.apache.spark.sql.types._
 
@@ -24,6 +25,11 @@ private[sparkmlt] object MltSpec {
     case ByteType | ShortType | IntegerType | LongType => true
     case _ => false
   }
+
+  /** The token types the other engines write (nullable elements and fields), so that one
+   * table takes appends from every engine. */
+  val arrayType: DataType = ArrayType(IntegerType, containsNull = true)
+  def structType(n: Int): DataType = StructType((0 until n).map(j => StructField(s"t$j", IntegerType)))
 
   val ArrayShown = "array<int>"
   val StructShown = "struct<t0:int, ...>"
@@ -147,10 +153,10 @@ case class MltEncode(child: Expression, codec: Expression, layout: Expression, h
   }
 
   override protected def resultType(spec: MltSpec): DataType = spec.layout match {
-    case "array" => ArrayType(IntegerType, containsNull = false)
-    case "struct" => StructType((0 until spec.codec.n).map(j => StructField(s"t$j", IntegerType, nullable = false)))
+    case "array" => MltSpec.arrayType
+    case "struct" => MltSpec.structType(spec.codec.n)
     case "packed" => LongType
-    case _ => ArrayType(DoubleType, containsNull = false)
+    case _ => ArrayType(DoubleType)
   }
 
   override protected def build(spec: MltSpec): Expression = {
@@ -253,8 +259,8 @@ case class MltUnpack(child: Expression, codec: Expression, layout: Expression, h
     else Some(MltSpec.hint("packed", spec.codec, spec.call.name) + s" (the column is ${child.dataType.sql})")
 
   override protected def resultType(spec: MltSpec): DataType = spec.layout match {
-    case "array" => ArrayType(IntegerType, containsNull = false)
-    case _ => StructType((0 until spec.codec.n).map(j => StructField(s"t$j", IntegerType, nullable = false)))
+    case "array" => MltSpec.arrayType
+    case _ => MltSpec.structType(spec.codec.n)
   }
 
   override protected def build(spec: MltSpec): Expression =
@@ -265,10 +271,13 @@ case class MltUnpack(child: Expression, codec: Expression, layout: Expression, h
 }
 
 /** A call with the wrong number of arguments: fails analysis naming the signature. */
-case class MltArity(function: String, signature: String, children: Seq[Expression])
-    extends Expression with Unevaluable {
+case class MltArity(function: String, signature: String, children: Seq[Expression]) extends Expression {
+  // not Spark's Unevaluable: its parents differ between Spark 4.0 and 4.3, and one jar serves both
   override def dataType: DataType = NullType
   override def nullable: Boolean = true
+  override def eval(input: InternalRow): Any = throw new UnsupportedOperationException(signature)
+  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode =
+    throw new UnsupportedOperationException(signature)
   override def checkInputDataTypes(): TypeCheckResult =
     TypeCheckFailure(s"$function takes 2 to 5 arguments, $signature; got ${children.length}")
   override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): MltArity = copy(children = c)
