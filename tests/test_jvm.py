@@ -26,7 +26,7 @@ from spark_mlt.column.engine import POLICY, Situation
 from spark_mlt.column.jvm import jvm_functions
 from spark_mlt.column.layouts import LAYOUT
 from spark_mlt.jvm import JVM_EXTENSION, jvm_jar, jvm_jar_name
-from tests.support.spark_lines import HAS_JVM_JAR, HAS_SQL_FUNCTIONS, QUERY_ERRORS
+from tests.support.spark_lines import HAS_JVM_JAR, QUERY_ERRORS
 
 pytestmark = [
     pytest.mark.compat,
@@ -194,11 +194,11 @@ def test_auto_picks_the_jvm_engine_where_the_session_has_it() -> None:
         assert POLICY.choose(Situation(operation, codec, LAYOUT["array"], bound=bound, jvm=True)).engine == "jvm"
     assert POLICY.choose(Situation("encode", codec, LAYOUT["array"], bound=True, jvm=False)).engine == "udf"
     register = Situation("register", codec, LAYOUT["array"], spark_line=(3, 5), jvm=True)
-    assert POLICY.choose(register).engine == "udf"  # Spark 3.5 has no SQL functions to wrap a call in
+    assert POLICY.choose(register).engine == "jvm"  # Spark 3.5: the jar registers them itself
 
 
-@pytest.mark.skipif(not HAS_SQL_FUNCTIONS, reason="SQL functions arrived in Spark 4.0")
 def test_registered_sql_functions_call_the_jvm_functions(spark: SparkSession) -> None:
+    """Spark 4: SQL functions over one call; Spark 3.5: the jar's own registration."""
     codec = MLTCodec.from_seed(13, 6)
     names = register_mlt_functions(spark, codec, "jvm_user", layout="packed", engine="jvm")
     row = spark.sql(f"SELECT {names[1]}({names[0]}(123456)) AS back, {names[0]}(123456) AS k").first()

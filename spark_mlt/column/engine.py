@@ -104,7 +104,7 @@ class Situation:
     #: vectorised UDFs take Arrow batches (PySpark >= 4.1), not pandas ones
     arrow_udfs: bool = field(default_factory=has_arrow_udfs)
     #: the session has spark-mlt's JVM functions (its jar): the active session's for a column
-    #: function, the given one's for ``register``
+    #: function; for ``register``, the given one's, where it can register them (`can_register`)
     jvm: bool = field(default_factory=jvm_functions)
 
 
@@ -134,7 +134,7 @@ def _small_lambda(situation: Situation) -> bool:
 RULES: tuple[Rule, ...] = (
     Rule(
         "jvm",
-        lambda s: s.jvm and (s.operation != "register" or s.spark_line >= (4, 0)),
+        lambda s: s.jvm,
         "spark-mlt's jar is in the session: its functions are Spark expressions that call compiled Java, "
         "one call per row in generated code, with no Python worker and no lambda whatever the input",
     ),

@@ -40,7 +40,7 @@ from spark_mlt.errors import OptionError
 from spark_mlt.jvm import JVM_EXTENSION
 from spark_mlt.options import RowHandling
 
-__all__ = ["JvmEngine", "check_jvm", "jvm_functions"]
+__all__ = ["JvmEngine", "can_register", "check_jvm", "jvm_functions"]
 
 #: the class a registered ``mlt_encode`` names when it is spark-mlt's
 _ENCODE_CLASS = "io.sparkmlt.MltEncode"
@@ -114,6 +114,13 @@ def _unavailable(operation: str) -> OptionError:
     )
 
 
+def can_register(spark: SparkSession) -> bool:
+    """Whether the JVM engine can register SQL functions in ``spark``: it has the functions, and
+    it runs Spark 4 (SQL functions) or is a classic session (the jar registers them itself)."""
+    classic = getattr(spark, "_jsparkSession", None) is not None
+    return jvm_functions(spark) and (classic or spark_line(spark.version) >= (4, 0))
+
+
 def check_jvm(operation: str) -> None:
     """Fail now, not when Spark analyses the query, where the active session lacks the functions."""
     if _active() is not None and not jvm_functions():
@@ -152,16 +159,25 @@ class JvmEngine:
         layout: TokenLayout,
         handle_invalid: RowHandling,
     ) -> None:
-        """``CREATE TEMPORARY FUNCTION`` of one JVM function call each (Spark 4.0 and later)."""
-        if spark_line(spark.version) < (4, 0):
-            raise OptionError(
-                f"engine='jvm' registers SQL functions, which Spark {spark.version} lacks (they need "
-                "Spark 4.0); use engine='auto' or 'udf' (vectorised UDFs), or the column functions",
-                parameter="engine",
-            )
+        """``CREATE TEMPORARY FUNCTION`` of one JVM function call each (Spark 4.0 and later); on
+        Spark 3.5, which has no SQL functions, the jar registers the two in the classic session's
+        function registry itself."""
         if not jvm_functions(spark):
             raise _unavailable("register SQL functions")
         encode_name, decode_name = names
+        if spark_line(spark.version) < (4, 0):
+            if not can_register(spark):
+                raise OptionError(
+                    f"engine='jvm' registers SQL functions over Spark Connect only from Spark 4.0 (this is "
+                    f"{spark.version}); use engine='auto' or 'udf', or the column functions",
+                    parameter="engine",
+                )
+            functions = spark._jvm.io.sparkmlt.MltFunctions  # type: ignore[union-attr]
+            for name, function in ((encode_name, "mlt_encode"), (decode_name, "mlt_decode")):
+                functions.registerBound(
+                    spark._jsparkSession, name, function, codec.to_json(), layout.name, handle_invalid
+                )
+            return
         codec_sql = sql.lit(codec.to_json())
         tokens = layout.spark_type(codec).upper()
         create = "CREATE OR REPLACE TEMPORARY FUNCTION"

@@ -1,6 +1,8 @@
 """``mlt_encode_<name>`` / ``mlt_decode_<name>`` as functions of ``spark.sql``, registered by
-the engine the policy picks (`spark_mlt.column.engine`): SQL functions of the native
-engine's expressions on Spark 4.0 and later, the UDF engine's vectorised UDFs before."""
+the engine the policy picks (`spark_mlt.column.engine`): where the session has spark-mlt's jar,
+its functions (wrapped in SQL functions on Spark 4, registered by the jar itself on 3.5); else
+SQL functions of the native engine's expressions on Spark 4.0 and later, the UDF engine's
+vectorised UDFs before."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pyspark.sql import SparkSession
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.engine import Situation, engine_for
 from spark_mlt.column.functions import check_codec
-from spark_mlt.column.jvm import jvm_functions
+from spark_mlt.column.jvm import can_register
 from spark_mlt.column.layouts import LAYOUT, SQL_LAYOUTS, Layout
 from spark_mlt.column.versions import spark_line
 from spark_mlt.errors import OptionError
@@ -31,8 +33,9 @@ def register_mlt_functions(
 
     SQL functions take parameter types BIGINT and ARRAY<INT> (or BIGINT for
     ``layout="packed"``, the jobs' storage layout), so Spark converts arguments by its own
-    rules. ``engine="auto"`` picks the native engine where Spark has SQL functions (4.0 and
-    later) and the UDF engine on Spark 3.5. Both are temporary: they live as long as the
+    rules. ``engine="auto"`` picks the JVM engine where the session has spark-mlt's jar, else
+    the native engine where Spark has SQL functions (4.0 and later) and the UDF engine on
+    Spark 3.5. Both are temporary: they live as long as the
     session.
 
     Args:
@@ -41,7 +44,7 @@ def register_mlt_functions(
         name: the suffix of the two function names (a plain identifier).
         layout: ``"array"`` (default) or ``"packed"``.
         handle_invalid: ``"error"`` or ``"null"``, as for `mlt_encode`.
-        engine: ``"auto"``, ``"native"`` or ``"udf"``.
+        engine: ``"auto"``, ``"jvm"``, ``"native"`` or ``"udf"``.
 
     Returns:
         The two function names.
@@ -62,6 +65,6 @@ def register_mlt_functions(
     if chosen is LAYOUT["packed"]:
         codec.require_packed_bits()
     names = f"mlt_encode_{name}", f"mlt_decode_{name}"
-    situation = Situation("register", codec, chosen, spark_line=spark_line(spark.version), jvm=jvm_functions(spark))
+    situation = Situation("register", codec, chosen, spark_line=spark_line(spark.version), jvm=can_register(spark))
     engine_for(check_choice("engine", engine, ENGINES), situation).register(spark, codec, names, chosen, handle)
     return names

@@ -271,7 +271,8 @@ case class MltUnpack(child: Expression, codec: Expression, layout: Expression, h
 }
 
 /** A call with the wrong number of arguments: fails analysis naming the signature. */
-case class MltArity(function: String, signature: String, children: Seq[Expression]) extends Expression {
+case class MltArity(function: String, signature: String, expected: String, children: Seq[Expression])
+    extends Expression {
   // not Spark's Unevaluable: its parents differ between Spark 4.0 and 4.3, and one jar serves both
   override def dataType: DataType = NullType
   override def nullable: Boolean = true
@@ -279,7 +280,7 @@ case class MltArity(function: String, signature: String, children: Seq[Expressio
   override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode =
     throw new UnsupportedOperationException(signature)
   override def checkInputDataTypes(): TypeCheckResult =
-    TypeCheckFailure(s"$function takes 2 to 5 arguments, $signature; got ${children.length}")
+    TypeCheckFailure(s"$function takes $expected, $signature; got ${children.length}")
   override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): MltArity = copy(children = c)
 }
 
@@ -292,7 +293,7 @@ object MltFunctions {
   private def builder(name: String, make: Make)(arguments: Seq[Expression]): Expression = {
     val none = Literal(null, NullType)
     val padded = arguments ++ Seq.fill(5 - arguments.length)(none)
-    if (arguments.length < 2 || arguments.length > 5) MltArity(name, s"$name$Signature", arguments)
+    if (arguments.length < 2 || arguments.length > 5) MltArity(name, s"$name$Signature", "2 to 5 arguments", arguments)
     else make(padded(0), padded(1), padded(2), padded(3), padded(4))
   }
 
@@ -310,11 +311,32 @@ object MltFunctions {
     (FunctionIdentifier(name), describe(name, clazz, what), builder(name, make) _)
   }
 
-  /** Registers the functions in a running session (what the extension does when a session starts). */
-  def register(session: AnyRef): Unit = {
+  private def registry(session: AnyRef): FunctionRegistry = {
     val state = session.getClass.getMethod("sessionState").invoke(session)
-    val registry = state.getClass.getMethod("functionRegistry").invoke(state).asInstanceOf[FunctionRegistry]
-    functions.foreach { case (id, info, make) => registry.registerFunction(id, info, make) }
+    state.getClass.getMethod("functionRegistry").invoke(state).asInstanceOf[FunctionRegistry]
+  }
+
+  /** Registers the functions in a running session (what the extension does when a session starts). */
+  def register(session: AnyRef): Unit =
+    functions.foreach { case (id, info, make) => registry(session).registerFunction(id, info, make) }
+
+  /**
+   * Registers `name(value)`: `function` (mlt_encode or mlt_decode) with one codec, layout and
+   * handle_invalid, in a running classic session (Spark 3.5 has no SQL functions to wrap a call in).
+   */
+  def registerBound(session: AnyRef, name: String, function: String, json: String, layout: String,
+      handleInvalid: String): Unit = {
+    val (make, clazz): (Make, Class[_]) = function match {
+      case "mlt_encode" => ((MltEncode.apply _): Make, classOf[MltEncode])
+      case "mlt_decode" => ((MltDecode.apply _): Make, classOf[MltDecode])
+      case other => throw new IllegalArgumentException(s"no spark-mlt function $other")
+    }
+    val builder: FunctionRegistry.FunctionBuilder = arguments =>
+      if (arguments.length == 1) {
+        make(arguments.head, Literal(json), Literal(layout), Literal(handleInvalid), Literal(name))
+      } else MltArity(name, s"$name(value)", "1 argument", arguments)
+    val info = new ExpressionInfo(clazz.getCanonicalName, null, name, s"_FUNC_(value) - $function of one codec", "")
+    registry(session).registerFunction(FunctionIdentifier(name), info, builder)
   }
 
   /** The version of this jar, to tell it apart from another spark-mlt's. */
