@@ -32,6 +32,7 @@ from deltalake import DeltaTable
 import spark_mlt
 from spark_mlt import MLTCodec
 from spark_mlt.batch import generate_synthetic
+from spark_mlt.jvm import JVM_EXTENSION, jvm_jar
 from spark_mlt.storage import read_codecs
 from tests.support.cluster import FAST_JVM, SPARK_HOME, Cluster, clean_env
 from tests.support.processes import stop
@@ -134,7 +135,9 @@ def _submit_all(
         for name, args in apps.items():
             log = home / f"{name}-driver.log"
             with open(log, "wb") as out:
-                command = [*base, "--py-files", str(py_files), *args]
+                # spark-mlt's jar as a user adds it: $(spark-mlt jar --submit)
+                jar = ["--jars", str(jvm_jar()), "--conf", f"spark.sql.extensions={JVM_EXTENSION}"]
+                command = [*base, *jar, "--py-files", str(py_files), *args]
                 proc = subprocess.Popen(
                     command, cwd=home, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
                 )
@@ -247,11 +250,11 @@ def test_executor_python_lacks_spark_mlt_but_the_zip_provides_it(python: Path, p
 @pytest.fixture(scope="module")
 def runs(standalone_cluster: Cluster, home: Path, python: Path, py_files: Path) -> dict[str, Submitted]:
     """Both apps, submitted at once (one executor each): the UDF probe and the MovieLens job
-    (udf engine)."""
+    (the jvm engine, from the jar spark-submit ships to the executor)."""
     probe = home / "probe.py"
     probe.write_text(PROBE)
     release = generate_synthetic(home / "ml", ratings=RATINGS, users=300, movies=400)
-    job = ["--input", str(release), "--output", str(home / "ratings_mlt"), "--engine", "udf"]
+    job = ["--input", str(release), "--output", str(home / "ratings_mlt"), "--engine", "jvm"]
     apps = {
         "probe": [str(probe), str(home / "probe.json"), str(PROBE_IDS)],
         "movielens": [str(ROOT / "jobs" / "tokenize_movielens.py"), *job, "--p", "7", "--n", "5"],
@@ -287,7 +290,7 @@ def test_udf_engine_runs_on_executors_from_the_py_files_zip(
     np.testing.assert_array_equal(np.array([row[2] for row in rows]), ids)
 
 
-def test_tokenize_movielens_job_with_the_udf_engine(
+def test_tokenize_movielens_job_with_the_jvm_engine_from_the_submitted_jar(
     standalone_cluster: Cluster, home: Path, runs: dict[str, Submitted]
 ) -> None:
     cluster = standalone_cluster
