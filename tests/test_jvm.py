@@ -193,6 +193,9 @@ def test_auto_picks_the_jvm_engine_where_the_session_has_it() -> None:
     for operation, bound in (("encode", True), ("decode", False), ("unpack", False)):
         assert POLICY.choose(Situation(operation, codec, LAYOUT["array"], bound=bound, jvm=True)).engine == "jvm"
     assert POLICY.choose(Situation("encode", codec, LAYOUT["array"], bound=True, jvm=False)).engine == "udf"
+    # a packed column by name: the native expression, inlined, measured as fast or faster
+    assert POLICY.choose(Situation("encode", codec, LAYOUT["packed"], jvm=True)).engine == "native"
+    assert POLICY.choose(Situation("decode", codec, LAYOUT["packed"], bound=True, jvm=True)).engine == "jvm"
     register = Situation("register", codec, LAYOUT["array"], spark_line=(3, 5), jvm=True)
     assert POLICY.choose(register).engine == "jvm"  # Spark 3.5: the jar registers them itself
 

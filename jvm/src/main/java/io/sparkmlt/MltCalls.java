@@ -105,47 +105,34 @@ public final class MltCalls {
     return out.append(close).toString();
   }
 
+  private static Long decodeArray(MltCall call, ArrayData tokens, boolean longs, String open, String close) {
+    int n = call.codec.n;
+    long[] read = new long[n];
+    boolean ok = tokens.numElements() == n;
+    for (int j = 0; ok && j < n; j++) {
+      ok = !tokens.isNullAt(j);
+      if (ok) {
+        read[j] = longs ? tokens.getLong(j) : tokens.getInt(j);
+      }
+    }
+    long id = ok ? call.codec.decode(read) : MltCodec.INVALID;
+    return id != MltCodec.INVALID ? Long.valueOf(id)
+        : badTokens(call, "token vector", shown(tokens, longs, open, close), "");
+  }
+
+  /** An array of int tokens (as every engine writes them). */
   public static Long decodeInts(MltCall call, ArrayData tokens) {
-    int n = call.codec.n;
-    long[] read = new long[n];
-    boolean ok = tokens.numElements() == n;
-    for (int j = 0; ok && j < n; j++) {
-      ok = !tokens.isNullAt(j);
-      if (ok) {
-        read[j] = tokens.getInt(j);
-      }
-    }
-    return ok ? decodeChecked(call, read, tokens, false, "[", "]")
-        : badTokens(call, "token vector", shown(tokens, false, "[", "]"), "");
-  }
-
-  private static Long decodeChecked(MltCall call, long[] read, ArrayData tokens, boolean longs, String open, String close) {
-    long id = call.codec.decode(read);
-    return id != MltCodec.INVALID ? Long.valueOf(id) : badTokens(call, "token vector", shown(tokens, longs, open, close), "");
-  }
-
-  private static Long decodeLongArray(MltCall call, ArrayData tokens, String open, String close) {
-    int n = call.codec.n;
-    long[] read = new long[n];
-    boolean ok = tokens.numElements() == n;
-    for (int j = 0; ok && j < n; j++) {
-      ok = !tokens.isNullAt(j);
-      if (ok) {
-        read[j] = tokens.getLong(j);
-      }
-    }
-    return ok ? decodeChecked(call, read, tokens, true, open, close)
-        : badTokens(call, "token vector", shown(tokens, true, open, close), "");
+    return decodeArray(call, tokens, false, "[", "]");
   }
 
   /** An array of bigint tokens (tokens of another integer type, cast). */
   public static Long decodeLongs(MltCall call, ArrayData tokens) {
-    return decodeLongArray(call, tokens, "[", "]");
+    return decodeArray(call, tokens, true, "[", "]");
   }
 
   /** A struct's fields t0..t{n-1}, as bigints in an array. */
   public static Long decodeStruct(MltCall call, ArrayData tokens) {
-    return decodeLongArray(call, tokens, "{", "}");
+    return decodeArray(call, tokens, true, "{", "}");
   }
 
   /** The values of a vector: each times p - 1, rounded half up, is a token. */
@@ -223,5 +210,30 @@ public final class MltCalls {
   public static InternalRow unpackStruct(MltCall call, long packed) {
     long[] tokens = unpacked(call, packed);
     return tokens != null ? row(ints(tokens)) : badPacked(call, packed);
+  }
+  // --- the same, for calls that fail on an invalid row: never null, so a primitive (no box) ------
+
+  public static long encodePackedStrict(MltCall call, long id) {
+    return encodePacked(call, id);
+  }
+
+  public static long decodeIntsStrict(MltCall call, ArrayData tokens) {
+    return decodeInts(call, tokens);
+  }
+
+  public static long decodeLongsStrict(MltCall call, ArrayData tokens) {
+    return decodeLongs(call, tokens);
+  }
+
+  public static long decodeStructStrict(MltCall call, ArrayData tokens) {
+    return decodeStruct(call, tokens);
+  }
+
+  public static long decodeValuesStrict(MltCall call, ArrayData values) {
+    return decodeValues(call, values);
+  }
+
+  public static long decodePackedStrict(MltCall call, long packed) {
+    return decodePacked(call, packed);
   }
 }

@@ -128,6 +128,14 @@ abstract class MltFunction extends Expression with RuntimeReplaceable {
   protected def invoke(method: String, returns: DataType, arguments: Expression*): Expression =
     StaticInvoke(classOf[MltCalls], returns, method, arguments, propagateNull = true, returnNullable = true)
 
+  /** A bigint result: where an invalid row fails the query it is never null, and the call
+   * returns a primitive long (no box per row). */
+  protected def invokeLong(spec: MltSpec, method: String, arguments: Expression*): Expression =
+    if (spec.call.errors) {
+      StaticInvoke(classOf[MltCalls], LongType, method + "Strict", arguments, propagateNull = true,
+        returnNullable = false)
+    } else invoke(method, LongType, arguments: _*)
+
   private def shownCodec: String = spec.fold(_ => "codec", _.shown)
   override def sql: String = s"$prettyName(${child.sql}, $shownCodec)"
   override def toString: String = s"$prettyName($child, $shownCodec)"
@@ -164,13 +172,12 @@ case class MltEncode(child: Expression, codec: Expression, layout: Expression, h
       case _: DecimalType => invoke("decimalId", LongType, spec.literal, child)
       case _ => Cast(child, LongType)
     }
-    val method = spec.layout match {
-      case "array" => "encodeArray"
-      case "struct" => "encodeStruct"
-      case "packed" => "encodePacked"
-      case _ => "encodeValues"
+    spec.layout match {
+      case "array" => invoke("encodeArray", dataType, spec.literal, id)
+      case "struct" => invoke("encodeStruct", dataType, spec.literal, id)
+      case "packed" => invokeLong(spec, "encodePacked", spec.literal, id)
+      case _ => invoke("encodeValues", dataType, spec.literal, id)
     }
-    invoke(method, dataType, spec.literal, id)
   }
 
   override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): MltEncode =
@@ -226,18 +233,18 @@ case class MltDecode(child: Expression, codec: Expression, layout: Expression, h
     chosen(spec) match {
       case _ if child.dataType == NullType => Literal(null, LongType)
       case "array" => child.dataType match {
-        case ArrayType(IntegerType, _) => invoke("decodeInts", LongType, call, child)
-        case _ => invoke("decodeLongs", LongType, call, Cast(child, ArrayType(LongType)))
+        case ArrayType(IntegerType, _) => invokeLong(spec, "decodeInts", call, child)
+        case _ => invokeLong(spec, "decodeLongs", call, Cast(child, ArrayType(LongType)))
       }
       case "struct" =>
         val tokens = CreateArray(fields(spec).get.map { case (f, i) =>
           Cast(GetStructField(child, i, Some(f.name)), LongType)
         })
-        If(IsNull(child), Literal(null, LongType), invoke("decodeStruct", LongType, call, tokens))
-      case "packed" => invoke("decodePacked", LongType, call, Cast(child, LongType))
+        If(IsNull(child), Literal(null, LongType), invokeLong(spec, "decodeStruct", call, tokens))
+      case "packed" => invokeLong(spec, "decodePacked", call, Cast(child, LongType))
       case _ => child.dataType match {
-        case ArrayType(DoubleType, _) => invoke("decodeValues", LongType, call, child)
-        case _ => invoke("decodeValues", LongType, call, Cast(child, ArrayType(DoubleType)))
+        case ArrayType(DoubleType, _) => invokeLong(spec, "decodeValues", call, child)
+        case _ => invokeLong(spec, "decodeValues", call, Cast(child, ArrayType(DoubleType)))
       }
     }
   }
