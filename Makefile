@@ -71,7 +71,7 @@ jvm: check-java $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5
 # with what delta-spark reads from each version. The jar-free tests read them; a line with Delta
 # builds its own (tests/compat/run-line.sh), the newest line (no Delta yet) uses DELTA_LINE's.
 ZOO_DIR := .zoo
-$(ZOO_DIR)/pyspark-%/manifest.json: tests/support/zoo.py
+$(ZOO_DIR)/pyspark-%/manifest.json: tests/support/zoo.py tests/support/stats_cases.py
 	@py=$(call line_python,$*); $(call line_jars,$$py,delta) && \
 	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO_DIR)/pyspark-$*
 

@@ -7,7 +7,8 @@
    retried and speculative tasks cannot add rows twice.
 2. Footers to add actions: the driver lists the committed files (skipping hidden paths, as
    Hadoop's input formats do) and reads each Parquet footer for Delta's file statistics
-   (numRecords, min/max, null counts).
+   (`spark_mlt.storage.stats`: what delta-spark records for the file, or nothing where the
+   footer cannot tell it exactly).
 3. Commit: exactly those files go to the Delta log in one atomic delta-rs commit. A new table
    is created first, with its properties and no data (delta-rs takes custom properties only
    when creating a table), so no version ever holds tokens without their codec.
@@ -27,13 +28,12 @@ files are removed after the commit.
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
@@ -44,7 +44,13 @@ from deltalake.exceptions import CommitFailedError
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 from pyspark.sql import DataFrame
 
-from spark_mlt.errors import ConcurrentWriteError, ConstraintViolationError, MLTError, StorageError
+from spark_mlt.errors import (
+    ConcurrentWriteError,
+    ConstraintViolationError,
+    MLTError,
+    StorageError,
+    TableFeatureError,
+)
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
     WritePlan,
@@ -64,6 +70,7 @@ from spark_mlt.storage.schema import (
     physical_columns,
     table_layout,
 )
+from spark_mlt.storage.stats import StatsSpec, file_stats, stats_spec
 from spark_mlt.storage.table import CREATE_MARKER, open_table, snapshot_of
 
 if TYPE_CHECKING:  # newer deltalake (1.6.6) exports it; spark-mlt only names it in hints
@@ -87,16 +94,25 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     """Writes ``df`` as the plan says: the table's rules checked, staging write, add actions,
     one Delta commit."""
     timings: dict[str, float] = {}
-    layout = table_layout(plan.snapshot.table) if plan.snapshot is not None else None
-    if layout is not None:
+    if plan.snapshot is None:
+        _check_creatable(plan, spark_arrow_schema(df))
+        if _maps_columns(plan.properties):
+            plan = _created_first(plan, spark_arrow_schema(df))
+    snapshot = plan.snapshot
+    if snapshot is not None:
+        layout = table_layout(snapshot.table)
         df = enforce_rules(df, layout)
     arrow_schema = spark_arrow_schema(df)
-    partition_by = list(plan.partition_by)
-    if plan.snapshot is not None:
-        partition_by = check_schema(plan.snapshot, arrow_schema)
+    if snapshot is not None:
+        partition_by = check_schema(snapshot, arrow_schema)
+        spec = stats_spec(layout, snapshot.properties, tight_bounds=_supports_deletion_vectors(snapshot.table))
+    else:  # the table this write creates
+        partition_by = list(plan.partition_by)
+        layout = layout_of(json.loads(Schema.from_arrow(arrow_schema).to_json()), dict(plan.properties), partition_by)
+        spec = stats_spec(layout, plan.properties)
     # the files hold physical names under column mapping, and the log's partition values too
-    stored = df if layout is None else physical_columns(layout, df)
-    names = {} if layout is None else layout.physical_names
+    stored = physical_columns(layout, df)
+    names = layout.physical_names
     stored_partitions = [names.get(column, column) for column in partition_by]
     write_id = uuid.uuid4().hex
     staging = f"{STAGING_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{write_id[:12]}"
@@ -105,7 +121,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         write_staging(stored, plan, staging, stored_partitions)
     try:
         with _timed(timings, "footers"):
-            files = add_actions(location, staging, spark_arrow_schema(stored), stored_partitions)
+            files = add_actions(location, staging, stored_partitions, spec)
         with _timed(timings, "commit"):
             metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, "spark_mlt.write_id": write_id}
             version, committed = commit(plan, files.actions, arrow_schema, partition_by, metadata, layout=layout)
@@ -117,6 +133,72 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         return skipped_write(location.uri, version, plan.transaction)
     _remove_spark_markers(location, staging)
     return DeltaWriteResult(location.uri, version, files.rows, len(files.actions), "delta-rs", timings)
+
+
+def _check_creatable(plan: WritePlan, arrow_schema: pa.Schema) -> None:
+    """Refuses, before any data moves, a new table that deltalake 1.6 would create wrongly:
+
+    * a TIMESTAMP_NTZ inside a map: it commits version 0 without the ``timestampNtz`` feature,
+      then fails, and leaves that broken version behind;
+    * column mapping with a protocol of table features (a TIMESTAMP_NTZ column, deletion
+      vectors, ``delta.feature.*``): it leaves ``columnMapping`` out of the features, so the
+      physical names the files carry are not the table's (measured: the table no longer opens).
+    """
+    location = plan.location.uri
+    for field in arrow_schema:
+        if _holds_ntz(field.type, in_map=False, anywhere=False):
+            raise TableFeatureError(
+                f"column {field.name!r} holds a TIMESTAMP_NTZ inside a map, which the jar-free writer cannot "
+                f"create a table with ({location}); create the table first with Delta's jars "
+                "(CREATE TABLE ... USING delta), or write it through delta-spark",
+                feature="timestampNtz",
+                parameter="df",
+            )
+    if not _maps_columns(plan.properties):
+        return
+    properties = {k.lower(): str(v).lower() for k, v in plan.properties.items()}
+    features = (
+        any(_holds_ntz(field.type, in_map=False, anywhere=True) for field in arrow_schema)
+        or properties.get("delta.enabledeletionvectors") == "true"
+        or any(key.startswith("delta.feature.") for key in properties)
+        or properties.get("delta.minreaderversion", "1").strip() not in ("1", "2")
+    )
+    if features:
+        raise TableFeatureError(
+            f"a new table with column mapping and other table features (TIMESTAMP_NTZ columns, deletion "
+            f"vectors) cannot be created by the jar-free writer ({location}): deltalake leaves column mapping "
+            "out of its protocol; create the table first with Delta's jars (CREATE TABLE ... USING delta "
+            "TBLPROPERTIES ('delta.columnMapping.mode' = 'name')) and append to it, or leave column mapping off",
+            feature="columnMapping",
+            parameter="options",
+        )
+
+
+def _holds_ntz(kind: pa.DataType, *, in_map: bool, anywhere: bool) -> bool:
+    """Whether ``kind`` holds a TIMESTAMP_NTZ (inside a map, unless ``anywhere``)."""
+    if pa.types.is_timestamp(kind):
+        return kind.tz is None and (in_map or anywhere)
+    if pa.types.is_map(kind):
+        return any(_holds_ntz(k, in_map=True, anywhere=anywhere) for k in (kind.key_type, kind.item_type))
+    if pa.types.is_list(kind) or pa.types.is_large_list(kind):
+        return _holds_ntz(kind.value_type, in_map=in_map, anywhere=anywhere)
+    if pa.types.is_struct(kind):
+        return any(_holds_ntz(kind.field(i).type, in_map=in_map, anywhere=anywhere) for i in range(kind.num_fields))
+    return False
+
+
+def _maps_columns(properties: Mapping[str, str]) -> bool:
+    return str(properties.get("delta.columnMapping.mode", "none")).lower() not in ("none", "")
+
+
+def _created_first(plan: WritePlan, arrow_schema: pa.Schema) -> WritePlan:
+    """The plan of a write to a new table with column mapping, once the table exists: delta-rs
+    gives its columns their physical names when it creates it, and the files must be written
+    under those names, so this table is created before its files are."""
+    table, _ = _create_table(plan, arrow_schema, list(plan.partition_by))
+    location = plan.location
+    snapshot = snapshot_of(table, location.uri, location.storage_options)
+    return replace(plan, snapshot=snapshot)
 
 
 @contextmanager
@@ -162,13 +244,13 @@ def _hidden(relative: str) -> bool:
     return any(part.startswith(("_", ".")) for part in relative.split("/"))
 
 
-def add_actions(location: Location, staging: str, arrow_schema: pa.Schema, partition_by: list[str]) -> _Files:
-    """Add actions for the data files of Spark's committed job, with statistics from their footers.
+def add_actions(location: Location, staging: str, partition_by: list[str], spec: StatsSpec) -> _Files:
+    """Add actions for the data files of Spark's committed job, with the statistics ``spec``
+    names read from their footers.
 
     Hidden paths (``_temporary`` of a straggling task attempt, ``.crc`` files) are skipped, as
     Hadoop's input formats skip them.
     """
-    data_columns = [name for name in arrow_schema.names if name not in partition_by]
     actions: list[AddAction | RemoveAction] = []
     rows = 0
     for info in location.files(staging):
@@ -185,10 +267,15 @@ def add_actions(location: Location, staging: str, arrow_schema: pa.Schema, parti
                 partition_values=_partition_values(relative, partition_by),
                 modification_time=info.mtime_ns // 1_000_000,
                 data_change=True,
-                stats=_stats(metadata, data_columns),
+                stats=file_stats(metadata, spec),
             )
         )
     return _Files(actions, rows)
+
+
+def _supports_deletion_vectors(table: DeltaTable) -> bool:
+    protocol = table.protocol()
+    return "deletionVectors" in {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
 
 
 def _partition_values(relative: str, partition_by: list[str]) -> dict[str, str | None]:
@@ -200,35 +287,6 @@ def _partition_values(relative: str, partition_by: list[str]) -> dict[str, str |
                 value = unquote(value)
                 values[key] = None if value == _HIVE_NULL else value
     return values
-
-
-def _stats(metadata: pq.FileMetaData, columns: list[str]) -> str:
-    """Delta file statistics from a Parquet footer: record count, nulls, min/max of scalars."""
-    nulls: dict[str, int] = {}
-    minimum: dict[str, Any] = {}
-    maximum: dict[str, Any] = {}
-    schema = metadata.schema.to_arrow_schema()
-    for index, name in enumerate(metadata.schema.names):
-        if name not in columns:
-            continue
-        kind = schema.field(name).type
-        scalar = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_string(kind)
-        count, low, high, known = 0, None, None, True
-        for group in range(metadata.num_row_groups):
-            stats = metadata.row_group(group).column(index).statistics
-            if stats is None:
-                known = False
-                continue
-            count += stats.null_count or 0
-            if scalar and stats.has_min_max:
-                low = stats.min if low is None else min(low, stats.min)
-                high = stats.max if high is None else max(high, stats.max)
-        if known:
-            nulls[name] = count
-        # NaN has no order: a NaN minimum would hide rows from readers that skip files by stats
-        if scalar and low is not None and high is not None and not (isinstance(low, float) and math.isnan(low)):
-            minimum[name], maximum[name] = low, high
-    return json.dumps({"numRecords": metadata.num_rows, "minValues": minimum, "maxValues": maximum, "nullCount": nulls})
 
 
 #: How often a commit that lost the race for its version is tried again (each time after
@@ -243,7 +301,7 @@ def commit(
     partition_by: list[str],
     metadata: Mapping[str, Any],
     *,
-    layout: TableLayout | None,
+    layout: TableLayout,
 ) -> tuple[int, bool]:
     """Commits ``actions`` in one Delta commit; returns the table's version and True, or its
     version and False when the table already holds the plan's run id (a concurrent run with
@@ -253,9 +311,10 @@ def commit(
     its version onto the winner without looking at the winner's application transactions,
     so two runs with one run id could both land. Instead each attempt reloads the table and,
     when it moved since it was last checked, checks the run id, the protocol, the table's
-    rules and column names (``layout``: what the staged files were written and checked
-    against), the codecs and the schema against what is there now, and writes exactly the
-    next version (a conditional put: on S3 ``If-None-Match``); a lost race is tried again. An
+    rules and column names (``layout``: the table the staged files were written and checked
+    against, or the table this write creates), the codecs and the schema against what is there
+    now, and writes exactly the next version (a conditional put: on S3 ``If-None-Match``); a
+    lost race is tried again. An
     append then lands after whatever won (an overwrite included), and an overwrite replaces
     whatever won (an append included): both are the outcome of running the two writes one
     after the other.
@@ -264,17 +323,14 @@ def commit(
     metadata), so it adds files and never rewrites the table's metadata. On a table with v2
     checkpoints no checkpoint is written (delta-rs writes classic ones).
     """
+    checked: int | None  # the version whose changes were checked (None: none yet)
     if plan.snapshot is not None:
-        checked: int | None  # the version whose changes were checked (None: none yet)
         table, checked, joins_table = plan.snapshot.table, plan.snapshot.version, True
-        expected = layout or table_layout(table)
     else:
         table, created = _create_table(plan, arrow_schema, partition_by)
         # a table another writer created meanwhile is checked like one that changed, against
         # the table this write would have created
         checked, joins_table = (int(table.version()), False) if created else (None, True)
-        document = json.loads(Schema.from_arrow(arrow_schema).to_json())
-        expected = layout_of(document, dict(plan.properties), partition_by)
     mode = "overwrite" if plan.mode == "overwrite" and joins_table else "append"
     txn = plan.transaction
     transaction = [Transaction(app_id=txn.app_id, version=txn.version)] if txn is not None else None
@@ -288,7 +344,7 @@ def commit(
         if txn is not None and txn.recorded_in(table.transaction_version(txn.app_id)):
             return read_version, False
         if read_version != checked:
-            _check_unchanged(plan, table, arrow_schema, expected)
+            _check_unchanged(plan, table, arrow_schema, layout)
             checked = read_version
         try:
             table.create_write_transaction(
@@ -345,7 +401,7 @@ def _post_commit(table: DeltaTable) -> PostCommitHookProperties | None:
 def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[str]) -> tuple[DeltaTable, bool]:
     """Creates the table (version 0: schema and properties, no data) and returns its handle and
     True; or, when another writer created it first, a handle on that table and False."""
-    location = plan.location  # its folder exists: Spark has written the staging folder into it
+    location = plan.location
     try:
         table = DeltaTable.create(
             location.uri,

@@ -15,7 +15,7 @@ line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import jar_line; print(j
 # without Delta reads the zoo `make zoo` built, if any
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     zoo=.zoo/pyspark-$version
-    if [[ ! -f $zoo/manifest.json || tests/support/zoo.py -nt $zoo/manifest.json ]]; then
+    if [[ ! -f $zoo/manifest.json || tests/support/zoo.py -nt $zoo/manifest.json || tests/support/stats_cases.py -nt $zoo/manifest.json ]]; then
         PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
     fi
     export SPARK_MLT_TEST_ZOO=$zoo

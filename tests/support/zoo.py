@@ -13,6 +13,9 @@ It writes, under that folder:
   jar-free in a subprocess) that delta-spark then changed.
 * ``expected/<name>@<version>``: what ``spark.read.format("delta")`` returns for that version,
   as Parquet: the jar-free reader must return exactly these rows.
+* ``stats/stats_<seed>``: generated tables (`tests.support.stats_cases`, one seed each)
+  that delta-spark wrote with its file statistics: the jar-free writer's statistics of the same
+  files must be the ones recorded there, or absent.
 * ``manifest.json``: the line and Delta that built it, each table's versions and protocol, and
   the tables this line's Delta cannot build (with the reason).
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -39,6 +43,8 @@ from deltalake import DeltaTable
 
 from spark_mlt.batch import local_session
 from spark_mlt.batch.jars import delta_session_conf
+from spark_mlt.column.sqltext import identifier, string
+from tests.support.stats_cases import generate
 
 #: The manifest's name inside a zoo folder.
 MANIFEST = "manifest.json"
@@ -414,6 +420,50 @@ OURS: dict[str, Build] = {
 REFUSED_ONLY = ("identity", "row_tracking", "clustering", "in_commit_timestamps", "variant")
 
 
+# --- statistics: generated tables delta-spark writes --------------------------------------------
+
+#: The seeds of the generated statistics tables (``stats/stats_<seed>``).
+STATS_SEEDS = range(16)
+
+
+def build_stats(spark: Any, path: str, seed: int) -> dict[str, Any]:
+    """A generated table (schema, rows, files, row groups, table properties) created by SQL and
+    filled by delta-spark's writer, which records each file's statistics; what it was built from."""
+    rng = random.Random(seed)
+    case = generate(rng)
+    properties = dict(case.properties)
+    if rng.random() < 0.3:
+        properties["delta.enableDeletionVectors"] = "true"
+    columns = ", ".join(f"{identifier(f.name)} {f.dataType.simpleString()}" for f in case.schema.fields)
+    partitioned = f" PARTITIONED BY ({', '.join(map(identifier, case.partition_by))})" if case.partition_by else ""
+    for attempt in (properties, {k: v for k, v in properties.items() if "StringPrefixLength" not in k}):
+        pairs = ", ".join(f"{string(k)} = {string(v)}" for k, v in sorted(attempt.items()))
+        try:
+            spark.sql(
+                f"CREATE TABLE {_target(path)} ({columns}) USING delta{partitioned}"
+                + (f" TBLPROPERTIES ({pairs})" if pairs else "")
+            )
+        except Exception:  # an older Delta lacks the string prefix property: once more without it
+            if attempt is not properties:
+                raise
+            continue
+        properties = attempt
+        break
+    conf = {"spark.sql.parquet.outputTimestampType": case.timestamps}
+    if case.row_group_bytes is not None:
+        conf["parquet.block.size"] = str(case.row_group_bytes)
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        spark.createDataFrame(case.rows, case.schema).repartition(case.files).write.format("delta").mode("append").save(
+            path
+        )
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+    return {"seed": seed, "case": case.describe(), "properties": properties}
+
+
 def _protocol(path: str) -> dict[str, Any]:
     protocol = DeltaTable(path).protocol()
     return {
@@ -479,6 +529,13 @@ def build(out: str) -> dict[str, Any]:
                 spark.read.format("delta").option("versionAsOf", version).load(path).write.parquet(target)
                 entry["expected"][str(version)] = os.path.relpath(target, out)
         manifest["tables"][name] = entry
+    manifest["stats"] = {}
+    for seed in STATS_SEEDS:
+        name = f"stats_{seed:02d}"
+        try:
+            manifest["stats"][name] = build_stats(spark, os.path.join(out, "stats", name), seed)
+        except Exception as error:  # noqa: BLE001 - recorded; the test names it
+            manifest["skipped"][name] = str(error).strip().splitlines()[0][:300]
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
     manifest["seconds"] = round(time.perf_counter() - started, 1)
@@ -491,7 +548,8 @@ def main() -> None:
     out = sys.argv[1]
     manifest = build(out)
     print(
-        f"== zoo: {len(manifest['tables'])} tables in {out} (pyspark {manifest['pyspark']}, "
+        f"== zoo: {len(manifest['tables'])} tables and {len(manifest['stats'])} statistics tables in {out} "
+        f"(pyspark {manifest['pyspark']}, "
         f"Delta {manifest['delta']}, {manifest['seconds']} s)"
     )
     for name, reason in manifest["skipped"].items():
@@ -541,6 +599,10 @@ class Zoo:
         target = os.path.join(os.fspath(into), name)
         shutil.copytree(self.path(name), target)
         return target
+
+    def stats_tables(self) -> dict[str, str]:
+        """The generated statistics tables (see ``build_stats``), each with its folder."""
+        return {name: os.path.join(self.folder, "stats", name) for name in self.manifest.get("stats", {})}
 
     def cases(self) -> list[tuple[str, int]]:
         """Every (table, version) with expected rows."""
