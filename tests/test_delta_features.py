@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, Schema
 from deltalake.transaction import CommitProperties
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
@@ -25,10 +25,10 @@ from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokeni
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.column import mlt_encode
 from spark_mlt.errors import ConstraintViolationError, TableExistsError, TableFeatureError, TableSchemaError
-from spark_mlt.storage import orphan_files, read_delta, vacuum, write_delta
+from spark_mlt.storage import WriteOptions, orphan_files, read_delta, vacuum, write_delta
 from spark_mlt.storage._delta_spark import session_conf
 from spark_mlt.storage._plan import spark_arrow_schema
-from spark_mlt.storage.features import FEATURES
+from spark_mlt.storage.features import FEATURES, protocol_of
 from spark_mlt.storage.properties import codec_properties
 from spark_mlt.storage.reader import _file_key, exact_files
 from spark_mlt.storage.table import CREATE_MARKER
@@ -234,6 +234,127 @@ def test_check_constraints_and_not_null_fail_the_write_naming_the_rule_and_the_v
         assert _staging_folders(path) == []
     write_delta(spark.createDataFrame([(999, 5, "ok")], schema), path, mode="append")
     assert read_delta(spark, path).count() == 3
+
+
+def _field(name: str, kind: object, nullable: bool = True, invariant: str | None = None) -> dict[str, object]:
+    metadata = {} if invariant is None else {"delta.invariants": json.dumps({"expression": {"expression": invariant}})}
+    return {"name": name, "type": kind, "nullable": nullable, "metadata": metadata}
+
+
+def _table(path: str, *fields: dict[str, object]) -> str:
+    """An empty Delta table with this schema (Delta's JSON), as another writer may create it."""
+    DeltaTable.create(path, Schema.from_json(json.dumps({"type": "struct", "fields": list(fields)})))
+    return path
+
+
+_NESTED_RULES = (
+    _field("id", "long"),
+    _field("s", {"type": "struct", "fields": [_field("a", "integer", False), _field("b", "integer", True, "s.b > 0")]}),
+    _field("arr", {"type": "array", "elementType": "integer", "containsNull": False}),
+    _field(
+        "m",
+        {
+            "type": "map",
+            "keyType": "string",
+            "valueType": {"type": "struct", "fields": [_field("x", "integer", False)]},
+            "valueContainsNull": False,
+        },
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("row", "message"),
+    [
+        # outside arrays and maps, as delta-spark checks them: a null struct breaks its NOT NULL field
+        ((2, None, None, None), r"NOT NULL constraint s.a \(`s`.`a` IS NOT NULL\) violated by row with values: s=null"),
+        ((3, (None, 1), None, None), r"NOT NULL constraint s.a .* s=\{null, 1\}"),
+        ((4, (1, 0), None, None), r"invariant s.b \(s.b > 0\) violated by row with values: s=\{1, 0\}"),
+        ((5, (1, None), None, None), r"invariant s.b .* s=\{1, null\}"),  # null is not true
+        # inside them, the schema's nullability: no null element or value, a value's NOT NULL field set
+        ((6, (1, 1), [1, None], None), r"NOT NULL constraint arr.element .* arr=\[1, null\]"),
+        ((7, (1, 1), None, {"k": None}), r"NOT NULL constraint m.value .* m=\{k -> null\}"),
+        ((8, (1, 1), None, {"k": (None,)}), r"NOT NULL constraint m.value.x .* m=\{k -> \{null\}\}"),
+    ],
+)
+def test_nested_not_null_and_invariants_fail_the_write_at_every_depth(
+    spark: SparkSession, tmp_path: Path, row: tuple[object, ...], message: str
+) -> None:
+    """NOT NULL of struct fields, array elements and map values, and invariants of struct fields,
+    are checked before the commit; nullable DataFrame columns go into the NOT NULL ones (their
+    rows are what is checked), and rows that keep the rules are appended."""
+    path = _table(str(tmp_path / "t"), *_NESTED_RULES)
+    schema = "id long, s struct<a: int, b: int>, arr array<int>, m map<string, struct<x: int>>"
+    with pytest.raises(ConstraintViolationError, match=message):
+        write_delta(spark.createDataFrame([(1, (1, 1), [1], {"k": (1,)}), row], schema), path, mode="append")
+    assert DeltaTable(path).version() == 0
+    assert _staging_folders(path) == []
+    fine = [(1, (1, 1), [1], {"k": (1,)}), (9, (1, 2), None, None), (10, (5, 5), [], {})]
+    write_delta(spark.createDataFrame(fine, schema), path, mode="append")
+    assert read_delta(spark, path).count() == 3
+
+
+def test_a_rule_the_writer_cannot_check_refuses_the_write_before_any_data_moves(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """An invariant inside an array (no expression can name an element) is refused by the gate;
+    a nested invariant alone turns on the invariants feature of a legacy protocol."""
+    element = {"type": "struct", "fields": [_field("v", "integer", True, "v > 0")]}
+    path = _table(
+        str(tmp_path / "t"),
+        _field("id", "long"),
+        _field("arr", {"type": "array", "elementType": element, "containsNull": True}),
+    )
+    rows = spark.createDataFrame([(1, [(1,)])], "id long, arr array<struct<v: int>>")
+    with pytest.raises(TableFeatureError, match=r"an invariant on arr.element.v, inside an array or a map") as raised:
+        write_delta(rows, path, mode="append")
+    assert raised.value.feature == "invariants"
+    assert _staging_folders(path) == []
+    nested = _table(
+        str(tmp_path / "n"), _field("s", {"type": "struct", "fields": [_field("v", "integer", True, "s.v > 0")]})
+    )
+    assert "invariants" in protocol_of(DeltaTable(nested)).writer
+
+
+def test_a_new_table_delta_rs_would_create_wrongly_is_refused_before_any_data_moves(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """deltalake 1.6 commits a broken version 0 for a TIMESTAMP_NTZ inside a map, and leaves
+    column mapping out of a table-features protocol: both are refused up front, nothing written."""
+    ntz = spark.sql("SELECT map('k', TIMESTAMP_NTZ'2024-01-01 00:00:00') AS m")
+    with pytest.raises(TableFeatureError, match=r"column 'm' holds a TIMESTAMP_NTZ inside a map") as raised:
+        write_delta(ntz, str(tmp_path / "a"))
+    assert raised.value.feature == "timestampNtz"
+    mapped = spark.sql("SELECT 1 AS id, TIMESTAMP_NTZ'2024-01-01 00:00:00' AS t")
+    options = WriteOptions(properties={"delta.columnMapping.mode": "name"})
+    with pytest.raises(TableFeatureError, match=r"column mapping and other table features") as raised:
+        write_delta(mapped, str(tmp_path / "b"), options=options)
+    assert raised.value.feature == "columnMapping"
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+def test_a_new_column_mapped_table_gets_its_files_and_statistics_under_physical_names(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """delta-rs names the columns of a new column-mapped table when it creates it: the table is
+    created first, and the files, partition folders and statistics use those names."""
+    path = str(tmp_path / "t")
+    df = spark.range(6).select(
+        F.col("id"), (F.col("id") % 2).cast("int").alias("part"), F.struct(F.col("id").alias("v")).alias("s")
+    )
+    write_delta(df, path, partition_by=["part"], options=WriteOptions(properties={"delta.columnMapping.mode": "name"}))
+    assert sorted(read_delta(spark, path).collect()) == sorted(df.collect())
+    layout = json.loads(DeltaTable(path).schema().to_json())
+    physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in layout["fields"]}
+    inner = layout["fields"][2]["type"]["fields"][0]["metadata"]["delta.columnMapping.physicalName"]
+    files = list(Path(path).glob("mlt-*/*/*.parquet"))
+    assert files
+    assert all(f.parent.name.startswith(physical["part"] + "=") for f in files)
+    assert set(pq.read_schema(files[0]).names) == {physical["id"], physical["s"]}
+    log = (Path(path) / "_delta_log" / "00000000000000000001.json").read_text().splitlines()
+    stats = [json.loads(json.loads(line)["add"]["stats"]) for line in log if '"add"' in line]
+    assert all(set(st["maxValues"]) == {physical["id"], physical["s"]} for st in stats)
+    assert all(set(st["maxValues"][physical["s"]]) == {inner} for st in stats)
 
 
 def test_generated_columns_are_computed_when_missing_and_checked_when_given(

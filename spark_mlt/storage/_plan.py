@@ -118,8 +118,11 @@ def spark_arrow_schema(df: DataFrame) -> pa.Schema:
 
 
 def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
-    """Refuses a DataFrame whose schema differs from the table's; returns its partition columns."""
-    if [(f.name, f.type) for f in snapshot.schema] != [(f.name, f.type) for f in arrow_schema]:
+    """Refuses a DataFrame whose schema differs from the table's; returns its partition columns.
+
+    Nullability is not compared, at any depth: a nullable DataFrame column or field goes into a
+    NOT NULL one of the table, whose rule then checks each row (as delta-spark does)."""
+    if [(f.name, _nullable(f.type)) for f in snapshot.schema] != [(f.name, _nullable(f.type)) for f in arrow_schema]:
         raise TableSchemaError(
             f"df: the DataFrame's schema does not match the table at {snapshot.path}:\n"
             f"  table:     {snapshot.schema.to_string(show_schema_metadata=False)}\n"
@@ -127,3 +130,16 @@ def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
             parameter="df",
         )
     return list(snapshot.partition_columns)
+
+
+def _nullable(kind: pa.DataType) -> pa.DataType:
+    """``kind`` with every field, element and map value nullable."""
+    if pa.types.is_struct(kind):
+        return pa.struct([pa.field(f.name, _nullable(f.type)) for f in kind])
+    if pa.types.is_large_list(kind):
+        return pa.large_list(_nullable(kind.value_type))
+    if pa.types.is_list(kind):
+        return pa.list_(_nullable(kind.value_type))
+    if pa.types.is_map(kind):
+        return pa.map_(_nullable(kind.key_type), _nullable(kind.item_type))
+    return kind

@@ -30,6 +30,7 @@ from typing import Literal
 from deltalake import DeltaTable
 
 from spark_mlt.errors import TableFeatureError
+from spark_mlt.storage.schema import schema_fields, unenforceable_rules
 
 __all__ = [
     "FEATURES",
@@ -213,9 +214,9 @@ def protocol_of(table: DeltaTable) -> TableProtocol:
 
 
 def _legacy_writer_features(table: DeltaTable, version: int, configuration: dict[str, str], mapped: bool) -> set[str]:
-    """The features a writer-version-2..6 table turns on (its version allows them all)."""
-    fields = json.loads(table.schema().to_json()).get("fields", [])
-    keys = {key for f in fields for key in f.get("metadata", {})}
+    """The features a writer-version-2..6 table turns on (its version allows them all), read
+    from its fields at every depth."""
+    keys = {key for node in schema_fields(json.loads(table.schema().to_json())) for key in node.metadata}
     on = {
         "appendOnly": (2, configuration.get("delta.appendOnly") == "true"),
         "invariants": (2, "delta.invariants" in keys),
@@ -293,6 +294,12 @@ def check_writable(table: DeltaTable, location: str, *, operation: Operation = "
         if operation == "write" and not feature.write:
             why = f"the jar-free writer cannot keep ({feature.how})"
             raise _refuse(location, name, "writer", why, feature.forward)
+    rules = unenforceable_rules(json.loads(table.schema().to_json())) if operation == "write" else []
+    if rules:
+        raise TableFeatureError(
+            f"the Delta table at {location} has {'; '.join(rules)}, which the jar-free writer cannot check; {_JARS}",
+            feature="generatedColumns" if "generated" in rules[0] else "invariants",
+        )
     return protocol
 
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -45,12 +45,15 @@ __all__ = [
     "RULE_MARKER",
     "ColumnMapping",
     "Rule",
+    "SchemaField",
     "TableLayout",
     "enforce_rules",
     "layout_of",
     "logical_columns",
     "physical_columns",
+    "schema_fields",
     "table_layout",
+    "unenforceable_rules",
 ]
 
 ColumnMapping = Literal["none", "name", "id"]
@@ -140,8 +143,7 @@ def layout_of(
     generated = {f["name"]: str(f["metadata"][_GENERATED]) for f in fields if _GENERATED in f.get("metadata", {})}
     names = [f.name for f in logical.fields]
     rules = [  # in delta-spark's order: NOT NULL and invariants, then CHECK constraints
-        *_not_null_rules(logical),
-        *_invariant_rules(fields, names),
+        *_field_rules(document, names),
         *(
             Rule("CHECK constraint", key[len(_CONSTRAINT) :], expression, _referenced(expression, names))
             for key, expression in sorted(properties.items())
@@ -199,45 +201,157 @@ def _referenced(expression: str, names: Sequence[str]) -> tuple[str, ...]:
     return tuple(n for n in names if re.search(rf"(?<![\w`]){re.escape(n)}(?![\w`])|`{re.escape(n)}`", expression))
 
 
-def _not_null_rules(schema: StructType, prefix: str = "", parent: str | None = None) -> list[Rule]:
-    """NOT NULL of top-level fields, and of struct fields where their struct is not null."""
+@dataclass(frozen=True)
+class SchemaField:
+    """One field of a Delta schema at any depth, as [`schema_fields`][spark_mlt.storage.schema.schema_fields]
+    walks it: a struct's field, or an array's element, a map's key or value.
+
+    Attributes:
+        path: logical names from the top-level column down; ``element``, ``key`` and ``value``
+            name the steps into an array or a map.
+        kind: the field's type (Delta's JSON: a type name, or a struct, array or map document).
+        nullable: whether the field may be null (an element: ``containsNull``; a value:
+            ``valueContainsNull``; a key never is).
+        metadata: the field's metadata (none for elements, keys and values).
+        ref: a Spark SQL expression of the field's value where its condition is evaluated: the
+            column's path outside arrays and maps, a lambda variable's path inside them.
+        parent: the SQL expression of the struct that holds the field inside an array or a map
+            (a null struct there leaves its fields unchecked, as Spark's nullability reads), else None.
+        within: wraps a condition on ``ref`` into a condition on the row (``forall`` over the
+            arrays and maps around the field).
+        in_collection: whether an array or a map is around the field.
+    """
+
+    path: tuple[str, ...]
+    kind: Any
+    nullable: bool
+    metadata: Mapping[str, Any]
+    ref: str
+    parent: str | None
+    within: Callable[[str], str]
+    in_collection: bool
+
+
+def schema_fields(document: Mapping[str, Any]) -> Iterator[SchemaField]:
+    """Every field of a Delta schema document, depth first: struct fields, array elements, map
+    keys and values. The one walk of a schema that the protocol gate (`features`) and the rules a
+    write keeps both read.
+
+    Example::
+
+        [".".join(f.path) for f in schema_fields({"type": "struct", "fields": [...]})]
+    """
+    yield from _struct_fields(document, None, 0)
+
+
+def _struct_fields(struct: Mapping[str, Any], outer: SchemaField | None, depth: int) -> Iterator[SchemaField]:
+    """The fields of a struct: a top-level one (``outer`` None) or ``outer``'s type."""
+    for f in struct.get("fields", []):
+        name = str(f["name"])
+        nullable, metadata = bool(f.get("nullable", True)), f.get("metadata", {})
+        if outer is None:
+            node = SchemaField((name,), f["type"], nullable, metadata, identifier(name), None, _top, False)
+        else:
+            parent = outer.ref if outer.in_collection else None
+            ref = f"{outer.ref}.{identifier(name)}"
+            node = SchemaField(
+                (*outer.path, name), f["type"], nullable, metadata, ref, parent, outer.within, outer.in_collection
+            )
+        yield node
+        yield from _inner_fields(node, depth)
+
+
+def _top(condition: str) -> str:
+    return condition
+
+
+def _inner_fields(field: SchemaField, depth: int) -> Iterator[SchemaField]:
+    """The fields inside ``field``'s type: a struct's fields, an array's element, a map's key and value."""
+    kind = field.kind
+    if not isinstance(kind, Mapping):
+        return
+    if kind.get("type") == "struct":
+        yield from _struct_fields(kind, field, depth)
+        return
+    variable = f"__mlt_x{depth}"
+    steps: list[tuple[str, Any, bool, str]] = []
+    if kind.get("type") == "array":
+        steps.append(("element", kind["elementType"], bool(kind.get("containsNull", True)), field.ref))
+    elif kind.get("type") == "map":
+        steps.append(("key", kind["keyType"], False, f"map_keys({field.ref})"))
+        steps.append(
+            ("value", kind["valueType"], bool(kind.get("valueContainsNull", True)), f"map_values({field.ref})")
+        )
+    for step, inner, nullable, values in steps:
+        outer, ref = field.within, field.ref
+
+        def within(condition: str, outer: Callable[[str], str] = outer, ref: str = ref, values: str = values) -> str:
+            return outer(f"({ref} IS NULL OR forall({values}, {variable} -> {condition}))")
+
+        element = SchemaField((*field.path, step), inner, nullable, {}, variable, None, within, True)
+        yield element
+        yield from _inner_fields(element, depth + 1)
+
+
+def _field_rules(document: Mapping[str, Any], names: Sequence[str]) -> list[Rule]:
+    """NOT NULL of every non-nullable field at any depth and the invariants of struct fields, as
+    delta-spark enforces them: outside arrays and maps a nested field is checked whatever its
+    parents are (delta-spark refuses a null struct whose field is NOT NULL, and an invariant that
+    a null struct makes null); inside them, the schema's nullability holds (a null element, key or
+    value only where the schema allows one, a non-null struct's NOT NULL fields set). Invariants
+    inside arrays and maps cannot be checked: the protocol gate refuses such tables
+    ([`unenforceable_rules`][spark_mlt.storage.schema.unenforceable_rules])."""
     rules = []
-    for f in schema.fields:
-        path = f"{prefix}{identifier(f.name)}"
-        if not f.nullable:
-            condition = f"{path} IS NOT NULL" if parent is None else f"{parent} IS NULL OR {path} IS NOT NULL"
-            shown = (f.name,) if parent is None else ()
-            rules.append(Rule("NOT NULL constraint", path.replace("`", ""), condition, shown))
-        if isinstance(f.dataType, StructType):
-            rules.extend(_not_null_rules(f.dataType, f"{path}.", path))
+    for node in schema_fields(document):
+        shown = (node.path[0],)
+        if not node.nullable:
+            condition = f"{node.ref} IS NOT NULL"
+            if node.parent is not None:
+                condition = f"({node.parent} IS NULL OR {condition})"
+            rules.append(Rule("NOT NULL constraint", ".".join(node.path), node.within(condition), shown))
+        text = node.metadata.get(_INVARIANTS)
+        if text is not None and not node.in_collection:
+            invariant = json.loads(text) if isinstance(text, str) else text
+            expression = str(invariant["expression"]["expression"])
+            rules.append(Rule("invariant", ".".join(node.path), expression, _referenced(expression, names)))
     return rules
 
 
-def _invariant_rules(fields: Sequence[Mapping[str, Any]], names: Sequence[str]) -> list[Rule]:
-    rules = []
-    for f in fields:
-        text = f.get("metadata", {}).get(_INVARIANTS)
-        if text is None:
-            continue
-        document = json.loads(text) if isinstance(text, str) else text
-        expression = str(document["expression"]["expression"])
-        rules.append(Rule("invariant", f["name"], expression, _referenced(expression, names)))
-    return rules
+def unenforceable_rules(document: Mapping[str, Any]) -> list[str]:
+    """The rules of a schema a jar-free write cannot keep, described (empty: none): an invariant
+    or a generated column inside an array or a map, and a generated nested field."""
+    found = []
+    for node in schema_fields(document):
+        where = ".".join(node.path)
+        if _INVARIANTS in node.metadata and node.in_collection:
+            found.append(f"an invariant on {where}, inside an array or a map")
+        if _GENERATED in node.metadata and len(node.path) > 1:
+            found.append(f"a generated nested field {where}")
+    return found
 
 
-def _strip(kind: DataType) -> DataType:
-    """``kind`` without field metadata (a cast target that matches the logical type)."""
+def _cast_target(kind: DataType, *, metadata: bool = False) -> DataType:
+    """``kind`` as a cast target: every nested field, element and value nullable (Spark does not
+    cast a nullable field into a NOT NULL one; the table's rules check those rows), and without
+    field metadata unless ``metadata`` (the Parquet field ids of ``id`` column mapping)."""
     if isinstance(kind, StructType):
-        return StructType([StructField(f.name, _strip(f.dataType), f.nullable) for f in kind.fields])
+        return StructType(
+            [
+                StructField(f.name, _cast_target(f.dataType, metadata=metadata), True, f.metadata if metadata else None)
+                for f in kind.fields
+            ]
+        )
     if isinstance(kind, ArrayType):
-        return ArrayType(_strip(kind.elementType), kind.containsNull)
+        return ArrayType(_cast_target(kind.elementType, metadata=metadata), True)
     if isinstance(kind, MapType):
-        return MapType(_strip(kind.keyType), _strip(kind.valueType), kind.valueContainsNull)
+        return MapType(
+            _cast_target(kind.keyType, metadata=metadata), _cast_target(kind.valueType, metadata=metadata), True
+        )
     return kind
 
 
 def _nested_names_differ(a: DataType, b: DataType) -> bool:
-    return _strip(a) != _strip(b)
+    return _cast_target(a) != _cast_target(b)
 
 
 def logical_columns(layout: TableLayout, names: Sequence[str]) -> list[Column]:
@@ -251,7 +365,7 @@ def logical_columns(layout: TableLayout, names: Sequence[str]) -> list[Column]:
         logical = layout.logical[name].dataType
         column = F.col(identifier(source.name))
         if _nested_names_differ(source.dataType, logical):
-            column = column.cast(_strip(logical))
+            column = column.cast(_cast_target(logical))
         columns.append(column.alias(name))
     return columns
 
@@ -265,7 +379,7 @@ def physical_columns(layout: TableLayout, df: DataFrame) -> DataFrame:
     for logical, f in zip(layout.logical.fields, layout.physical.fields, strict=True):
         column = F.col(identifier(logical.name))
         if _nested_names_differ(f.dataType, logical.dataType):
-            column = column.cast(f.dataType)
+            column = column.cast(_cast_target(f.dataType, metadata=True))
         columns.append(column.alias(f.name, metadata=f.metadata) if f.metadata else column.alias(f.name))
     return df.select(*columns)
 
