@@ -11,6 +11,10 @@ from __future__ import annotations
 import dataclasses
 import glob
 import itertools
+import json
+import os
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -21,11 +25,13 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StructField, StructType
 from pyspark.testing import assertDataFrameEqual
 
+from spark_mlt import MLTError
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
 from spark_mlt.batch.cli import run
 from spark_mlt.batch.inspect import inspect_table
@@ -34,11 +40,13 @@ from spark_mlt.column import mlt_encode
 from spark_mlt.storage import (
     AppTransaction,
     CodecMismatchError,
+    ConcurrentWriteError,
     MissingTableError,
     StorageOptions,
     TableExistsError,
     TableSchemaError,
     WriteOptions,
+    _delta_spark,
     orphan_files,
     read_codecs,
     read_delta,
@@ -49,6 +57,8 @@ from spark_mlt.storage import (
     vacuum,
     write_delta,
 )
+from spark_mlt.storage._plan import WritePlan
+from spark_mlt.storage.fs import locate
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC, OTHER
 from tests.support.frames import assert_same_rows
@@ -57,6 +67,7 @@ from tests.support.zoo import Zoo
 pytestmark = pytest.mark.delta_spark
 
 RS = WriteOptions(backend="delta-rs")
+_INVARIANT = json.dumps({"expression": {"expression": "s.v > 0"}})
 _names = itertools.count()
 
 
@@ -139,8 +150,28 @@ def test_a_run_id_goes_through_deltas_idempotent_writes(spark: SparkSession, tmp
     # Delta itself skips the write when the planned check is bypassed (a concurrent re-run)
     stale = read_snapshot(path, version=0)
     racing = write_delta(_ratings(spark), path, mode="append", run_id="2026-11-24", snapshot=stale)
-    assert racing.skipped
+    assert (racing.skipped, racing.version) == (True, 1)  # a version the table has, never -1
     assert (read_snapshot(path).version, read_delta(spark, path).count()) == (1, 20)
+
+
+def test_a_committed_write_is_found_however_many_commits_follow_it(spark: SparkSession, tmp_path: Path) -> None:
+    """The write's commit is looked up among all the commits after the version it was planned
+    on, not in a window of recent history: with 60 other commits after it, it is still reported
+    as committed, with its version and rows (and a write id nobody committed is an error, never
+    a skipped write)."""
+    path = str(tmp_path / "ratings")
+    first = write_delta(_ratings(spark), path, {"userId": CODEC})
+    log = Path(path, "_delta_log", f"{first.version:020d}.json").read_text().splitlines()
+    info = next(json.loads(line)["commitInfo"] for line in log if '"commitInfo"' in line)
+    write_id = json.loads(info["userMetadata"])["spark_mlt.write_id"]
+    rows = DeltaTable(path).to_pyarrow_table().slice(0, 1)
+    for _ in range(60):  # other writers' commits
+        write_deltalake(path, rows, mode="append")
+    plan = WritePlan(locate(path), "append", (), {}, {}, {}, None, {}, None)
+    found = _delta_spark._result(plan, write_id, first.version - 1, 0.0)
+    assert (found.version, found.rows, found.skipped) == (first.version, 20, False)
+    with pytest.raises(ConcurrentWriteError, match="no commit after version"):
+        _delta_spark._result(plan, "not-a-write-id", first.version - 1, 0.0)
 
 
 def test_the_jobs_parquet_choices_reach_the_files(spark: SparkSession, tmp_path: Path) -> None:
@@ -519,3 +550,88 @@ def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_throug
     by_name = dataclasses.replace(options, input_format="table", checkpoint=str(tmp_path / "chk_named"))
     named = tokenize_table(spark, name, str(tmp_path / "named_mlt"), ["userId"], by_name)
     assert named.rows_out == 4
+
+
+def _accepted(write: Callable[[], object]) -> bool:
+    try:
+        write()
+    except Exception:  # noqa: BLE001 - refused: either writer's error
+        return False
+    return True
+
+
+def test_nested_rules_refuse_exactly_the_rows_delta_spark_refuses(spark: SparkSession, tmp_path: Path) -> None:
+    """The same rows appended to twin tables, one through delta-spark and one jar-free: a NOT
+    NULL struct field inside a nullable struct (created by SQL) and an invariant of a nested field
+    (a legacy table, created by a write whose schema carries it), at each depth and null parent."""
+    nested = "id int, s struct<a: int, b: struct<c: string>>"
+    legacy = StructType(
+        [
+            StructField("id", IntegerType()),
+            StructField("s", StructType([StructField("v", IntegerType(), True, {"delta.invariants": _INVARIANT})])),
+        ]
+    )
+    rows: dict[str, tuple[StructType | str, list[tuple[object, ...]]]] = {
+        "nested": (
+            nested,
+            [(1, (1, ("x",))), (2, None), (3, (None, ("x",))), (4, (1, None)), (5, (1, (None,))), (6, (2, ("y",)))],
+        ),
+        "legacy": (legacy, [(1, (5,)), (2, (0,)), (3, None), (4, (None,)), (5, (7,))]),
+    }
+    twins: dict[str, tuple[str, str]] = {}
+    for name in rows:
+        ours, theirs = str(tmp_path / f"{name}_rs"), str(tmp_path / f"{name}_spark")
+        for path in (ours, theirs):
+            if name == "nested":
+                spark.sql(
+                    f"CREATE TABLE delta.`{path}` (id INT, s STRUCT<a: INT NOT NULL, b: STRUCT<c: STRING NOT NULL>>) "
+                    "USING delta"
+                )
+            else:
+                spark.createDataFrame([(0, (1,))], legacy).write.format("delta").save(path)
+        twins[name] = (ours, theirs)
+    outcomes = []
+    for name, (schema, values) in rows.items():
+        ours, theirs = twins[name]
+        for row in values:
+            df = spark.createDataFrame([row], schema)
+            by_delta = _accepted(lambda df=df, theirs=theirs: df.write.format("delta").mode("append").save(theirs))
+            jar_free = _accepted(lambda df=df, ours=ours: write_delta(df, ours, mode="append", options=RS))
+            outcomes.append((name, row, by_delta, jar_free))
+    assert [o for o in outcomes if o[2] != o[3]] == []
+    assert [o[1][0] for o in outcomes if o[2]] == [1, 6, 1, 5]  # the rows both took
+    assert_same_rows(read_delta(spark, twins["nested"][0]), spark.read.format("delta").load(twins["nested"][1]))
+
+
+def _jar_free_stream(source: str, output: str, checkpoint: str) -> subprocess.CompletedProcess[str]:
+    """``spark-mlt tokenize --stream`` of a Delta source in a session without Delta's jars."""
+    argv = ["tokenize", "--stream", "--checkpoint", checkpoint, "--input", source, "--input-format", "delta"]
+    argv += ["--output", output, "--columns", "userId", "--p", "13", "--n", "3"]
+    environment = {k: v for k, v in os.environ.items() if k != "SPARK_MLT_DELTA"}
+    code = "import sys; from spark_mlt.batch.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv], env=environment, capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_a_stream_started_with_or_without_deltas_jars_refuses_to_switch(spark: SparkSession, tmp_path: Path) -> None:
+    """One checkpoint, one loop: a stream started with Delta's jars (batch ids) refuses to run on
+    without them (source versions), and the other way round; it keeps running as it started."""
+    source = str(tmp_path / "orders")
+    _ratings(spark, 0, 10).drop("userId_mlt").write.format("delta").save(source)
+    with_jars = TokenizeOptions(stream=True, checkpoint=str(tmp_path / "chk_jars"), input_format="delta", p=13, n=3)
+    assert tokenize_table(spark, source, str(tmp_path / "a"), ["userId"], with_jars).rows_out == 10
+    refused = _jar_free_stream(source, str(tmp_path / "a"), str(tmp_path / "chk_jars"))
+    assert refused.returncode != 0
+    assert "was written by Spark's streaming query" in refused.stderr
+    assert "Run the stream with Delta's jars" in refused.stderr
+
+    started = _jar_free_stream(source, str(tmp_path / "b"), str(tmp_path / "chk_free"))
+    assert started.returncode == 0, started.stderr[-2000:]
+    without = dataclasses.replace(with_jars, checkpoint=str(tmp_path / "chk_free"))
+    with pytest.raises(MLTError, match="Run the stream without Delta's jars"):
+        tokenize_table(spark, source, str(tmp_path / "b"), ["userId"], without)
+    _ratings(spark, 10, 5).drop("userId_mlt").write.format("delta").mode("append").save(source)
+    assert tokenize_table(spark, source, str(tmp_path / "a"), ["userId"], with_jars).rows_out == 5
+    for output, rows in (("a", 15), ("b", 10)):  # the refused runs wrote nothing
+        assert spark.read.format("delta").load(str(tmp_path / output)).count() == rows

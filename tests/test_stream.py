@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -21,7 +22,7 @@ from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import TokenizeOptions, inspect_table, tokenize_table
 from spark_mlt.batch.cli import main
 from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.stream import CHECKPOINT_MARKER, start_stream
+from spark_mlt.batch.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 from tests.support import s3 as local_s3
@@ -221,6 +222,30 @@ def test_without_delta_jars_a_stream_follows_a_delta_table_version_by_version(
     DeltaTable(str(source)).delete("customer_id = 1")
     with pytest.raises(SourceError, match="changes or removes existing rows"):
         tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+
+
+def test_a_checkpoint_refuses_the_loop_that_did_not_write_it(spark: SparkSession, tmp_path: Path) -> None:
+    """A Delta source followed without Delta's jars numbers its batches by source versions, Spark's
+    query (with the jars) by batch ids: a checkpoint records its loop, and the other one is
+    refused, whichever came first, naming the way forward."""
+    source, output = tmp_path / "orders", tmp_path / "orders_mlt"
+    _append_source(spark, source, [1, 2])
+    options = _stream(tmp_path, input_format="delta")
+    tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    marker = json.loads((tmp_path / "checkpoint" / CHECKPOINT_MARKER).read_text())
+    assert marker["loop"] == "delta-versions"
+    with pytest.raises(
+        MLTError, match=r"written by the source table's versions .* Run the stream without Delta's jars"
+    ):
+        check_checkpoint(str(tmp_path / "checkpoint"), str(output), ["customer_id"], options, loop="spark")
+    other = str(tmp_path / "other")
+    check_checkpoint(other, str(output), ["customer_id"], options, loop="spark")
+    with pytest.raises(
+        MLTError, match=r"written by Spark's streaming query.* Run the stream with Delta's jars"
+    ) as raised:
+        tokenize_table(spark, str(source), str(output), ["customer_id"], dataclasses.replace(options, checkpoint=other))
+    assert raised.value.parameter == "checkpoint"
+    assert _ids(spark, output) == [1, 2]  # nothing written by the refused run
 
 
 @pytest.mark.compat  # the streaming API and foreachBatch differ between lines

@@ -19,7 +19,11 @@ job's own path, as one idempotent Delta append:
   ``handle_invalid`` says (the quarantine, as in batch).
 
 The checkpoint belongs to one output table and its id columns: a checkpoint of another table,
-columns or codecs is refused before the query starts.
+columns or codecs is refused before the query starts. It also records which loop writes it, as
+their transaction versions count different things: Spark's streaming query (batch ids; file
+sources, catalog tables, and Delta tables with Delta's jars) or, for a Delta source without
+Delta's jars, the source table's versions. A run that would switch loops (the same Delta source
+read once with the jars and once without) would skip or repeat batches, and is refused.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ import re
 import time
 import uuid
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming.query import StreamingQuery
@@ -53,7 +57,7 @@ from spark_mlt.storage import (
 )
 from spark_mlt.storage.fs import locate, spark_uri
 
-__all__ = ["CHECKPOINT_MARKER", "STREAM_APP_PREFIX", "start_stream", "tokenize_stream"]
+__all__ = ["CHECKPOINT_MARKER", "LOOPS", "STREAM_APP_PREFIX", "check_checkpoint", "start_stream", "tokenize_stream"]
 
 log = logging.getLogger("spark_mlt")
 
@@ -61,6 +65,13 @@ log = logging.getLogger("spark_mlt")
 CHECKPOINT_MARKER = "spark_mlt.json"
 #: Application transaction ids of streaming writers: this prefix and the checkpoint's writer id.
 STREAM_APP_PREFIX = "spark-mlt-stream:"
+
+#: The loops a checkpoint can be written by, and what their transaction versions count.
+LOOPS = {
+    "spark": "Spark's streaming query, whose transaction versions are its batch ids",
+    "delta-versions": "the source table's versions read without Delta's jars, which are its transaction versions",
+}
+Loop = Literal["spark", "delta-versions"]
 
 
 def _marker(checkpoint: str, options: TokenizeOptions) -> tuple[Any, str]:
@@ -87,20 +98,35 @@ def _write_marker(checkpoint: str, options: TokenizeOptions, marker: dict[str, A
     location.filesystem.move(partial, path)
 
 
-def _check_checkpoint(checkpoint: str, output: str, columns: Sequence[str], options: TokenizeOptions) -> str:
-    """The stream's writer id: the checkpoint's, checked against this run's output, columns and
-    the table's codecs, or a new one written into a new checkpoint.
+def check_checkpoint(
+    checkpoint: str, output: str, columns: Sequence[str], options: TokenizeOptions, *, loop: Loop
+) -> str:
+    """The stream's writer id: the checkpoint's, checked against this run's output, columns,
+    loop and the table's codecs, or a new one written into a new checkpoint.
+
+    Example::
+
+        writer = check_checkpoint("chk/orders", "out/orders_mlt", ["customer_id"], options, loop="spark")
 
     Raises:
-        MLTError: the checkpoint belongs to another output table, other columns, or codecs
-            the table no longer has (it was replaced).
+        MLTError: the checkpoint belongs to another output table, other columns, another loop
+            (see the module's notes), or codecs the table no longer has (it was replaced).
     """
     marker = _read_marker(checkpoint, options)
     target = spark_uri(output)  # one spelling per place: an absolute path, s3a:// for S3
     if marker is None:
-        marker = {"writer": uuid.uuid4().hex, "output": target, "columns": list(columns), "codecs": {}}
+        marker = {"writer": uuid.uuid4().hex, "output": target, "columns": list(columns), "codecs": {}, "loop": loop}
         _write_marker(checkpoint, options, marker)
         return str(marker["writer"])
+    if marker.get("loop") != loop:
+        with_jars = "with Delta's jars" if marker.get("loop") == "spark" else "without Delta's jars"
+        raise MLTError(
+            f"checkpoint: {checkpoint} was written by {LOOPS.get(str(marker.get('loop')), 'an unknown loop')}; "
+            f"this run would follow its source by {LOOPS[loop]}: one numbering in place of the other would "
+            f"skip or repeat batches. Run the stream {with_jars}, as it was started, or start over with a new "
+            "checkpoint and a new output table",
+            parameter="checkpoint",
+        )
     if marker.get("output") != target or marker.get("columns") != list(columns):
         raise MLTError(
             f"checkpoint: {checkpoint} belongs to the stream into {marker.get('output')} of columns "
@@ -183,7 +209,7 @@ def start_stream(
         raise SourceError(
             f"columns names column(s) {unknown} not in the input; it has {source.columns}", parameter="columns"
         )
-    writer_id = _check_checkpoint(checkpoint, output, columns, options)
+    writer_id = check_checkpoint(checkpoint, output, columns, options, loop="spark")
     app_id = STREAM_APP_PREFIX + writer_id
     total = report if report is not None else JobReport()
     appending = dataclasses.replace(options, mode="append")  # every batch appends
@@ -302,7 +328,7 @@ def _follow_delta(
     A batch's transaction version is its source version, so a batch the table already holds
     (the checkpoint missed it) is skipped; the checkpoint then records it."""
     checkpoint = str(options.checkpoint)
-    app_id = STREAM_APP_PREFIX + _check_checkpoint(checkpoint, output, columns, options)
+    app_id = STREAM_APP_PREFIX + check_checkpoint(checkpoint, output, columns, options, loop="delta-versions")
     appending = dataclasses.replace(options, mode="append")
     info = {"spark_mlt.job": "tokenize-stream", "spark_mlt.input": input, "spark_mlt.writer": app_id}
     while True:

@@ -15,7 +15,10 @@ One module per role, as delta-rs' own Python package is laid out:
 * `features`: the Delta table features the jar-free path reads and
   writes, and its protocol gate ([`TableFeatureError`][spark_mlt.errors.TableFeatureError] for the rest).
 * `schema`: a table's logical and physical columns (column mapping)
-  and the rules a write keeps (constraints, NOT NULL, generated columns).
+  and the rules a write keeps (constraints, NOT NULL and invariants at every depth, generated
+  columns), from one walk of its schema.
+* `stats`: the per-file statistics the jar-free writer records, read from each file's Parquet
+  footer: what delta-spark records for the same file, or nothing.
 * `deletions`: the rows a version's deletion vectors delete.
 * `writer`: [`write_delta`][spark_mlt.storage.writer.write_delta],
   [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (a job's one read of its

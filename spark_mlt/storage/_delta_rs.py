@@ -71,7 +71,7 @@ from spark_mlt.storage.schema import (
     table_layout,
 )
 from spark_mlt.storage.stats import StatsSpec, file_stats, stats_spec
-from spark_mlt.storage.table import CREATE_MARKER, open_table, snapshot_of
+from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, open_table, snapshot_of
 
 if TYPE_CHECKING:  # newer deltalake (1.6.6) exports it; spark-mlt only names it in hints
     from deltalake.transaction import RemoveAction
@@ -123,7 +123,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         with _timed(timings, "footers"):
             files = add_actions(location, staging, stored_partitions, spec)
         with _timed(timings, "commit"):
-            metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, "spark_mlt.write_id": write_id}
+            metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, WRITE_ID: write_id}
             version, committed = commit(plan, files.actions, arrow_schema, partition_by, metadata, layout=layout)
     except BaseException:
         location.remove_folder(staging)

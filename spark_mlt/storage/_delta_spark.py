@@ -11,8 +11,9 @@ it then works over Spark Connect too, and no pip package with its own pyspark pi
 * A run id becomes Delta's idempotent-write options (``txnAppId`` = ``spark-mlt:<run id>``,
   ``txnVersion`` = 1, as the delta-rs backend records it): Delta itself skips a write whose
   application transaction the table already holds. Each commit carries spark-mlt's metadata
-  as ``userMetadata`` (JSON) with a write id, so a write Delta skipped is told from one it
-  made by ``DESCRIBE HISTORY``.
+  as ``userMetadata`` (JSON) with a write id: the write's commit is the one among the commits
+  after the version it was planned on that carries it (all of them are read); a write Delta
+  skipped has none, and the table then holds its transaction.
 * Parquet options (v2 data pages, no dictionary for token columns): Delta 3.2 and 4.4 do not
   hand the DataFrame writer's options to Parquet, so they are set on the session's conf for
   the write (Spark copies SQL conf into the Hadoop conf each write job reads) and restored
@@ -44,7 +45,7 @@ from spark_mlt.storage._plan import (
 )
 from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import merge_codecs
-from spark_mlt.storage.table import CREATE_MARKER, read_snapshot
+from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, read_snapshot
 
 __all__ = ["create_table", "path_target", "session_conf", "write"]
 
@@ -167,7 +168,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         merge_codecs(location.uri, snapshot.codecs, plan.codecs)
     check_schema(snapshot, arrow_schema)
     write_id = uuid.uuid4().hex
-    metadata = {**plan.commit_info, "spark_mlt.write_id": write_id}
+    metadata = {**plan.commit_info, WRITE_ID: write_id}
     writer = df.write.format("delta").mode("overwrite" if plan.mode == "overwrite" else "append")
     txn = plan.transaction
     if txn is not None:  # Delta's idempotent writes: skipped when the table has this txn
@@ -187,23 +188,34 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
             if not lost_race(error):
                 raise
             continue
-        return _result(spark, plan, write_id, time.perf_counter() - started)
+        return _result(plan, write_id, snapshot.version, time.perf_counter() - started)
     raise ConcurrentWriteError(
         f"{WRITE_ATTEMPTS} writes to {location.uri} in a row lost to other writers' commits; "
         "nothing of this write was committed (its files are orphans for vacuum): run it again"
     )
 
 
-def _result(spark: SparkSession, plan: WritePlan, write_id: str, seconds: float) -> DeltaWriteResult:
-    """What the write committed, found in the table's recent history by its write id (other
-    writers may have committed after it); a skipped write when Delta wrote nothing (the run
-    id was there already)."""
+def _result(plan: WritePlan, write_id: str, planned: int, seconds: float) -> DeltaWriteResult:
+    """What the write committed: the commit after version ``planned`` (the one the write was
+    checked against) that carries its write id, however many other writers committed since; or,
+    when there is none, a write Delta skipped because the table holds its transaction.
+
+    Raises:
+        ConcurrentWriteError: neither: delta-spark returned without a commit of this write and
+            without its transaction in the table (nothing is reported as written or skipped that
+            was not).
+    """
     location = plan.location
-    recent = spark.sql(f"DESCRIBE HISTORY {path_target(location)} LIMIT 50")
-    rows = recent.select("version", "operationMetrics", "userMetadata").collect()
-    ours = [row for row in rows if write_id in str(row[2] or "")]
-    if not ours:  # Delta skipped it: the run id was there
-        return skipped_write(location.uri, int(rows[0][0]) if rows else -1, plan.transaction)
-    version, metrics = int(ours[0][0]), ours[0][1] or {}
-    rows_written, files = int(metrics.get("numOutputRows", "0")), int(metrics.get("numFiles", "0"))
-    return DeltaWriteResult(location.uri, version, rows_written, files, "delta-spark", {"total": seconds})
+    snapshot = read_snapshot(location.uri, storage_options=location.storage_options)
+    commit = snapshot.commit_of(write_id, after=planned)
+    if commit is not None:
+        metrics = commit.get("operationMetrics") or {}
+        rows, files = int(metrics.get("numOutputRows", "0")), int(metrics.get("numFiles", "0"))
+        return DeltaWriteResult(location.uri, int(commit["version"]), rows, files, "delta-spark", {"total": seconds})
+    if plan.transaction is not None and snapshot.holds(plan.transaction):
+        return skipped_write(location.uri, snapshot.version, plan.transaction)
+    raise ConcurrentWriteError(
+        f"delta-spark returned from the write to {location.uri}, but no commit after version {planned} "
+        f"carries its write id {write_id} and the table does not hold {plan.transaction}: look at the "
+        "table's history (DESCRIBE HISTORY) before running it again"
+    )

@@ -102,6 +102,23 @@ class TableSnapshot:
         """
         return list(self.table.history(limit))
 
+    def commit_of(self, write_id: str, *, after: int) -> dict[str, Any] | None:
+        """The commit (its ``commitInfo``, with ``version``) that carries spark-mlt's ``write_id``
+        among this version's commits after version ``after``, or None: every one of them is
+        read, however many other writers committed meanwhile.
+
+        Example::
+
+            read_snapshot(path).commit_of(write_id, after=planned_version)
+        """
+        newer = self.version - after
+        if newer <= 0:
+            return None
+        return next(
+            (dict(c) for c in self.table.history(newer) if _commit_metadata(c).get(WRITE_ID) == write_id),
+            None,
+        )
+
     def holds(self, transaction: AppTransaction) -> bool:
         """Whether this version holds ``transaction`` (that version of its writer, or a later one)."""
         return transaction.recorded_in(self.table.transaction_version(transaction.app_id))
@@ -113,6 +130,8 @@ class TableSnapshot:
 
 #: The commit metadata entry of the commit that creates a table (version 0, no data).
 CREATE_MARKER = ("spark_mlt.operation", "create")
+#: The commit metadata key of a write's own id (a commit's mark, whichever backend committed it).
+WRITE_ID = "spark_mlt.write_id"
 
 
 def _commit_metadata(commit: Mapping[str, Any]) -> dict[str, Any]:

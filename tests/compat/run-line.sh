@@ -20,14 +20,16 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
     fi
     export SPARK_MLT_TEST_ZOO=$zoo
 fi
-PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
+# the generated statistics tables (tests/test_stats.py): more examples than make test's 8
+PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-16} \
     "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" tests/test_*.py
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     echo "== delta-spark on Spark $line"
     started=$SECONDS
     SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
-        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "$@" tests/test_delta_spark.py
+        SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-6} \
+        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "$@" tests/test_delta_spark.py tests/test_stats.py
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
 else
     echo "== no delta-spark for Spark $line (no .jars/spark-$line/delta: make jars JARS_GROUPS=delta)"

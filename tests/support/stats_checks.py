@@ -20,7 +20,7 @@ import math
 import os
 import random
 import struct
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -434,16 +434,18 @@ def predicates(case: Case, rng: random.Random, *, limit: int | None = None) -> l
     return found
 
 
-def count_datafusion(table: Any, predicate: Predicate) -> tuple[int, int]:
-    """Rows of a delta-rs table (a ``DeltaTable``) that match, counted by delta-rs' own query
-    engine (DataFusion) twice: filtered, so that it skips files by their statistics, and summed
-    over every row, which skips nothing (the same engine's answer without statistics)."""
-    condition = predicate.datafusion()
-    filtered = f"SELECT count(*) AS n FROM t WHERE {condition}"
-    summed = f"SELECT coalesce(sum(CASE WHEN {condition} THEN 1 ELSE 0 END), 0) AS n FROM t"
-    return _single(table, filtered), _single(table, summed)
-
-
-def _single(table: Any, query: str) -> int:
-    result = QueryBuilder().register("t", table).execute(query).read_all()
-    return int(pa.table(result).column("n")[0].as_py())
+def counts_datafusion(table: Any, found: Sequence[Predicate]) -> list[tuple[int, int]]:
+    """For each predicate, the rows of a delta-rs table (a ``DeltaTable``) that match, counted by
+    delta-rs' own query engine (DataFusion): filtered, so that it skips files by their
+    statistics, and, in one query for all of them, summed over every row, which skips nothing
+    (the same engine's answer without statistics)."""
+    if not found:
+        return []
+    sums = ", ".join(f"sum(CASE WHEN {p.datafusion()} THEN 1 ELSE 0 END) AS n{i}" for i, p in enumerate(found))
+    everything = pa.table(QueryBuilder().register("t", table).execute(f"SELECT {sums} FROM t").read_all())
+    out = []
+    for i, predicate in enumerate(found):
+        query = f"SELECT count(*) AS n FROM t WHERE {predicate.datafusion()}"
+        filtered = pa.table(QueryBuilder().register("t", table).execute(query).read_all()).column("n")[0].as_py()
+        out.append((int(filtered), int(everything.column(f"n{i}")[0].as_py() or 0)))
+    return out

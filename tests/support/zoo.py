@@ -423,7 +423,7 @@ REFUSED_ONLY = ("identity", "row_tracking", "clustering", "in_commit_timestamps"
 # --- statistics: generated tables delta-spark writes --------------------------------------------
 
 #: The seeds of the generated statistics tables (``stats/stats_<seed>``).
-STATS_SEEDS = range(16)
+STATS_SEEDS = range(12)
 
 
 def build_stats(spark: Any, path: str, seed: int) -> dict[str, Any]:
