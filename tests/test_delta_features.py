@@ -263,30 +263,30 @@ _NESTED_RULES = (
 )
 
 
-@pytest.mark.parametrize(
-    ("row", "message"),
-    [
-        # outside arrays and maps, as delta-spark checks them: a null struct breaks its NOT NULL field
-        ((2, None, None, None), r"NOT NULL constraint s.a \(`s`.`a` IS NOT NULL\) violated by row with values: s=null"),
-        ((3, (None, 1), None, None), r"NOT NULL constraint s.a .* s=\{null, 1\}"),
-        ((4, (1, 0), None, None), r"invariant s.b \(s.b > 0\) violated by row with values: s=\{1, 0\}"),
-        ((5, (1, None), None, None), r"invariant s.b .* s=\{1, null\}"),  # null is not true
-        # inside them, the schema's nullability: no null element or value, a value's NOT NULL field set
-        ((6, (1, 1), [1, None], None), r"NOT NULL constraint arr.element .* arr=\[1, null\]"),
-        ((7, (1, 1), None, {"k": None}), r"NOT NULL constraint m.value .* m=\{k -> null\}"),
-        ((8, (1, 1), None, {"k": (None,)}), r"NOT NULL constraint m.value.x .* m=\{k -> \{null\}\}"),
-    ],
-)
-def test_nested_not_null_and_invariants_fail_the_write_at_every_depth(
-    spark: SparkSession, tmp_path: Path, row: tuple[object, ...], message: str
-) -> None:
+#: Rows that break one nested rule each, and the message that names it.
+_BROKEN: list[tuple[tuple[object, ...], str]] = [
+    # outside arrays and maps, as delta-spark checks them: a null struct breaks its NOT NULL field
+    ((2, None, None, None), r"NOT NULL constraint s.a \(`s`.`a` IS NOT NULL\) violated by row with values: s=null"),
+    ((3, (None, 1), None, None), r"NOT NULL constraint s.a .* s=\{null, 1\}"),
+    ((4, (1, 0), None, None), r"invariant s.b \(s.b > 0\) violated by row with values: s=\{1, 0\}"),
+    ((5, (1, None), None, None), r"invariant s.b .* s=\{1, null\}"),  # null is not true
+    # inside them, the schema's nullability: no null element or value, a value's NOT NULL field set
+    ((6, (1, 1), [1, None], None), r"NOT NULL constraint arr.element .* arr=\[1, null\]"),
+    ((7, (1, 1), None, {"k": None}), r"NOT NULL constraint m.value .* m=\{k -> null\}"),
+    ((8, (1, 1), None, {"k": (None,)}), r"NOT NULL constraint m.value.x .* m=\{k -> \{null\}\}"),
+]
+
+
+def test_nested_not_null_and_invariants_fail_the_write_at_every_depth(spark: SparkSession, tmp_path: Path) -> None:
     """NOT NULL of struct fields, array elements and map values, and invariants of struct fields,
-    are checked before the commit; nullable DataFrame columns go into the NOT NULL ones (their
-    rows are what is checked), and rows that keep the rules are appended."""
+    are checked before the commit, each row that breaks one failing the write and naming it;
+    nullable DataFrame columns go into the NOT NULL ones (their rows are what is checked), and
+    rows that keep the rules are appended."""
     path = _table(str(tmp_path / "t"), *_NESTED_RULES)
     schema = "id long, s struct<a: int, b: int>, arr array<int>, m map<string, struct<x: int>>"
-    with pytest.raises(ConstraintViolationError, match=message):
-        write_delta(spark.createDataFrame([(1, (1, 1), [1], {"k": (1,)}), row], schema), path, mode="append")
+    for row, message in _BROKEN:
+        with pytest.raises(ConstraintViolationError, match=message):
+            write_delta(spark.createDataFrame([(1, (1, 1), [1], {"k": (1,)}), row], schema), path, mode="append")
     assert DeltaTable(path).version() == 0
     assert _staging_folders(path) == []
     fine = [(1, (1, 1), [1], {"k": (1,)}), (9, (1, 2), None, None), (10, (5, 5), [], {})]

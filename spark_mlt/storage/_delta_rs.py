@@ -94,10 +94,11 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     """Writes ``df`` as the plan says: the table's rules checked, staging write, add actions,
     one Delta commit."""
     timings: dict[str, float] = {}
-    if plan.snapshot is None:
-        _check_creatable(plan, spark_arrow_schema(df))
+    if plan.snapshot is None:  # a new table: refused up front, or created before its files
+        created = spark_arrow_schema(df)
+        _check_creatable(plan, created)
         if _maps_columns(plan.properties):
-            plan = _created_first(plan, spark_arrow_schema(df))
+            plan = _created_first(plan, created)
     snapshot = plan.snapshot
     if snapshot is not None:
         layout = table_layout(snapshot.table)
