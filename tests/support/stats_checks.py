@@ -72,7 +72,15 @@ def write_conf(case: Case) -> dict[str, str]:
 
 
 def parquet_options(case: Case) -> dict[str, str]:
-    return {} if case.row_group_bytes is None else {"parquet.block.size": str(case.row_group_bytes)}
+    """Parquet settings for writing the case: small row groups, checked every 10 rows (Parquet
+    checks a row group's size every 100 rows at first), so that small files get several."""
+    if case.row_group_bytes is None:
+        return {}
+    return {
+        "parquet.block.size": str(case.row_group_bytes),
+        "parquet.page.size.row.check.min": "10",
+        "parquet.page.size.row.check.max": "10",
+    }
 
 
 # --- the log -----------------------------------------------------------------------------------

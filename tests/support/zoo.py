@@ -45,6 +45,7 @@ from spark_mlt.batch import local_session
 from spark_mlt.batch.jars import delta_session_conf
 from spark_mlt.column.sqltext import identifier, string
 from tests.support.stats_cases import generate
+from tests.support.stats_checks import parquet_options
 
 #: The manifest's name inside a zoo folder.
 MANIFEST = "manifest.json"
@@ -449,9 +450,7 @@ def build_stats(spark: Any, path: str, seed: int) -> dict[str, Any]:
             continue
         properties = attempt
         break
-    conf = {"spark.sql.parquet.outputTimestampType": case.timestamps}
-    if case.row_group_bytes is not None:
-        conf["parquet.block.size"] = str(case.row_group_bytes)
+    conf = {"spark.sql.parquet.outputTimestampType": case.timestamps, **parquet_options(case)}
     for key, value in conf.items():
         spark.conf.set(key, value)
     try:
