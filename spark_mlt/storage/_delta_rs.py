@@ -37,10 +37,11 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
 
+import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, Schema
-from deltalake.exceptions import CommitFailedError
+from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 from pyspark.sql import DataFrame
 
@@ -195,8 +196,23 @@ def _maps_columns(properties: Mapping[str, str]) -> bool:
 def _created_first(plan: WritePlan, arrow_schema: pa.Schema) -> WritePlan:
     """The plan of a write to a new table with column mapping, once the table exists: delta-rs
     gives its columns their physical names when it creates it, and the files must be written
-    under those names, so this table is created before its files are."""
-    table, _ = _create_table(plan, arrow_schema, list(plan.partition_by))
+    under those names, so this table is created before its files are.
+
+    Raises:
+        TableFeatureError: this deltalake cannot create column-mapped tables (1.6.3 cannot).
+    """
+    try:
+        table, _ = _create_table(plan, arrow_schema, list(plan.partition_by))
+    except DeltaError as error:
+        if "column mapping is not supported" not in str(error).lower():
+            raise
+        raise TableFeatureError(
+            f"deltalake {deltalake.__version__} cannot create a table with column mapping ({plan.location.uri}): "
+            "create the table first with Delta's jars (CREATE TABLE ... USING delta TBLPROPERTIES "
+            "('delta.columnMapping.mode' = 'name')) and append to it, or upgrade deltalake (1.6.6 creates one)",
+            feature="columnMapping",
+            parameter="options",
+        ) from None
     location = plan.location
     snapshot = snapshot_of(table, location.uri, location.storage_options)
     return replace(plan, snapshot=snapshot)
