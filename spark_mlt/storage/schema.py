@@ -220,6 +220,8 @@ class SchemaField:
         within: wraps a condition on ``ref`` into a condition on the row (``forall`` over the
             arrays and maps around the field).
         in_collection: whether an array or a map is around the field.
+        step: how the field is reached: ``"field"`` of a struct, or an array's ``"element"``, a
+            map's ``"key"`` or ``"value"``.
     """
 
     path: tuple[str, ...]
@@ -230,6 +232,7 @@ class SchemaField:
     parent: str | None
     within: Callable[[str], str]
     in_collection: bool
+    step: Literal["field", "element", "key", "value"] = "field"
 
 
 def schema_fields(document: Mapping[str, Any]) -> Iterator[SchemaField]:
@@ -274,7 +277,7 @@ def _inner_fields(field: SchemaField, depth: int) -> Iterator[SchemaField]:
         yield from _struct_fields(kind, field, depth)
         return
     variable = f"__mlt_x{depth}"
-    steps: list[tuple[str, Any, bool, str]] = []
+    steps: list[tuple[Literal["element", "key", "value"], Any, bool, str]] = []
     if kind.get("type") == "array":
         steps.append(("element", kind["elementType"], bool(kind.get("containsNull", True)), field.ref))
     elif kind.get("type") == "map":
@@ -288,7 +291,7 @@ def _inner_fields(field: SchemaField, depth: int) -> Iterator[SchemaField]:
         def within(condition: str, outer: Callable[[str], str] = outer, ref: str = ref, values: str = values) -> str:
             return outer(f"({ref} IS NULL OR forall({values}, {variable} -> {condition}))")
 
-        element = SchemaField((*field.path, step), inner, nullable, {}, variable, None, within, True)
+        element = SchemaField((*field.path, step), inner, nullable, {}, variable, None, within, True, step)
         yield element
         yield from _inner_fields(element, depth + 1)
 
@@ -304,7 +307,7 @@ def _field_rules(document: Mapping[str, Any], names: Sequence[str]) -> list[Rule
     rules = []
     for node in schema_fields(document):
         shown = (node.path[0],)
-        if not node.nullable:
+        if not node.nullable and node.step != "key":  # Spark never holds a null map key
             condition = f"{node.ref} IS NOT NULL"
             if node.parent is not None:
                 condition = f"({node.parent} IS NULL OR {condition})"
