@@ -15,8 +15,8 @@ properties):
   and delta-spark must count what the same query counts without statistics.
 
 Each property test runs a fixed set of examples (``SPARK_MLT_STATS_EXAMPLES``; 8 in ``make
-test``): ``tests/compat/run-line.sh`` runs 16 of the jar-free ones on each line, and 6 against
-delta-spark on each line with Delta's jars.
+test``): ``tests/compat/run-line.sh`` runs 16 of the jar-free ones on each older
+line, and 4 against delta-spark on each line with Delta's jars.
 """
 
 from __future__ import annotations

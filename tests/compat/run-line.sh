@@ -5,6 +5,12 @@
 # them), then on a line Delta publishes jars for
 # the delta-spark tests (local disk, catalog tables, S3). The jars come from `make jars`
 # (make test-compat runs it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
+#
+# COMPAT_DEPTH=full (the default) runs every compat test but the exhaustive ones
+# (tests/support/marks.py) and every delta_spark test; COMPAT_DEPTH=smoke, for the lines
+# between two fully tested ones, runs the engines, the SQL functions, Connect, the Delta
+# round trips, the stream and the file statistics jar-free, and delta-spark reading and
+# writing our tables and checking our statistics.
 set -euo pipefail
 version=$1
 shift
@@ -13,23 +19,41 @@ venv=$(tests/compat/venv.sh "$version")
 line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
 # the table zoo (tests/support/zoo.py) of this line's Delta, for the jar-free tests; a line
 # without Delta reads the zoo `make zoo` built, if any
+# without Delta reads the zoo `make zoo` built, if any. Lines of one Delta release (4.0-4.2
+# run Delta 4.4.0) share the zoo of the first line that built it.
+depth=${COMPAT_DEPTH:-full}
+current() { [[ -f $1/manifest.json && ! tests/support/zoo.py -nt $1/manifest.json && ! tests/support/stats_cases.py -nt $1/manifest.json ]]; }
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
+    delta=$(basename .jars/spark-$line/delta/delta-storage-*.jar .jar); delta=${delta#delta-storage-}
     zoo=.zoo/pyspark-$version
-    if [[ ! -f $zoo/manifest.json || tests/support/zoo.py -nt $zoo/manifest.json || tests/support/stats_cases.py -nt $zoo/manifest.json ]]; then
+    for built in .zoo/pyspark-*; do
+        if ! current "$zoo" && current "$built" && grep -q "\"delta\": \"$delta\"" "$built/manifest.json"; then zoo=$built; fi
+    done
+    if ! current "$zoo"; then
         PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
     fi
+    echo "== zoo: $zoo (Delta $delta)"
     export SPARK_MLT_TEST_ZOO=$zoo
 fi
+if [[ $depth == smoke ]]; then
+    tests=(tests/test_functions.py tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py)
+    delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or stream_follows or statistics"
+                 tests/test_delta_spark.py tests/test_stats.py)
+else
+    tests=(tests/test_*.py)
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py)
+fi
+echo "== compat tests ($depth)"
 # the generated statistics tables (tests/test_stats.py): more examples than make test's 8
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-16} \
-    "$venv/bin/python" -m pytest -m compat -p no:cacheprovider -q "$@" tests/test_*.py
+    "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "$@" "${tests[@]}"
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
-    echo "== delta-spark on Spark $line"
+    echo "== delta-spark on Spark $line ($depth)"
     started=$SECONDS
     SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
-        SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-6} \
-        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "$@" tests/test_delta_spark.py tests/test_stats.py
+        SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-4} \
+        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "$@" "${delta_spark[@]}"
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
 else
     echo "== no delta-spark for Spark $line (no .jars/spark-$line/delta: make jars JARS_GROUPS=delta)"
