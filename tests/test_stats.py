@@ -16,7 +16,7 @@ properties):
 
 Each property test runs a fixed set of examples (``SPARK_MLT_STATS_EXAMPLES``; 8 in ``make
 test``): ``tests/compat/run-line.sh`` runs 16 of the jar-free ones on each older
-line, and 4 against delta-spark on each line with Delta's jars.
+line, and 4 against delta-spark on 3.5 and 4.0 (``DELTA_SPARK_FULL_LINES``).
 """
 
 from __future__ import annotations

@@ -7,10 +7,9 @@
 # (make test-compat runs it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
 #
 # COMPAT_DEPTH=full (the default) runs every compat test but the exhaustive ones
-# (tests/support/marks.py) and every delta_spark test; COMPAT_DEPTH=smoke, for the lines
-# between two fully tested ones, runs the engines, the SQL functions, Connect, the Delta
-# round trips, the stream and the file statistics jar-free, and delta-spark reading and
-# writing our tables and checking our statistics.
+# (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
+# Delta round trips, the stream and the file statistics. DELTA_SPARK_DEPTH=full (the default)
+# runs every delta_spark test; smoke, delta-spark writing, and reading our tables of each feature.
 set -euo pipefail
 version=$1
 shift
@@ -36,11 +35,14 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
     export SPARK_MLT_TEST_ZOO=$zoo
 fi
 if [[ $depth == smoke ]]; then
-    tests=(tests/test_functions.py tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py)
-    delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or stream_follows or statistics"
-                 tests/test_delta_spark.py tests/test_stats.py)
+    tests=(tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py)
 else
     tests=(tests/test_*.py)
+fi
+delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
+if [[ $delta_spark_depth == smoke ]]; then
+    delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended" tests/test_delta_spark.py)
+else
     delta_spark=(tests/test_delta_spark.py tests/test_stats.py)
 fi
 echo "== compat tests ($depth)"
@@ -49,7 +51,7 @@ PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAM
     "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "$@" "${tests[@]}"
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
-    echo "== delta-spark on Spark $line ($depth)"
+    echo "== delta-spark on Spark $line ($delta_spark_depth)"
     started=$SECONDS
     SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
         SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-4} \
