@@ -69,7 +69,8 @@ jvm: check-java $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5
 
 # The table zoo (tests/support/zoo.py): Delta tables as delta-spark writes them, one per feature,
 # with what delta-spark reads from each version. The jar-free tests read them; a line with Delta
-# builds its own (tests/compat/run-line.sh), the newest line (no Delta yet) uses DELTA_LINE's.
+# reads the zoo of its Delta release, built by the first such line (tests/compat/run-line.sh);
+# the newest line (no Delta yet) uses DELTA_LINE's.
 ZOO_DIR := .zoo
 $(ZOO_DIR)/pyspark-%/manifest.json: tests/support/zoo.py tests/support/stats_cases.py
 	@py=$(call line_python,$*); $(call line_jars,$$py,delta) && \

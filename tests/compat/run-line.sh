@@ -17,7 +17,6 @@ venv=$(tests/compat/venv.sh "$version")
 "$venv/bin/python" -c "import pyspark, pandas, numpy, pyarrow, deltalake; print(f'== pyspark {pyspark.__version__}, pandas {pandas.__version__}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, deltalake {deltalake.__version__}')"
 line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
 # the table zoo (tests/support/zoo.py) of this line's Delta, for the jar-free tests; a line
-# without Delta reads the zoo `make zoo` built, if any
 # without Delta reads the zoo `make zoo` built, if any. Lines of one Delta release (4.0-4.2
 # run Delta 4.4.0) share the zoo of the first line that built it.
 depth=${COMPAT_DEPTH:-full}
@@ -25,9 +24,11 @@ current() { [[ -f $1/manifest.json && ! tests/support/zoo.py -nt $1/manifest.jso
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     delta=$(basename .jars/spark-$line/delta/delta-storage-*.jar .jar); delta=${delta#delta-storage-}
     zoo=.zoo/pyspark-$version
-    for built in .zoo/pyspark-*; do
-        if ! current "$zoo" && current "$built" && grep -q "\"delta\": \"$delta\"" "$built/manifest.json"; then zoo=$built; fi
-    done
+    if ! current "$zoo"; then
+        for built in .zoo/pyspark-*; do
+            if current "$built" && grep -q "\"delta\": \"$delta\"" "$built/manifest.json"; then zoo=$built; break; fi
+        done
+    fi
     if ! current "$zoo"; then
         PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
     fi

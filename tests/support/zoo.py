@@ -1,7 +1,7 @@
 """The table zoo: Delta tables as delta-spark writes them, one per feature, for the jar-free tests.
 
 Run with a PySpark line that Delta publishes jars for (``make zoo`` runs it with the line's
-venv; ``tests/compat/run-line.sh`` on each such line)::
+venv; ``tests/compat/run-line.sh`` once per Delta release)::
 
     python -m tests.support.zoo .zoo/pyspark-4.2.1
 
