@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from spark_mlt.batch import TokenizeOptions, local_session, tokenize_table
+from spark_mlt.batch import StreamOptions, TokenizeOptions, local_session, tokenize_stream, tokenize_table
 from spark_mlt.batch.stream import start_stream
 from spark_mlt.storage import read_snapshot
 
@@ -74,8 +74,10 @@ def main(argv: list[str] | None = None) -> int:
         warm = work / "warm"  # the JVM's first queries (class loading, code generation) are timed by nobody
         _land(warm, 0, 10_000, seed=3)
         tokenize_table(spark, str(warm), str(work / "warm_batch"), COLUMNS, TokenizeOptions(**codec))
-        warm_stream = TokenizeOptions(**codec, stream=True, checkpoint=str(work / "chk_warm"))
-        tokenize_table(spark, str(warm), str(work / "warm_stream"), COLUMNS, warm_stream)
+        warm_stream = StreamOptions(checkpoint=str(work / "chk_warm"))
+        tokenize_stream(
+            spark, str(warm), str(work / "warm_stream"), COLUMNS, TokenizeOptions(**codec), stream=warm_stream
+        )
         batch_s = _timed(
             lambda: tokenize_table(spark, str(landing), str(work / "batch"), COLUMNS, TokenizeOptions(**codec))
         )
@@ -85,11 +87,11 @@ def main(argv: list[str] | None = None) -> int:
             (f"stream, {args.files_per_batch} files a batch", args.files_per_batch),
         ):
             name = label.replace(" ", "_").replace(",", "")
-            options = TokenizeOptions(
-                **codec, stream=True, checkpoint=str(work / f"chk_{name}"), max_files_per_trigger=per_batch
-            )
+            stream = StreamOptions(checkpoint=str(work / f"chk_{name}"), max_files_per_trigger=per_batch)
             results[label] = _timed(
-                lambda o=options, n=name: tokenize_table(spark, str(landing), str(work / n), COLUMNS, o)
+                lambda s=stream, n=name: tokenize_stream(
+                    spark, str(landing), str(work / n), COLUMNS, TokenizeOptions(**codec), stream=s
+                )
             )
         print(f"{total:,} rows in {args.files} files, local[2], PySpark {spark.version}")
         print("| run | seconds | rows/s | vs batch job |\n|---|---|---|---|")
@@ -98,8 +100,10 @@ def main(argv: list[str] | None = None) -> int:
 
         feed = work / "feed"
         _land(feed, 0, args.rows, seed=11)
-        options = TokenizeOptions(**codec, stream=True, checkpoint=str(work / "chk_continuous"), trigger=args.interval)
-        query = start_stream(spark, str(feed), str(work / "continuous"), COLUMNS, options)
+        stream = StreamOptions(checkpoint=str(work / "chk_continuous"), trigger=args.interval)
+        query = start_stream(
+            spark, str(feed), str(work / "continuous"), COLUMNS, TokenizeOptions(**codec), stream=stream
+        )
         try:
             query.processAllAvailable()
             landed_at = 0.0

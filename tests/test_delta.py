@@ -111,7 +111,7 @@ def test_a_schema_mismatch_on_append_is_refused(spark: SparkSession, tmp_path: P
 
 def test_partitioned_tables_round_trip(spark: SparkSession, tmp_path: Path) -> None:
     path = str(tmp_path / "ratings")
-    write_delta(_ratings(spark), path, {"userId": CODEC}, partition_by=["part"])
+    write_delta(_ratings(spark), path, {"userId": CODEC}, options=WriteOptions(partition_by=["part"]))
     table = DeltaTable(path)
     assert table.metadata().partition_columns == ["part"]
     if int(pa.__version__.split(".")[0]) >= 21:  # delta-rs reads partitioned tables with pyarrow >= 21

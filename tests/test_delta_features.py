@@ -72,7 +72,10 @@ def test_partition_and_deletion_reads_plan_the_same_for_one_file_or_many(spark: 
         path = str(tmp_path / f"t{parts}")
         df = spark.range(400).select(F.col("id").alias("userId"), (F.col("id") % parts).cast("int").alias("part"))
         write_delta(
-            df.withColumn("userId_mlt", mlt_encode("userId", CODEC)), path, {"userId": CODEC}, partition_by=["part"]
+            df.withColumn("userId_mlt", mlt_encode("userId", CODEC)),
+            path,
+            {"userId": CODEC},
+            options=WriteOptions(partition_by=["part"]),
         )
         read = read_delta(spark, path)
         assert read.count() == 400
@@ -327,7 +330,7 @@ def test_a_new_table_delta_rs_would_create_wrongly_is_refused_before_any_data_mo
         write_delta(ntz, str(tmp_path / "a"))
     assert raised.value.feature == "timestampNtz"
     mapped = spark.sql("SELECT 1 AS id, TIMESTAMP_NTZ'2024-01-01 00:00:00' AS t")
-    options = WriteOptions(properties={"delta.columnMapping.mode": "name"})
+    options = WriteOptions(properties={"delta.columnMapping.mode": "name"}, partition_by=["part"])
     with pytest.raises(TableFeatureError, match=r"column mapping and other table features") as raised:
         write_delta(mapped, str(tmp_path / "b"), options=options)
     assert raised.value.feature == "columnMapping"
@@ -343,13 +346,13 @@ def test_a_new_column_mapped_table_gets_its_files_and_statistics_under_physical_
     df = spark.range(6).select(
         F.col("id"), (F.col("id") % 2).cast("int").alias("part"), F.struct(F.col("id").alias("v")).alias("s")
     )
-    options = WriteOptions(properties={"delta.columnMapping.mode": "name"})
+    options = WriteOptions(properties={"delta.columnMapping.mode": "name"}, partition_by=["part"])
     if not delta_rs_creates_column_mapping():  # deltalake 1.6.3
         with pytest.raises(TableFeatureError, match="cannot create a table with column mapping"):
-            write_delta(df, path, partition_by=["part"], options=options)
+            write_delta(df, path, options=options)
         assert list(Path(path).glob("**/*")) == []  # deltalake leaves its empty folder, nothing in it
         return
-    write_delta(df, path, partition_by=["part"], options=options)
+    write_delta(df, path, options=options)
     assert sorted(read_delta(spark, path).collect()) == sorted(df.collect())
     layout = json.loads(DeltaTable(path).schema().to_json())
     physical = {f["name"]: f["metadata"]["delta.columnMapping.physicalName"] for f in layout["fields"]}

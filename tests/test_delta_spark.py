@@ -32,7 +32,14 @@ from pyspark.sql.types import IntegerType, StructField, StructType
 from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt import MLTError
-from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
+from spark_mlt.batch import (
+    DecodeOptions,
+    StreamOptions,
+    TokenizeOptions,
+    decode_table,
+    tokenize_stream,
+    tokenize_table,
+)
 from spark_mlt.batch.cli import run
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.tokenize import tokenize_frame
@@ -105,7 +112,7 @@ def test_a_new_table_gets_its_codecs_in_version_0_and_its_rows_in_version_1(
     """The codecs are in the table before its first tokens, and Delta wrote both commits."""
     path = str(tmp_path / "ratings")
     df = _ratings(spark)
-    result = write_delta(df, path, {"userId": CODEC}, partition_by=["part"])
+    result = write_delta(df, path, {"userId": CODEC}, options=WriteOptions(partition_by=["part"]))
     assert (result.backend, result.version, result.rows) == ("delta-spark", 1, 20)
     first = DeltaTable(path, version=0)
     assert first.metadata().configuration["mlt.codec.userId"] == CODEC.to_json()
@@ -259,7 +266,7 @@ def test_tokenize_with_quarantine_and_a_vocabulary_then_decode_inspect_vacuum(
 def test_a_catalog_table_is_created_with_its_properties_and_read_by_name(spark: SparkSession, database: str) -> None:
     name = _table_name()
     df = _ratings(spark)
-    result = write_delta(df, name, {"userId": CODEC}, partition_by=["part"])
+    result = write_delta(df, name, {"userId": CODEC}, options=WriteOptions(partition_by=["part"]))
     assert (result.backend, result.version) == ("delta-spark", 1)
     detail = spark.sql(f"DESCRIBE DETAIL {name}").first()
     assert detail is not None
@@ -522,17 +529,17 @@ def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_throug
     already holds is skipped by Delta itself."""
     source, output = str(tmp_path / "orders"), str(tmp_path / "orders_mlt")
     _ratings(spark, 0, 10).drop("userId_mlt").write.format("delta").save(source)
-    options = TokenizeOptions(stream=True, checkpoint=str(tmp_path / "chk"), input_format="delta", p=13, n=3)
-    first = tokenize_table(spark, source, output, ["userId"], options)
+    options = TokenizeOptions(input_format="delta", p=13, n=3)
+    stream = StreamOptions(checkpoint=str(tmp_path / "chk"))
+    first = tokenize_stream(spark, source, output, ["userId"], options, stream=stream)
     assert first.write is not None
     assert (first.rows_out, first.write.backend) == (10, "delta-spark")
     _ratings(spark, 10, 5).drop("userId_mlt").write.format("delta").mode("append").save(source)
-    second = tokenize_table(spark, source, output, ["userId"], options)
+    second = tokenize_stream(spark, source, output, ["userId"], options, stream=stream)
     assert second.rows_out == 5
     assert spark.read.format("delta").load(output).count() == 15
     (stream,) = inspect_table(output)["streams"]
     replay = tokenize_frame(
-        spark,
         _ratings(spark, 10, 5).drop("userId_mlt"),
         output,
         ["userId"],
@@ -547,8 +554,9 @@ def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_throug
     # a Delta table in the catalog, by its name
     name = _table_name()
     _ratings(spark, 100, 4).drop("userId_mlt").write.format("delta").saveAsTable(name)
-    by_name = dataclasses.replace(options, input_format="table", checkpoint=str(tmp_path / "chk_named"))
-    named = tokenize_table(spark, name, str(tmp_path / "named_mlt"), ["userId"], by_name)
+    by_name = dataclasses.replace(options, input_format="table")
+    named_stream = StreamOptions(checkpoint=str(tmp_path / "chk_named"))
+    named = tokenize_stream(spark, name, str(tmp_path / "named_mlt"), ["userId"], by_name, stream=named_stream)
     assert named.rows_out == 4
 
 
@@ -619,8 +627,9 @@ def test_a_stream_started_with_or_without_deltas_jars_refuses_to_switch(spark: S
     without them (source versions), and the other way round; it keeps running as it started."""
     source = str(tmp_path / "orders")
     _ratings(spark, 0, 10).drop("userId_mlt").write.format("delta").save(source)
-    with_jars = TokenizeOptions(stream=True, checkpoint=str(tmp_path / "chk_jars"), input_format="delta", p=13, n=3)
-    assert tokenize_table(spark, source, str(tmp_path / "a"), ["userId"], with_jars).rows_out == 10
+    options = TokenizeOptions(input_format="delta", p=13, n=3)
+    with_jars = StreamOptions(checkpoint=str(tmp_path / "chk_jars"))
+    assert tokenize_stream(spark, source, str(tmp_path / "a"), ["userId"], options, stream=with_jars).rows_out == 10
     refused = _jar_free_stream(source, str(tmp_path / "a"), str(tmp_path / "chk_jars"))
     assert refused.returncode != 0
     assert "was written by Spark's streaming query" in refused.stderr
@@ -628,10 +637,10 @@ def test_a_stream_started_with_or_without_deltas_jars_refuses_to_switch(spark: S
 
     started = _jar_free_stream(source, str(tmp_path / "b"), str(tmp_path / "chk_free"))
     assert started.returncode == 0, started.stderr[-2000:]
-    without = dataclasses.replace(with_jars, checkpoint=str(tmp_path / "chk_free"))
+    without = StreamOptions(checkpoint=str(tmp_path / "chk_free"))
     with pytest.raises(MLTError, match="Run the stream without Delta's jars"):
-        tokenize_table(spark, source, str(tmp_path / "b"), ["userId"], without)
+        tokenize_stream(spark, source, str(tmp_path / "b"), ["userId"], options, stream=without)
     _ratings(spark, 10, 5).drop("userId_mlt").write.format("delta").mode("append").save(source)
-    assert tokenize_table(spark, source, str(tmp_path / "a"), ["userId"], with_jars).rows_out == 5
+    assert tokenize_stream(spark, source, str(tmp_path / "a"), ["userId"], options, stream=with_jars).rows_out == 5
     for output, rows in (("a", 15), ("b", 10)):  # the refused runs wrote nothing
         assert spark.read.format("delta").load(str(tmp_path / output)).count() == rows

@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import uuid
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from spark_mlt import CodecParameterError, MLTCodec, MLTError
 from spark_mlt.batch import (
@@ -29,6 +31,8 @@ from spark_mlt.batch import (
     unpack_token_columns,
 )
 from spark_mlt.batch.cli import _names, main
+from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.options import HandleInvalid
 from spark_mlt.storage import read_codecs, read_delta
 from tests.support.delta_opens import count_delta_opens
 
@@ -304,6 +308,31 @@ def test_skip_drops_invalid_rows_and_counts_them(spark: SparkSession, tmp_path: 
     assert sorted(r.note for r in read_delta(spark, output).collect()) == ["a", "c"]  # a null id is no invalid id
     assert not Path(f"{output}_quarantine").exists()
     assert DeltaTable(output).history(1)[0]["spark_mlt.handle_invalid"] == "skip"
+
+
+@pytest.mark.parametrize("handle_invalid", ["error", "null", "skip", "quarantine"])
+def test_each_handle_invalid_reads_each_input_row_once(
+    spark: SparkSession, tmp_path: Path, handle_invalid: HandleInvalid
+) -> None:
+    """One pass: the job computes each input row once, whatever ``handle_invalid`` says, also
+    where it both writes the valid rows and counts (``skip``) or quarantines the invalid ones
+    (which used to compute the tokens twice). A Python UDF in the input logs each row it
+    computes."""
+    log = tmp_path / "computed"
+    log.mkdir()
+
+    def computed(value: int) -> int:
+        (log / f"{value}-{os.getpid()}-{uuid.uuid4().hex}").touch()  # one file per computation
+        return value
+
+    logged = F.udf(computed, "bigint", useArrow=False).asNondeterministic()
+    ids = [1, 2, 3, 4, 5, 6] if handle_invalid == "error" else [1, 2, 3, 4, 5, 10**12]
+    df = spark.createDataFrame([(i,) for i in ids], "customer_id bigint").repartition(2)
+    df = df.select(logged("customer_id").alias("customer_id"))
+    options = TokenizeOptions(p=13, n=3, handle_invalid=handle_invalid)
+    report = tokenize_frame(df, str(tmp_path / "out"), ["customer_id"], options, snapshot=None)
+    assert report.rows_in == len(ids)
+    assert sorted(int(name.name.split("-")[0]) for name in log.iterdir()) == sorted(ids)
 
 
 def test_the_release_is_recorded_in_the_commit(spark: SparkSession, tmp_path: Path) -> None:

@@ -217,8 +217,7 @@ def test_v2_pages_of_every_column_type_read_back_the_same_in_spark_and_delta_rs(
         df.repartition(2),
         str(path),
         {"userId": CODEC},
-        partition_by=["part"],
-        options=WriteOptions(parquet_options=token_write_options(df, ["userId_mlt"])),
+        options=WriteOptions(partition_by=["part"], parquet_options=token_write_options(df, ["userId_mlt"])),
     )
     expected = sorted(tuple(r) for r in df.collect())
     assert sorted(tuple(r) for r in read_delta(spark, str(path)).select(*df.columns).collect()) == expected

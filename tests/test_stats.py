@@ -231,13 +231,18 @@ def _write_jar_free(spark: SparkSession, case: Case, path: str) -> None:
     write's properties), the rest appends (its settings from the table)."""
     df = case_frame(spark, case)
     half = max(1, len(case.rows) // 2)
-    options = WriteOptions(backend="delta-rs", properties=case.properties, parquet_options=parquet_options(case))
+    options = WriteOptions(
+        backend="delta-rs",
+        properties=case.properties,
+        partition_by=case.partition_by,
+        parquet_options=parquet_options(case),
+    )
     with session_conf(spark, write_conf(case)):
         for mode, rows in (("error", case.rows[:half]), ("append", case.rows[half:])):
             if rows:
                 part = spark.createDataFrame(rows, case.schema).repartition(case.files)
                 try:
-                    write_delta(part, path, {}, mode=mode, partition_by=case.partition_by, options=options)
+                    write_delta(part, path, {}, mode=mode, options=options)
                 except Exception as error:
                     error.add_note(f"writing {case.describe()}")
                     raise

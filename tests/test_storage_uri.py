@@ -18,6 +18,7 @@ from spark_mlt.column import mlt_encode
 from spark_mlt.storage import (
     TABLE_FORMAT_VERSION,
     MissingTableError,
+    WriteOptions,
     orphan_files,
     read_codecs,
     read_delta,
@@ -48,7 +49,7 @@ def test_a_table_at_a_file_uri_is_written_appended_read_and_vacuumed(
     """Pins the pyarrow.fs route: every storage operation works on a ``file://`` URI."""
     uri = (tmp_path / "ratings").as_uri()
     assert uri.startswith("file:///")
-    write_delta(_ratings(spark, 0, 100), uri, {"userId": CODEC}, partition_by=partition_by)
+    write_delta(_ratings(spark, 0, 100), uri, {"userId": CODEC}, options=WriteOptions(partition_by=partition_by))
     result = write_delta(_ratings(spark, 100, 50), uri, {"userId": CODEC}, mode="append")
     assert (result.path, result.version, result.rows) == (uri, 2, 50)
     assertDataFrameEqual(read_delta(spark, uri), _ratings(spark, 0, 150))

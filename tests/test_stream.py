@@ -19,10 +19,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTError, SourceError
-from spark_mlt.batch import TokenizeOptions, inspect_table, tokenize_table
+from spark_mlt.batch import StreamOptions, TokenizeOptions, inspect_table
 from spark_mlt.batch.cli import main
+from spark_mlt.batch.options import trigger_seconds
 from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream
+from spark_mlt.batch.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream, tokenize_stream
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 from tests.support import s3 as local_s3
@@ -35,10 +36,12 @@ def _land(folder: Path, name: str, ids: list[int | None], skus: list[str]) -> No
     pq.write_table(table, folder / f"{name}.parquet")
 
 
-def _stream(tmp_path: Path, **kwargs: object) -> TokenizeOptions:
-    return TokenizeOptions(
-        stream=True, checkpoint=str(tmp_path / "checkpoint"), p=13, n=3, handle_invalid="quarantine", **kwargs
-    )
+#: how each batch of the tests' streams is tokenized
+BATCH = TokenizeOptions(p=13, n=3, handle_invalid="quarantine")
+
+
+def _stream(tmp_path: Path, **kwargs: object) -> StreamOptions:
+    return StreamOptions(checkpoint=str(tmp_path / "checkpoint"), **kwargs)  # type: ignore[arg-type]
 
 
 def _ids(spark: SparkSession, path: Path, column: str = "customer_id") -> list[int]:
@@ -51,13 +54,13 @@ def test_available_now_tokenizes_each_new_file_once_across_runs(spark: SparkSess
     in the quarantine once; string keys keep their ids across batches."""
     landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
     _land(landing, "a", [1, 2, 3], ["x", "y", "x"])
-    first = tokenize_table(spark, str(landing), str(output), ["customer_id", "sku"], _stream(tmp_path))
+    first = tokenize_stream(spark, str(landing), str(output), ["customer_id", "sku"], BATCH, stream=_stream(tmp_path))
     assert (first.rows_out, first.rows_rejected) == (3, 0)
-    again = tokenize_table(spark, str(landing), str(output), ["customer_id", "sku"], _stream(tmp_path))
+    again = tokenize_stream(spark, str(landing), str(output), ["customer_id", "sku"], BATCH, stream=_stream(tmp_path))
     assert again.rows_in == 0  # nothing new: no batch
     _land(landing, "b", [4, 5_000, None], ["z", "x", "y"])
     _land(landing, "c", [6], ["y"])
-    second = tokenize_table(spark, str(landing), str(output), ["customer_id", "sku"], _stream(tmp_path))
+    second = tokenize_stream(spark, str(landing), str(output), ["customer_id", "sku"], BATCH, stream=_stream(tmp_path))
     assert (second.rows_out, second.rows_rejected) == (3, 1)
     decoded = read_delta(spark, str(output)).select("customer_id").collect()
     assert sorted(r[0] for r in decoded if r[0] is not None) == [1, 2, 3, 4, 6]
@@ -83,9 +86,7 @@ def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSessio
     def batch(batch_id: int) -> JobReport:
         snapshot = read_snapshot(str(output)) if output.exists() else None
         transaction = AppTransaction("spark-mlt-stream:w", batch_id)
-        return tokenize_frame(
-            spark, df, str(output), ["customer_id"], options, snapshot=snapshot, transaction=transaction
-        )
+        return tokenize_frame(df, str(output), ["customer_id"], options, snapshot=snapshot, transaction=transaction)
 
     first = batch(0)
     assert (first.rows_out, first.rows_rejected) == (1, 1)
@@ -103,30 +104,61 @@ def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSessio
 def test_a_checkpoint_of_another_table_or_columns_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     landing = tmp_path / "landing"
     _land(landing, "a", [1], ["x"])
-    tokenize_table(spark, str(landing), str(tmp_path / "one"), ["customer_id"], _stream(tmp_path))
+    tokenize_stream(spark, str(landing), str(tmp_path / "one"), ["customer_id"], BATCH, stream=_stream(tmp_path))
     assert (tmp_path / "checkpoint" / CHECKPOINT_MARKER).is_file()
     with pytest.raises(MLTError, match=r"belongs to the stream into .*one"):
-        tokenize_table(spark, str(landing), str(tmp_path / "two"), ["customer_id"], _stream(tmp_path))
+        tokenize_stream(spark, str(landing), str(tmp_path / "two"), ["customer_id"], BATCH, stream=_stream(tmp_path))
     shutil.rmtree(tmp_path / "one")  # the table replaced, with another codec
     other = spark.createDataFrame([(1,)], "customer_id bigint")
     write_delta(other.withColumn("customer_id_mlt", F.lit(0)), str(tmp_path / "one"), {"customer_id": OTHER})
     with pytest.raises(MLTError, match=r"other codecs for \['customer_id'\]"):
-        tokenize_table(spark, str(landing), str(tmp_path / "one"), ["customer_id"], _stream(tmp_path))
+        tokenize_stream(spark, str(landing), str(tmp_path / "one"), ["customer_id"], BATCH, stream=_stream(tmp_path))
 
 
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"stream": True}, "a stream needs a checkpoint folder"),
-        ({"checkpoint": "c"}, "checkpoint is a stream's option"),
-        ({"stream": True, "checkpoint": "c", "run_id": "r"}, "run_id: a stream's batches are idempotent"),
-        ({"stream": True, "checkpoint": "c", "mode": "overwrite"}, "a stream appends"),
-        ({"stream": True, "checkpoint": "c", "trigger": "soon"}, "trigger must be 'available-now' or an interval"),
+        ({"checkpoint": ""}, "a stream needs a checkpoint folder"),
+        ({"checkpoint": "c", "trigger": "soon"}, "trigger must be 'available-now' or an interval"),
+        ({"checkpoint": "c", "max_files_per_trigger": 0}, "max_files_per_trigger must be a positive"),
     ],
 )
 def test_stream_options_are_checked_when_built(options: dict[str, object], message: str) -> None:
     with pytest.raises(MLTError, match=message):
-        TokenizeOptions(**options)  # type: ignore[arg-type]
+        StreamOptions(**options)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"run_id": "r"}, "run_id: a stream's batches are idempotent"),
+        ({"dry_run": True}, "dry_run: a stream's batches are idempotent"),
+        ({"mode": "overwrite"}, "a stream appends"),
+    ],
+)
+def test_a_stream_refuses_batch_settings_before_it_starts(
+    spark: SparkSession, tmp_path: Path, options: dict[str, object], message: str
+) -> None:
+    with pytest.raises(MLTError, match=message):
+        tokenize_stream(
+            spark,
+            str(tmp_path / "landing"),
+            str(tmp_path / "out"),
+            ["customer_id"],
+            TokenizeOptions(**options),  # type: ignore[arg-type]
+            stream=_stream(tmp_path),
+        )
+    assert not (tmp_path / "checkpoint").exists()
+
+
+def test_a_trigger_is_parsed_in_one_place() -> None:
+    """Every unit the options accept has its seconds; available-now has none."""
+    assert trigger_seconds("available-now") is None
+    assert StreamOptions(checkpoint="c").interval is None
+    cases = {"500 ms": 0.5, "2 milliseconds": 0.002, "30 seconds": 30, "1 s": 1, "2 min": 120, "1.5 hours": 5400}
+    for trigger, seconds in cases.items():
+        assert trigger_seconds(trigger) == pytest.approx(seconds)
+        assert StreamOptions(checkpoint="c", trigger=trigger).interval == pytest.approx(seconds)
 
 
 STREAM_JOBS = Path(__file__).parent / "support" / "stream_jobs.py"
@@ -204,24 +236,24 @@ def test_without_delta_jars_a_stream_follows_a_delta_table_version_by_version(
     source, output = tmp_path / "orders", tmp_path / "orders_mlt"
     _append_source(spark, source, [1, 2])
     _append_source(spark, source, [3])
-    options = _stream(tmp_path, input_format="delta")
-    first = tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    options, stream = dataclasses.replace(BATCH, input_format="delta"), _stream(tmp_path)
+    first = tokenize_stream(spark, str(source), str(output), ["customer_id"], options, stream=stream)
     assert first.rows_out == 3
     _append_source(spark, source, [4, 5])
     _append_source(spark, source, [6])
-    second = tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    second = tokenize_stream(spark, str(source), str(output), ["customer_id"], options, stream=stream)
     assert second.rows_out == 3
     assert _ids(spark, output) == [1, 2, 3, 4, 5, 6]
     marker = tmp_path / "checkpoint" / CHECKPOINT_MARKER
     state = json.loads(marker.read_text())
     marker.write_text(json.dumps({**state, "source_version": state["source_version"] - 1}))  # as if it died
-    replay = tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    replay = tokenize_stream(spark, str(source), str(output), ["customer_id"], options, stream=stream)
     assert replay.write is not None
     assert replay.write.skipped
     assert _ids(spark, output) == [1, 2, 3, 4, 5, 6]
     DeltaTable(str(source)).delete("customer_id = 1")
     with pytest.raises(SourceError, match="changes or removes existing rows"):
-        tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+        tokenize_stream(spark, str(source), str(output), ["customer_id"], options, stream=stream)
 
 
 def test_a_checkpoint_refuses_the_loop_that_did_not_write_it(spark: SparkSession, tmp_path: Path) -> None:
@@ -230,8 +262,8 @@ def test_a_checkpoint_refuses_the_loop_that_did_not_write_it(spark: SparkSession
     refused, whichever came first, naming the way forward."""
     source, output = tmp_path / "orders", tmp_path / "orders_mlt"
     _append_source(spark, source, [1, 2])
-    options = _stream(tmp_path, input_format="delta")
-    tokenize_table(spark, str(source), str(output), ["customer_id"], options)
+    options = dataclasses.replace(BATCH, input_format="delta")
+    tokenize_stream(spark, str(source), str(output), ["customer_id"], options, stream=_stream(tmp_path))
     marker = json.loads((tmp_path / "checkpoint" / CHECKPOINT_MARKER).read_text())
     assert marker["loop"] == "delta-versions"
     with pytest.raises(
@@ -243,7 +275,9 @@ def test_a_checkpoint_refuses_the_loop_that_did_not_write_it(spark: SparkSession
     with pytest.raises(
         MLTError, match=r"written by Spark's streaming query.* Run the stream with Delta's jars"
     ) as raised:
-        tokenize_table(spark, str(source), str(output), ["customer_id"], dataclasses.replace(options, checkpoint=other))
+        tokenize_stream(
+            spark, str(source), str(output), ["customer_id"], options, stream=StreamOptions(checkpoint=other)
+        )
     assert raised.value.parameter == "checkpoint"
     assert _ids(spark, output) == [1, 2]  # nothing written by the refused run
 
@@ -252,8 +286,8 @@ def test_a_checkpoint_refuses_the_loop_that_did_not_write_it(spark: SparkSession
 def test_a_continuous_stream_tokenizes_files_as_they_land_until_stopped(spark: SparkSession, tmp_path: Path) -> None:
     landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
     _land(landing, "a", [1, 2], ["x", "y"])
-    options = _stream(tmp_path, trigger="1 second")
-    query = start_stream(spark, str(landing), str(output), ["customer_id"], options)
+    stream = _stream(tmp_path, trigger="1 second")
+    query = start_stream(spark, str(landing), str(output), ["customer_id"], BATCH, stream=stream)
     try:
         query.processAllAvailable()
         assert _ids(spark, output) == [1, 2]
@@ -278,6 +312,11 @@ def test_the_cli_streams_with_a_checkpoint(
     assert main(argv) == 0
     assert "spark-mlt tokenize: rows in 1, out 1, rejected 0" in capsys.readouterr().out
     assert main([*argv, "--run-id", "x"]) == 2  # a usage error: the stream's batches are its idempotency keys
+    capsys.readouterr()
+    assert main(["tokenize", *argv[2:]]) == 2  # a stream's option without --stream
+    assert "--checkpoint is an option of --stream: pass --stream too" in capsys.readouterr().err
+    assert main(["tokenize", *argv[4:], "--mode", "append", "--run-id", "x"]) == 0  # without them: a batch run
+    assert "spark-mlt tokenize: rows in 3, out 3, rejected 0" in capsys.readouterr().out
 
 
 @pytest.mark.compat  # the streaming API and foreachBatch differ between lines
@@ -287,13 +326,12 @@ def test_a_stream_writes_its_table_and_checkpoint_on_s3(
     bucket, storage = s3.bucket("stream"), local_s3.storage_options()
     landing, output = tmp_path / "landing", f"s3://{bucket}/orders_mlt"
     _land(landing, "a", [1, 2, 9_999], ["x", "y", "x"])
-    options = TokenizeOptions(
-        stream=True, checkpoint=f"s3://{bucket}/chk", p=13, n=3, handle_invalid="quarantine", storage_options=storage
-    )
-    first = tokenize_table(spark, str(landing), output, ["customer_id", "sku"], options)
+    options = dataclasses.replace(BATCH, storage_options=storage)
+    stream = StreamOptions(checkpoint=f"s3://{bucket}/chk")
+    first = tokenize_stream(spark, str(landing), output, ["customer_id", "sku"], options, stream=stream)
     assert (first.rows_out, first.rows_rejected) == (2, 1)
     _land(landing, "b", [3], ["z"])
-    second = tokenize_table(spark, str(landing), output, ["customer_id", "sku"], options)
+    second = tokenize_stream(spark, str(landing), output, ["customer_id", "sku"], options, stream=stream)
     assert (second.rows_out, second.rows_rejected) == (1, 0)
     rows = read_delta(spark, output, storage_options=storage).select("customer_id").collect()
     assert sorted(r[0] for r in rows) == [1, 2, 3]

@@ -4,12 +4,15 @@ One module per role:
 
 * ``options``: the jobs' typed options
   ([`TokenizeOptions`][spark_mlt.batch.options.TokenizeOptions],
+  [`StreamOptions`][spark_mlt.batch.options.StreamOptions],
   [`MovieLensOptions`][spark_mlt.batch.options.MovieLensOptions],
   [`DecodeOptions`][spark_mlt.batch.options.DecodeOptions]), checked when built; each field's help
   is in its metadata.
 * ``report``: [`JobReport`][spark_mlt.batch.report.JobReport], what a run did, and its phase timings.
 * ``tokenize``: [`tokenize_dataframe`][spark_mlt.batch.tokenize.tokenize_dataframe],
   [`tokenize_table`][spark_mlt.batch.tokenize.tokenize_table] and the token layouts.
+* ``stream``: [`tokenize_stream`][spark_mlt.batch.stream.tokenize_stream], the same work on the
+  input's new rows as they land; it builds on ``tokenize`` (never the other way round).
 * ``movielens``: the MovieLens releases, the synthetic generator,
   [`tokenize_movielens`][spark_mlt.batch.movielens.tokenize_movielens].
 * ``decode``: [`decode_table`][spark_mlt.batch.decode.decode_table],
@@ -43,11 +46,12 @@ from spark_mlt.batch.movielens import (
     read_ratings,
     tokenize_movielens,
 )
-from spark_mlt.batch.options import DecodeOptions, JobOptions, MovieLensOptions, TokenizeOptions
+from spark_mlt.batch.options import DecodeOptions, JobOptions, MovieLensOptions, StreamOptions, TokenizeOptions
 from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session, local_session
-from spark_mlt.batch.tokenize import tokenize_dataframe, tokenize_table
+from spark_mlt.batch.stream import tokenize_stream
+from spark_mlt.batch.tokenize import split_invalid, tokenize_dataframe, tokenize_table
 from spark_mlt.options import TOKEN_SUFFIX
 
 __all__ = [
@@ -57,6 +61,7 @@ __all__ = [
     "JobReport",
     "MovieLensOptions",
     "MovieLensRelease",
+    "StreamOptions",
     "TokenizeOptions",
     "decode_table",
     "detect_release",
@@ -66,8 +71,10 @@ __all__ = [
     "local_session",
     "read_ratings",
     "reproduce_paper",
+    "split_invalid",
     "tokenize_dataframe",
     "tokenize_movielens",
+    "tokenize_stream",
     "tokenize_table",
     "unpack_token_columns",
 ]

@@ -56,10 +56,11 @@ from spark_mlt import __version__
 from spark_mlt.batch.decode import decode_table
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.movielens import tokenize_movielens
-from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, TokenizeOptions
+from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, StreamOptions, TokenizeOptions
 from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
+from spark_mlt.batch.stream import check_stream_job, tokenize_stream
 from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.jvm import JVM_EXTENSION, jvm_jar
@@ -75,6 +76,7 @@ __all__ = [
     "EXIT_USAGE",
     "JOBS",
     "Job",
+    "JobForm",
     "OptionsError",
     "UsageError",
     "add_flags",
@@ -183,6 +185,31 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_MISMATCH, EXIT_INTERRUPTED = 0, 1, 2, 3,
 
 
 @dataclass(frozen=True)
+class JobForm:
+    """Another form of a job that one flag picks at the job's boundary: ``spark-mlt tokenize
+    --stream`` runs ``run(spark, <arguments>, options, <name>=<its options>)`` instead of the
+    job's function, so the job's own path never sees these options.
+
+    Attributes:
+        name: the flag that picks the form (``stream``), and the keyword of its options.
+        run: the form's function.
+        options: the form's own options dataclass, whose fields are flags of the command too.
+        help: the flag's help.
+        check: refuses job options the form cannot take, before Spark starts.
+    """
+
+    name: str
+    run: Callable[..., Any]
+    options: type[Any]
+    help: str
+    check: Callable[[Any], None] | None = None
+
+    def flags(self) -> list[Flag]:
+        """Its flags: the one that picks it, then its options' (valid with that flag only)."""
+        return [Flag(self.name, bool, self.help), *option_flags(self.options)]
+
+
+@dataclass(frozen=True)
 class Job:
     """A job command: its function, options class, and the help of the function's arguments.
 
@@ -194,6 +221,7 @@ class Job:
         help: the command's one-line help.
         examples: command lines shown in its ``--help``.
         spark: whether ``run`` takes the Spark session first.
+        form: another form of the job that a flag picks, if it has one.
     """
 
     run: Callable[..., Any]
@@ -202,15 +230,21 @@ class Job:
     help: str
     examples: tuple[str, ...] = ()
     spark: bool = True
+    form: JobForm | None = None
 
-    def flags(self) -> list[Flag]:
-        """Its flags: the job function's arguments (typed by its signature), then the options."""
+    def own_flags(self) -> list[Flag]:
+        """The flags of its own form: the job function's arguments (typed by its signature),
+        then the options."""
         signature = inspect.signature(self.run, eval_str=True)
         arguments = [
             Flag(name, signature.parameters[name].annotation, text, required=True)
             for name, text in self.arguments.items()
         ]
         return arguments + option_flags(self.options)
+
+    def flags(self) -> list[Flag]:
+        """All its flags: its own form's, then the other form's."""
+        return self.own_flags() + (self.form.flags() if self.form is not None else [])
 
 
 JOBS: dict[str, Job] = {
@@ -239,6 +273,16 @@ JOBS: dict[str, Job] = {
             "spark-mlt tokenize --input sales.orders --input-format table --columns customer_id "
             "--output out/orders_mlt --mode append --run-id 2026-11-26 --handle-invalid quarantine",
             "spark-mlt tokenize --config conf/warehouse_table.yaml --dry-run",
+            "spark-mlt tokenize --input landing/orders --columns customer_id --output out/orders_mlt "
+            "--stream --checkpoint chk/orders --trigger '30 seconds'",
+        ),
+        form=JobForm(
+            "stream",
+            tokenize_stream,
+            StreamOptions,
+            "tokenize the input's new files (or a Delta table's new commits) as they land, each row exactly "
+            "once (Structured Streaming; needs --checkpoint; appends)",
+            check_stream_job,
         ),
     ),
     "decode": Job(
@@ -311,7 +355,6 @@ def _add_verbosity(command: argparse.ArgumentParser) -> None:
 def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
     """The argument parser of the ``spark-mlt`` command. A job argument that ``config`` (a conf
     file's options) gives is not required on the command line."""
-    given = set(config or {})
     parser = argparse.ArgumentParser(
         prog="spark-mlt",
         description=_DESCRIPTION,
@@ -320,35 +363,52 @@ def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentPa
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="<command>")
-    formatter = argparse.RawDescriptionHelpFormatter
     for name, job in JOBS.items():
-        command = sub.add_parser(
-            name,
-            help=job.help,
-            description=job.help,
-            epilog=_epilog(job.examples),
-            formatter_class=formatter,
-        )
-        required = command.add_argument_group("required")
-        add_flags(command, job.flags(), required=required, given=given)
-        run_group = command.add_argument_group("how to run")
-        run_group.add_argument("--config", help="YAML or JSON file of options, keys as the flags (flags override it)")
-        run_group.add_argument("--master", default=None, help="Spark master (default: local[2], with local defaults)")
-        run_group.add_argument(
-            "--conf",
-            action="append",
-            metavar="KEY=VALUE",
-            help="a Spark setting for the session this command starts (repeatable); wins over the defaults",
-        )
-        _add_verbosity(command)
+        _add_job_command(sub, name, job, set(config or {}))
+    _add_table_commands(sub)
+    _add_jar_command(sub)
+    return parser
 
+
+def _add_command(sub: Any, name: str, help_: str, examples: Iterable[str]) -> argparse.ArgumentParser:
+    command: argparse.ArgumentParser = sub.add_parser(
+        name,
+        help=help_,
+        description=help_,
+        epilog=_epilog(examples),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    return command
+
+
+def _add_job_command(sub: Any, name: str, job: Job, given: set[str]) -> None:
+    """A job's command: its arguments and options as flags, its other form's in their own group,
+    and how to run it."""
+    command = _add_command(sub, name, job.help, job.examples)
+    required = command.add_argument_group("required")
+    add_flags(command, job.own_flags(), required=required, given=given)
+    if job.form is not None:
+        form = job.form
+        add_flags(command.add_argument_group(f"{form.name} (with {flag_of(form.name)})"), form.flags())
+    run_group = command.add_argument_group("how to run")
+    run_group.add_argument("--config", help="YAML or JSON file of options, keys as the flags (flags override it)")
+    run_group.add_argument("--master", default=None, help="Spark master (default: local[2], with local defaults)")
+    run_group.add_argument(
+        "--conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session this command starts (repeatable); wins over the defaults",
+    )
+    _add_verbosity(command)
+
+
+def _add_table_commands(sub: Any) -> None:
+    """``inspect`` and ``vacuum``: a table's path or name, and its store's settings."""
     for name, help_, examples in (
         ("inspect", "print a table's codecs, versions and row count (JSON)", _INSPECT_EXAMPLES),
         ("vacuum", "list (default) or delete orphan and expired files of a table", _VACUUM_EXAMPLES),
     ):
-        command = sub.add_parser(
-            name, help=help_, description=help_, epilog=_epilog(examples), formatter_class=formatter
-        )
+        command = _add_command(sub, name, help_, examples)
         command.add_argument_group("required").add_argument(
             "--input", required=True, help="Delta table path, or a catalog table's name (db.table)"
         )
@@ -363,10 +423,10 @@ def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentPa
         add_flags(command, [_STORAGE_FLAG])
         _add_verbosity(command)
 
+
+def _add_jar_command(sub: Any) -> None:
     help_ = "print the path of spark-mlt's jar (the JVM engine) for a Spark version, or how to load it"
-    command = sub.add_parser(
-        "jar", help=help_, description=help_, epilog=_epilog(_JAR_EXAMPLES), formatter_class=formatter
-    )
+    command = _add_command(sub, "jar", help_, _JAR_EXAMPLES)
     command.add_argument(
         "--spark-version", default=None, help="the cluster's Spark version (default: the installed PySpark's)"
     )
@@ -376,7 +436,6 @@ def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentPa
         help="print spark-submit arguments instead: --jars <jar> --conf spark.sql.extensions=...",
     )
     _add_verbosity(command)
-    return parser
 
 
 def command_parsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
@@ -491,28 +550,66 @@ def _check_input(job: Job, values: Mapping[str, Any]) -> None:
         raise SourceError(f"input {path!r} does not exist", parameter="input")
 
 
+def _build_options(options: type[Any], values: Mapping[str, Any]) -> Any:
+    """An options dataclass from the values of its fields (the options check them).
+
+    Raises:
+        UsageError: a field without a default is missing.
+        OptionsError: the options refused a value.
+    """
+    fields = dataclasses.fields(options)
+    missing = [
+        flag_of(f.name)
+        for f in fields
+        if f.name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    ]
+    if missing:
+        raise UsageError(f"missing required option(s) {', '.join(missing)}")
+    try:
+        return options(**{f.name: values[f.name] for f in fields if f.name in values})
+    except MLTError as exc:
+        raise OptionsError(str(exc)) from exc
+
+
+def _job_call(job: Job, values: Mapping[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
+    """The function that runs the job as the values ask, and its keyword arguments: the job's
+    function, or its other form's when the form's flag is given (the form's options are refused
+    without it)."""
+    arguments = {name: values[name] for name in job.arguments}
+    call = {**arguments, "options": _build_options(job.options, values)}
+    form = job.form
+    if form is None:
+        return job.run, call
+    if not values.get(form.name):
+        given = [f.name for f in dataclasses.fields(form.options) if f.name in values]
+        if given:
+            raise UsageError(f"{flag_of(given[0])} is an option of {flag_of(form.name)}: pass {flag_of(form.name)} too")
+        return job.run, call
+    if form.check is not None:
+        try:
+            form.check(call["options"])
+        except MLTError as exc:
+            raise OptionsError(str(exc)) from exc
+    return form.run, {**call, form.name: _build_options(form.options, values)}
+
+
 def _run_job(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     """Build the job's options from the flags and conf file (the options check them), check a
     local input exists, then start Spark and run the job."""
     job = JOBS[args.command]
     values = _values(job, args, config)
-    arguments = {name: values[name] for name in job.arguments}
-    fields = {f.name for f in dataclasses.fields(job.options)}
-    try:
-        options = job.options(**{name: value for name, value in values.items() if name in fields})
-    except MLTError as exc:
-        raise OptionsError(str(exc)) from exc
+    run, call = _job_call(job, values)
     _check_input(job, values)
     master = args.master or config.get("master")
     conf = {**_pairs("conf", config.get("conf") or {}, str), **_pairs("conf", args.conf or [], str)}
 
     def session() -> Any:  # a local session also gets the s3a settings of the storage options
-        settings = {**s3a_conf(getattr(options, "storage_options", None)), **conf}
+        settings = {**s3a_conf(getattr(call["options"], "storage_options", None)), **conf}
         return job_session(f"spark-mlt {args.command}", master=master, conf=settings, log_level=_spark_level(args))
 
     if not job.spark:
-        return _print_paper(job.run(**arguments, options=options, session=session))
-    return _print_report(args.command, job.run(session(), **arguments, options=options))
+        return _print_paper(run(**call, session=session))
+    return _print_report(args.command, run(session(), **call))
 
 
 def _catalog_session(args: argparse.Namespace, storage_options: Mapping[str, str]) -> Any:

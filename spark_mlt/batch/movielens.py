@@ -36,7 +36,7 @@ from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.batch.tokenize import fit_job_codecs, tokenize_dataframe, write_tokens
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.paper.data import LABEL_RULE_PROPERTY
-from spark_mlt.storage import TableSnapshot, snapshot_for_write
+from spark_mlt.storage import TableSnapshot, WriteOptions, snapshot_for_write
 
 __all__ = ["MovieLensRelease", "detect_release", "generate_synthetic", "read_ratings", "tokenize_movielens"]
 
@@ -175,11 +175,11 @@ def tokenize_movielens(
         report.dry_run = True
         return report
     with phase(report, "tokenize and write"):
-        tokens, _ = tokenize_dataframe(ratings, report.codecs, engine=opts.engine, layouts=report.layouts)
+        tokens = tokenize_dataframe(ratings, report.codecs, engine=opts.engine, layouts=report.layouts)
         info = {"spark_mlt.job": "movielens", "spark_mlt.input": input, "spark_mlt.release": release.name}
         info["spark_mlt.label_rule"] = opts.label_rule
-        rule = {LABEL_RULE_PROPERTY: opts.label_rule}
-        write_tokens(tokens, output, report, opts, snapshot=snapshot, commit_info=info, properties=rule)
+        write = WriteOptions(commit_info=info, properties={LABEL_RULE_PROPERTY: opts.label_rule})
+        write_tokens(tokens, output, report, opts, snapshot=snapshot, write=write)
     report.rows_in = report.rows_out
     return report
 

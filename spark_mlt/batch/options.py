@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from spark_mlt.codec import DEFAULT_SEED
 from spark_mlt.column.layouts import STORAGE_LAYOUTS, StorageLayout
@@ -42,19 +42,48 @@ __all__ = [
     "DecodeOptions",
     "JobOptions",
     "MovieLensOptions",
+    "StreamOptions",
     "TokenizeOptions",
     "WriteMode",
+    "trigger_seconds",
 ]
 
 #: How the tokenize job reads its input: a file format, or ``table`` (a catalog table's name).
 InputFormat = Literal["parquet", "csv", "json", "orc", "delta", "table"]
-INPUT_FORMATS: tuple[InputFormat, ...] = ("parquet", "csv", "json", "orc", "delta", "table")
+INPUT_FORMATS: tuple[InputFormat, ...] = get_args(InputFormat)
 DecodeFormat = Literal["delta", "parquet"]
-DECODE_FORMATS: tuple[DecodeFormat, ...] = ("delta", "parquet")
+DECODE_FORMATS: tuple[DecodeFormat, ...] = get_args(DecodeFormat)
+
+#: The trigger of a stream that takes what is there now, then stops.
+AVAILABLE_NOW = "available-now"
+#: A processing-time interval: a number and its unit.
+_INTERVAL = re.compile(r"(\d+(?:\.\d+)?) *(ms|milliseconds?|s|seconds?|min|minutes?|h|hours?)")
+#: Seconds per interval unit, by the unit's first letters (``ms`` before ``m``).
+_UNIT_SECONDS = (("ms", 0.001), ("milli", 0.001), ("min", 60.0), ("h", 3600.0), ("s", 1.0))
 
 
-#: A stream's trigger: ``available-now`` or a processing-time interval Spark reads.
-_TRIGGER = re.compile(r"available-now|\d+(\.\d+)? *(ms|milliseconds?|s|seconds?|min|minutes?|h|hours?)")
+def trigger_seconds(trigger: str) -> float | None:
+    """The interval of a stream's trigger in seconds (``30 seconds``, ``2 min``, ``500 ms``), or
+    None for ``available-now``.
+
+    Raises:
+        MLTError: ``trigger`` is neither, naming ``trigger``.
+
+    Example::
+
+        >>> trigger_seconds("2 min"), trigger_seconds("available-now")
+        (120.0, None)
+    """
+    if trigger == AVAILABLE_NOW:
+        return None
+    found = _INTERVAL.fullmatch(trigger.strip()) if isinstance(trigger, str) else None
+    if found is None:
+        raise MLTError(
+            f"trigger must be {AVAILABLE_NOW!r} or an interval such as '30 seconds'; got {trigger!r}",
+            parameter="trigger",
+        )
+    number, unit = float(found.group(1)), found.group(2)
+    return number * next(seconds for prefix, seconds in _UNIT_SECONDS if unit.startswith(prefix))
 
 
 def _help(text: str) -> dict[str, Any]:
@@ -216,18 +245,31 @@ class TokenizeOptions(JobOptions):
         default_factory=dict,
         metadata=_help("options of Spark's reader, key=value (csv: header and inferSchema default to true)"),
     )
-    stream: bool = field(
-        default=False,
-        metadata=_help(
-            "tokenize the input's new files (or a Delta table's new commits) as they land, each row exactly "
-            "once (Structured Streaming; needs --checkpoint; appends)"
-        ),
-    )
-    checkpoint: str | None = field(
-        default=None, metadata=_help("the stream's checkpoint folder: one per output table and stream")
-    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("handle_invalid", self.handle_invalid, HANDLE_INVALID)
+        check_choice("input_format", self.input_format, INPUT_FORMATS)
+        if not isinstance(self.read_options, Mapping):
+            raise MLTTypeError(f"read_options must be a mapping; got {self.read_options!r}", parameter="read_options")
+        object.__setattr__(self, "read_options", {str(k): str(v) for k, v in self.read_options.items()})
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamOptions:
+    """How [`spark_mlt.batch.stream.tokenize_stream`][spark_mlt.batch.stream.tokenize_stream] follows
+    its input, beside the [`TokenizeOptions`][spark_mlt.batch.options.TokenizeOptions] each of its
+    batches is tokenized with. A job picks the stream at its boundary (``spark-mlt tokenize
+    --stream``), so the batch path never sees these fields.
+
+    Example::
+
+        StreamOptions(checkpoint="chk/orders", trigger="30 seconds", max_files_per_trigger=10)
+    """
+
+    checkpoint: str = field(metadata=_help("the stream's checkpoint folder: one per output table and stream"))
     trigger: str = field(
-        default="available-now",
+        default=AVAILABLE_NOW,
         metadata=_help(
             "when a stream runs its batches: available-now (everything there now, then stop: the scheduled "
             "form) or an interval such as '30 seconds' (continuous)"
@@ -242,38 +284,17 @@ class TokenizeOptions(JobOptions):
     )
 
     def __post_init__(self) -> None:
-        super().__post_init__()
-        check_choice("handle_invalid", self.handle_invalid, HANDLE_INVALID)
-        self._check_stream()
-        check_choice("input_format", self.input_format, INPUT_FORMATS)
-        if not isinstance(self.read_options, Mapping):
-            raise MLTTypeError(f"read_options must be a mapping; got {self.read_options!r}", parameter="read_options")
-        object.__setattr__(self, "read_options", {str(k): str(v) for k, v in self.read_options.items()})
-
-    def _check_stream(self) -> None:
-        _check_positive("max_files_per_trigger", self.max_files_per_trigger)
-        if not _TRIGGER.fullmatch(str(self.trigger)):
+        if not isinstance(self.checkpoint, str) or not self.checkpoint:
             raise MLTError(
-                f"trigger must be 'available-now' or an interval such as '30 seconds'; got {self.trigger!r}",
-                parameter="trigger",
+                f"checkpoint: a stream needs a checkpoint folder; got {self.checkpoint!r}", parameter="checkpoint"
             )
-        if not self.stream:
-            given = [n for n in ("checkpoint", "schema", "max_files_per_trigger") if getattr(self, n) is not None]
-            if given or self.trigger != "available-now":
-                name = given[0] if given else "trigger"
-                raise MLTError(f"{name} is a stream's option: pass stream=True too", parameter=name)
-            return
-        if not self.checkpoint:
-            raise MLTError("checkpoint: a stream needs a checkpoint folder", parameter="checkpoint")
-        for name, refused in (("run_id", self.run_id is not None), ("dry_run", self.dry_run)):
-            if refused:
-                raise MLTError(
-                    f"{name}: a stream's batches are idempotent by its checkpoint's writer and batch ids; "
-                    f"{name} is for batch runs",
-                    parameter=name,
-                )
-        if self.mode == "overwrite":
-            raise MLTError("mode: a stream appends; mode='overwrite' is for batch runs", parameter="mode")
+        trigger_seconds(self.trigger)
+        _check_positive("max_files_per_trigger", self.max_files_per_trigger)
+
+    @property
+    def interval(self) -> float | None:
+        """The seconds between the stream's batches, or None for ``available-now``."""
+        return trigger_seconds(self.trigger)
 
 
 @dataclass(frozen=True, kw_only=True)

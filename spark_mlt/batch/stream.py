@@ -31,7 +31,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
-import re
 import time
 import uuid
 from collections.abc import Sequence
@@ -42,7 +41,7 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamReader
 from pyspark.sql.types import StructType
 
-from spark_mlt.batch.options import TokenizeOptions
+from spark_mlt.batch.options import StreamOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.errors import MLTError, SourceError
@@ -57,7 +56,15 @@ from spark_mlt.storage import (
 )
 from spark_mlt.storage.fs import locate, spark_uri
 
-__all__ = ["CHECKPOINT_MARKER", "LOOPS", "STREAM_APP_PREFIX", "check_checkpoint", "start_stream", "tokenize_stream"]
+__all__ = [
+    "CHECKPOINT_MARKER",
+    "LOOPS",
+    "STREAM_APP_PREFIX",
+    "check_checkpoint",
+    "check_stream_job",
+    "start_stream",
+    "tokenize_stream",
+]
 
 log = logging.getLogger("spark_mlt")
 
@@ -156,18 +163,37 @@ def _record_codecs(checkpoint: str, options: TokenizeOptions, report: JobReport)
         _write_marker(checkpoint, options, {**marker, "codecs": codecs})
 
 
-def _source(spark: SparkSession, input: str, options: TokenizeOptions) -> DataFrame:
+def check_stream_job(options: TokenizeOptions) -> None:
+    """Refuses the batch settings a stream's batches cannot take: ``run_id`` and ``dry_run``
+    (a stream's batches are idempotent by its checkpoint's writer and batch ids) and
+    ``mode="overwrite"`` (a stream appends).
+
+    Raises:
+        MLTError: naming the setting.
+    """
+    for name, refused in (("run_id", options.run_id is not None), ("dry_run", options.dry_run)):
+        if refused:
+            raise MLTError(
+                f"{name}: a stream's batches are idempotent by its checkpoint's writer and batch ids; "
+                f"{name} is for batch runs",
+                parameter=name,
+            )
+    if options.mode == "overwrite":
+        raise MLTError("mode: a stream appends; mode='overwrite' is for batch runs", parameter="mode")
+
+
+def _source(spark: SparkSession, input: str, options: TokenizeOptions, stream: StreamOptions) -> DataFrame:
     """The streaming DataFrame of ``input``: new files of a folder, or a Delta table's new commits."""
     reader: DataStreamReader = spark.readStream.options(**options.read_options)
-    if options.max_files_per_trigger is not None:
-        reader = reader.option("maxFilesPerTrigger", str(options.max_files_per_trigger))
+    if stream.max_files_per_trigger is not None:
+        reader = reader.option("maxFilesPerTrigger", str(stream.max_files_per_trigger))
     if options.input_format == "delta":  # with Delta's jars: Delta's streaming source
         return reader.format("delta").load(locate(input, options.storage_options).spark_path())
     if options.input_format == "table":
         return reader.table(input)
     if options.input_format == "csv":
         reader = reader.option("header", options.read_options.get("header", "true"))
-    schema: str | StructType | None = options.schema
+    schema: str | StructType | None = stream.schema
     if schema is None:  # the schema of the files already there, read once
         static = spark.read.options(**options.read_options)
         if options.input_format == "csv":
@@ -190,87 +216,113 @@ def start_stream(
     columns: Sequence[str],
     options: TokenizeOptions,
     *,
+    stream: StreamOptions,
     report: JobReport | None = None,
 ) -> StreamingQuery:
     """Start the streaming query that tokenizes ``input``'s new rows into ``output`` (see the
-    module's notes), and return it; ``report`` (if given) adds up every batch.
+    module's notes), each batch as ``options`` say, and return it; ``report`` (if given) adds
+    up every batch.
 
     Example::
 
         query = start_stream(spark, "landing/orders", "out/orders_mlt", ["customer_id"],
-                             TokenizeOptions(stream=True, checkpoint="chk/orders", trigger="30 seconds"))
+                             TokenizeOptions(), stream=StreamOptions(checkpoint="chk/orders", trigger="30 seconds"))
+
+    Raises:
+        MLTError: ``options`` hold a batch run's setting (see
+            [`check_stream_job`][spark_mlt.batch.stream.check_stream_job]).
+        SourceError: a column is not in the input.
     """
-    if not options.checkpoint:
-        raise MLTError("checkpoint: a stream needs a checkpoint folder", parameter="checkpoint")
-    checkpoint = options.checkpoint
-    source = _source(spark, input, options)
+    check_stream_job(options)
+    source = _source(spark, input, options, stream)
     unknown = [c for c in columns if c not in source.columns]
     if unknown:
         raise SourceError(
             f"columns names column(s) {unknown} not in the input; it has {source.columns}", parameter="columns"
         )
-    writer_id = check_checkpoint(checkpoint, output, columns, options, loop="spark")
-    app_id = STREAM_APP_PREFIX + writer_id
+    checkpoint = stream.checkpoint
+    app_id = STREAM_APP_PREFIX + check_checkpoint(checkpoint, output, columns, options, loop="spark")
     total = report if report is not None else JobReport()
     appending = dataclasses.replace(options, mode="append")  # every batch appends
     info = {
         "spark_mlt.job": "tokenize-stream",
         "spark_mlt.input": input,
         "spark_mlt.handle_invalid": options.handle_invalid,
+        "spark_mlt.writer": app_id,
     }
 
     def batch(df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
         snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=df.sparkSession)
         done = tokenize_frame(
-            df.sparkSession,
             df,
             output,
             columns,
             appending,
             snapshot=snapshot,
-            commit_info={**info, "spark_mlt.writer": app_id, "spark_mlt.batch": str(batch_id)},
+            commit_info={**info, "spark_mlt.batch": str(batch_id)},
             transaction=AppTransaction(app_id, int(batch_id)),
         )
         _record_codecs(checkpoint, options, done)
         _add(total, done)
-        seconds = time.perf_counter() - started
-        rows = done.rows_out + done.rows_rejected
-        skipped = " (already committed: replayed, nothing written)" if done.write and done.write.skipped else ""
-        log.info(
-            "batch %d: rows in %d, written %d, rejected %d, %.1f rows/s, table version %s%s",
-            batch_id,
-            rows,
-            done.rows_out,
-            done.rows_rejected,
-            rows / seconds if seconds else 0.0,
-            done.write.version if done.write else "-",
-            skipped,
-        )
+        _log_batch(f"batch {batch_id}", done, time.perf_counter() - started)
 
     location = locate(checkpoint, options.storage_options).spark_path()
     writer = source.writeStream.foreachBatch(batch).option("checkpointLocation", location)
-    if options.trigger == "available-now":
+    interval = stream.interval
+    if interval is None:
         writer = writer.trigger(availableNow=True)
-    else:
-        writer = writer.trigger(processingTime=options.trigger)
+    else:  # in milliseconds, a unit every Spark line reads
+        writer = writer.trigger(processingTime=f"{round(interval * 1000)} milliseconds")
     return writer.queryName(_query_name(output)).start()
 
 
+def _log_batch(name: str, done: JobReport, seconds: float) -> None:
+    rows = done.rows_out + done.rows_rejected
+    log.info(
+        "%s: rows in %d, written %d, rejected %d, %.1f rows/s, %.1f s, table version %s%s",
+        name,
+        rows,
+        done.rows_out,
+        done.rows_rejected,
+        rows / seconds if seconds else 0.0,
+        seconds,
+        done.write.version if done.write else "-",
+        " (already committed: replayed, nothing written)" if done.write and done.write.skipped else "",
+    )
+
+
 def tokenize_stream(
-    spark: SparkSession, input: str, output: str, columns: Sequence[str], options: TokenizeOptions
+    spark: SparkSession,
+    input: str,
+    output: str,
+    columns: Sequence[str],
+    options: TokenizeOptions,
+    *,
+    stream: StreamOptions,
 ) -> JobReport:
-    """Run the stream until it ends: with ``trigger="available-now"`` once everything present
-    has been tokenized (the scheduled, incremental form), else until it fails or is stopped.
+    """Tokenize ``input``'s new rows into ``output`` as they land, each once, each batch as
+    ``options`` say, and run until the stream ends: with ``trigger="available-now"`` once
+    everything present has been tokenized (the scheduled, incremental form), else until it
+    fails or is stopped.
+
+    Example::
+
+        tokenize_stream(spark, "landing/orders", "out/orders_mlt", ["customer_id"],
+                        TokenizeOptions(handle_invalid="quarantine"), stream=StreamOptions(checkpoint="chk/orders"))
 
     Raises:
+        MLTError: ``options`` hold a batch run's setting (see
+            [`check_stream_job`][spark_mlt.batch.stream.check_stream_job]), or the checkpoint
+            belongs to another stream (see [`check_checkpoint`][spark_mlt.batch.stream.check_checkpoint]).
         StreamingQueryException: a batch failed (its cause is the batch's error); the
             checkpoint holds the batches committed before it.
     """
+    check_stream_job(options)
     report = JobReport()
     if options.input_format == "delta" and not has_delta_jars(spark):
-        return _follow_delta(spark, input, output, columns, options, report=report)
-    query = start_stream(spark, input, output, columns, options, report=report)
+        return _follow_delta(spark, input, output, columns, options, stream=stream, report=report)
+    query = start_stream(spark, input, output, columns, options, stream=stream, report=report)
     logged = -1
     try:
         while True:
@@ -305,29 +357,21 @@ def _log_progress(query: StreamingQuery, logged: int) -> int:
     return logged
 
 
-def _seconds(trigger: str) -> float:
-    """The interval of a processing-time trigger, in seconds (``30 seconds``, ``2 min``, ``500 ms``)."""
-    found = re.fullmatch(r"(\d+(?:\.\d+)?) *([a-z]+)", trigger.strip())
-    if found is None:
-        raise MLTError(f"trigger {trigger!r} is no interval", parameter="trigger")
-    number, unit = float(found.group(1)), found.group(2)
-    if unit == "ms" or unit.startswith("milli"):
-        return number / 1000
-    if unit.startswith("min"):
-        return number * 60
-    if unit.startswith("h"):
-        return number * 3600
-    return number
-
-
 def _follow_delta(
-    spark: SparkSession, input: str, output: str, columns: Sequence[str], options: TokenizeOptions, *, report: JobReport
+    spark: SparkSession,
+    input: str,
+    output: str,
+    columns: Sequence[str],
+    options: TokenizeOptions,
+    *,
+    stream: StreamOptions,
+    report: JobReport,
 ) -> JobReport:
     """Without Delta's jars: the input table's versions after the checkpoint's last one, each
     one batch, read jar-free (the first batch: the table as it is, as Delta's source starts).
     A batch's transaction version is its source version, so a batch the table already holds
     (the checkpoint missed it) is skipped; the checkpoint then records it."""
-    checkpoint = str(options.checkpoint)
+    checkpoint = stream.checkpoint
     app_id = STREAM_APP_PREFIX + check_checkpoint(checkpoint, output, columns, options, loop="delta-versions")
     appending = dataclasses.replace(options, mode="append")
     info = {"spark_mlt.job": "tokenize-stream", "spark_mlt.input": input, "spark_mlt.writer": app_id}
@@ -345,7 +389,6 @@ def _follow_delta(
             rows = rows.persist()
             snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=spark)
             batch = tokenize_frame(
-                spark,
                 rows,
                 output,
                 columns,
@@ -358,19 +401,12 @@ def _follow_delta(
             _write_marker(checkpoint, options, {**(_read_marker(checkpoint, options) or {}), "source_version": version})
             _record_codecs(checkpoint, options, batch)
             _add(report, batch)
-            log.info(
-                "source version %d: rows in %d, written %d, rejected %d, %.1f s%s",
-                version,
-                batch.rows_in,
-                batch.rows_out,
-                batch.rows_rejected,
-                time.perf_counter() - started,
-                " (already committed: nothing written)" if batch.write and batch.write.skipped else "",
-            )
+            _log_batch(f"source version {version}", batch, time.perf_counter() - started)
             done = version
-        if options.trigger == "available-now":
+        interval = stream.interval
+        if interval is None:
             return report
-        time.sleep(_seconds(options.trigger))
+        time.sleep(interval)
 
 
 def _add(total: JobReport, batch: JobReport) -> None:

@@ -15,9 +15,11 @@ a plain Parquet write, since Spark's Parquet writer pays per value.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Mapping, Sequence
 
+from pyspark import StorageLevel
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
@@ -44,8 +46,10 @@ from spark_mlt.storage import (
 from spark_mlt.storage.catalog import is_table_name
 
 __all__ = [
+    "REASON_COLUMN",
     "fit_job_codecs",
     "resolve_layouts",
+    "split_invalid",
     "tokenize_dataframe",
     "tokenize_frame",
     "tokenize_table",
@@ -80,6 +84,10 @@ def resolve_layouts(
     return layouts
 
 
+#: The column that says why a row's ids got no tokens (``skip``, ``quarantine``): null when they all did.
+REASON_COLUMN = "mlt_reason"
+
+
 def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
     """Why the id in ``source`` got no tokens, or null when it got some (or is null)."""
     return F.when(
@@ -100,34 +108,53 @@ def tokenize_dataframe(
     engine: Engine = "auto",
     sources: Mapping[str, str] | None = None,
     layouts: Mapping[str, Layout] | None = None,
-) -> tuple[DataFrame, DataFrame | None]:
+) -> DataFrame:
     """Add ``c_mlt`` tokens for every codec column ``c`` (encoding ``sources[c]`` if given,
     e.g. the dense id of a string key), as array<int> or, where ``layouts[c]`` is
     ``"packed"``, as one bigint (see [`spark_mlt.column.mlt_unpack`][spark_mlt.column.mlt_unpack]).
 
     ``handle_invalid``: ``error`` fails the query on an invalid id, ``null`` gives it null
-    tokens; with ``skip`` or ``quarantine`` the first value holds the valid rows only and the
-    second the rejected rows with a ``mlt_reason`` column (otherwise the second is None).
+    tokens; ``skip`` and ``quarantine`` give it null tokens too and add the column
+    ``mlt_reason`` ([`REASON_COLUMN`][spark_mlt.batch.tokenize.REASON_COLUMN]), which says why
+    a row's ids got no tokens (null for a valid row):
+    [`split_invalid`][spark_mlt.batch.tokenize.split_invalid] splits the valid rows from the
+    rejected ones. The tokens are computed once for both: persist the frame before writing
+    both parts, as the jobs do.
 
     Example::
 
-        tokens, _ = tokenize_dataframe(ratings, fit_codecs(ratings, ["userId"]))
+        tokens = tokenize_dataframe(ratings, fit_codecs(ratings, ["userId"]))
     """
     check_choice("handle_invalid", handle_invalid, HANDLE_INVALID)  # a public function: its own boundary
     check_choice("engine", engine, ENGINES)
     sources = dict(sources or {})
     out = df
+    per_row: RowHandling = "error" if handle_invalid == "error" else "null"
     for column, codec in codecs.items():
         layout = (layouts or {}).get(column, "array")
-        per_row: RowHandling = "error" if handle_invalid == "error" else "null"
         tokens = mlt_encode(sources.get(column, column), codec, layout=layout, handle_invalid=per_row, engine=engine)
         out = out.withColumn(f"{column}{TOKEN_SUFFIX}", tokens)
     if handle_invalid in ("error", "null"):
-        return out, None
+        return out
     reasons = [_invalid_reason(sources.get(column, column), column, codec) for column, codec in codecs.items()]
-    with_reason = out.withColumn("mlt_reason", F.concat_ws("; ", *reasons))
-    good = with_reason.where(F.col("mlt_reason") == "").drop("mlt_reason")
-    rejected = with_reason.where(F.col("mlt_reason") != "").drop(*[f"{c}{TOKEN_SUFFIX}" for c in codecs])
+    # concat_ws skips nulls: "" when every id got its tokens, which becomes null
+    reason = F.concat_ws("; ", *reasons)
+    return out.withColumn(REASON_COLUMN, F.when(reason != "", reason))
+
+
+def split_invalid(tokens: DataFrame, codecs: Mapping[str, MLTCodec]) -> tuple[DataFrame, DataFrame]:
+    """The valid rows of a frame of [`tokenize_dataframe`][spark_mlt.batch.tokenize.tokenize_dataframe]
+    with ``handle_invalid="skip"`` or ``"quarantine"`` (without ``mlt_reason``), and the rejected
+    rows (with ``mlt_reason``, without the token columns of ``codecs``). Both are filters of
+    ``tokens``: persisted, it is computed once for the two.
+
+    Example::
+
+        good, rejected = split_invalid(tokenize_dataframe(df, codecs, handle_invalid="skip"), codecs)
+    """
+    reason = F.col(REASON_COLUMN)
+    good = tokens.where(reason.isNull()).drop(REASON_COLUMN)
+    rejected = tokens.where(reason.isNotNull()).drop(*[f"{c}{TOKEN_SUFFIX}" for c in codecs])
     return good, rejected
 
 
@@ -166,28 +193,23 @@ def write_tokens(
     options: JobOptions,
     *,
     snapshot: TableSnapshot | None,
-    commit_info: Mapping[str, str],
-    properties: Mapping[str, str] | None = None,
+    write: WriteOptions,
     transaction: AppTransaction | None = None,
 ) -> None:
     """Write ``tokens`` to the Delta table ``output`` (as the job found it: ``snapshot``) with
-    ``report.codecs``, token columns in the options' Parquet data pages, idempotent by the options'
-    run id or ``transaction``; sets ``report.write`` and ``report.rows_out``."""
+    ``report.codecs``, the options' partitioning, token columns in the options' Parquet data
+    pages, idempotent by the options' run id or ``transaction``; ``write`` gives the commit's
+    metadata and a new table's properties. Sets ``report.write`` and ``report.rows_out``."""
     token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
+    parquet = token_write_options(tokens, token_columns, data_page_version=options.data_page_version)
     report.write = write_delta(
         tokens,
         output,
         report.codecs,
         mode=options.mode,
-        partition_by=options.partition_by,
-        run_id=options.run_id,
-        transaction=transaction,
+        run_id=options.run_id if transaction is None else transaction,
         snapshot=snapshot,
-        options=WriteOptions(
-            commit_info=dict(commit_info),
-            properties=dict(properties or {}),
-            parquet_options=token_write_options(tokens, token_columns, data_page_version=options.data_page_version),
-        ),
+        options=dataclasses.replace(write, partition_by=options.partition_by, parquet_options=parquet),
         storage_options=options.storage_options,
     )
     report.rows_out = report.write.rows
@@ -257,7 +279,7 @@ def _set_aside(
     output: str,
     report: JobReport,
     options: TokenizeOptions,
-    info: dict[str, str],
+    info: Mapping[str, str],
     *,
     transaction: AppTransaction | None,
 ) -> None:
@@ -273,8 +295,9 @@ def _set_aside(
         options.quarantine or f"{output.rstrip('/')}_quarantine",
         {},
         mode="append",
-        run_id=options.run_id,
-        transaction=AppTransaction(f"{transaction.app_id}:quarantine", transaction.version) if transaction else None,
+        run_id=AppTransaction(f"{transaction.app_id}:quarantine", transaction.version)
+        if transaction
+        else options.run_id,
         options=WriteOptions(commit_info={**info, "spark_mlt.quarantine_of": output}),
         storage_options=options.storage_options,
     )
@@ -289,9 +312,9 @@ def tokenize_table(
     options: TokenizeOptions | None = None,
 ) -> JobReport:
     """Tokenize id columns of any table (a path read with ``options.input_format``, or a
-    catalog table's name with ``input_format="table"``) into the Delta table ``output``. With
-    ``options.stream`` it tokenizes the input's new rows as they land instead, each once
-    (``spark_mlt.batch.stream``).
+    catalog table's name with ``input_format="table"``) into the Delta table ``output``, once
+    (``spark_mlt.batch.stream.tokenize_stream`` tokenizes the input's new rows as they land,
+    each once).
 
     String columns are keys: each goes through an append-only vocabulary Delta table
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
@@ -311,10 +334,6 @@ def tokenize_table(
                        TokenizeOptions(mode="append", handle_invalid="quarantine"))
     """
     opts = options or TokenizeOptions()
-    if opts.stream:  # the incremental form: spark_mlt.batch.stream, which builds on this module
-        from spark_mlt.batch.stream import tokenize_stream  # noqa: PLC0415
-
-        return tokenize_stream(spark, input, output, columns, opts)
     report = JobReport()
     snapshot = snapshot_for_write(
         output, opts.mode, storage_options=opts.storage_options, spark=spark
@@ -333,11 +352,10 @@ def tokenize_table(
         report.dry_run = True
         return report
     info = {"spark_mlt.job": "tokenize", "spark_mlt.input": input, "spark_mlt.handle_invalid": opts.handle_invalid}
-    return tokenize_frame(spark, df, output, columns, opts, snapshot=snapshot, report=report, commit_info=info)
+    return tokenize_frame(df, output, columns, opts, snapshot=snapshot, report=report, commit_info=info)
 
 
 def tokenize_frame(
-    spark: SparkSession,
     df: DataFrame,
     output: str,
     columns: Sequence[str],
@@ -351,33 +369,37 @@ def tokenize_frame(
     """Tokenize ``df``'s id columns into the Delta table ``output`` as it was found
     (``snapshot``): string keys through their vocabularies, codecs kept or sized, invalid ids
     handled, rejected rows set aside, then one commit, idempotent by the options' run id or
-    ``transaction`` (a streaming batch). The batch job's and each streaming batch's work."""
+    ``transaction`` (a streaming batch). The batch job's and each streaming batch's work.
+
+    One pass: with ``skip`` or ``quarantine`` the tokens (and each row's reason) are computed
+    once, persisted, and both the rejected rows (counted, or committed to the quarantine) and the
+    valid ones (committed) are read from that one computation, so the two commits split one
+    reading of the input. A persisted partition that is lost is computed again from the same
+    input and the committed vocabularies, which give the same rows."""
     opts, report = options, report or JobReport()
     info = dict(commit_info or {})
     with phase(report, "vocabularies"):
-        df, sources, properties = _key_ids(spark, df, columns, output, opts)
+        df, sources, properties = _key_ids(df.sparkSession, df, columns, output, opts)
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
+    write = WriteOptions(commit_info=info, properties=properties)
     with phase(report, "tokenize and write"):
-        good, rejected = tokenize_dataframe(
+        tokens = tokenize_dataframe(
             df,
             report.codecs,
             handle_invalid=opts.handle_invalid,
             engine=opts.engine,
             sources=sources,
             layouts=report.layouts,
-        )
-        if rejected is not None:
-            _set_aside(rejected.drop(*sources.values()), output, report, opts, info, transaction=transaction)
-        good = good.drop(*sources.values())
-        write_tokens(
-            good,
-            output,
-            report,
-            opts,
-            snapshot=snapshot,
-            commit_info=info,
-            properties=properties,
-            transaction=transaction,
-        )
+        ).drop(*sources.values())
+        if opts.handle_invalid in ("error", "null"):
+            write_tokens(tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
+        else:
+            tokens = tokens.persist(StorageLevel.MEMORY_AND_DISK)
+            try:
+                good, rejected = split_invalid(tokens, report.codecs)
+                _set_aside(rejected, output, report, opts, info, transaction=transaction)
+                write_tokens(good, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
+            finally:
+                tokens.unpersist()
     report.rows_in = report.rows_out + report.rows_rejected
     return report

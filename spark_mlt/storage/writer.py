@@ -34,7 +34,7 @@ commits nothing (``result.skipped``), so a re-run of the same job does not dupli
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,7 +43,7 @@ from pyspark.sql.types import StructType
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import layout_of
-from spark_mlt.errors import MissingTableError, MLTError, TableError, TableFeatureError
+from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError, TableError, TableFeatureError
 from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
 from spark_mlt.storage._plan import (
@@ -89,6 +89,7 @@ class WriteOptions:
         commit_info: extra JSON-able entries for the commit's metadata.
         properties: more table properties for a new table (e.g. the vocabulary paths, see
             [`vocabulary_properties`][spark_mlt.storage.properties.vocabulary_properties]).
+        partition_by: partition columns of a new table (an existing table keeps its own).
         parquet_options: options for Spark's Parquet writer (see
             [`token_write_options`][spark_mlt.storage.writer.token_write_options]).
         backend: ``"auto"`` (delta-spark when the session has the jars, else delta-rs).
@@ -96,11 +97,18 @@ class WriteOptions:
 
     commit_info: Mapping[str, Any] = field(default_factory=dict)
     properties: Mapping[str, str] = field(default_factory=dict)
+    partition_by: Sequence[str] = ()
     parquet_options: Mapping[str, str] = field(default_factory=dict)
     backend: Backend = "auto"
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, BACKENDS)
+        names = (self.partition_by,) if isinstance(self.partition_by, str) else tuple(self.partition_by)
+        if not all(isinstance(name, str) and name for name in names):
+            raise MLTTypeError(
+                f"partition_by must be column names; got {self.partition_by!r}", parameter="partition_by"
+            )
+        object.__setattr__(self, "partition_by", names)
 
 
 def snapshot_for_write(
@@ -174,12 +182,10 @@ def write_delta(
     codecs: Mapping[str, MLTCodec] | None = None,
     *,
     mode: WriteMode = "error",
-    partition_by: Iterable[str] = (),
-    run_id: str | None = None,
+    run_id: str | AppTransaction | None = None,
     options: WriteOptions | None = None,
     snapshot: TableSnapshot | Literal["read"] | None = "read",
     storage_options: Mapping[str, str] | None = None,
-    transaction: AppTransaction | None = None,
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -191,12 +197,15 @@ def write_delta(
             created with its properties through Spark SQL when it does not exist.
         codecs: codec per id column, stored as ``mlt.codec.<column>``.
         mode: ``"error"`` (the table must not exist), ``"append"`` or ``"overwrite"``.
-        partition_by: partition columns (a new table only; an existing table keeps its own).
-        run_id: an idempotency key: if the table already holds a commit with this run id,
-            nothing is written and the result has ``skipped=True``; otherwise the run id is
-            committed with the data (as a Delta application transaction).
-        options: commit metadata, table properties, Parquet options, backend
-            ([`WriteOptions`][spark_mlt.storage.writer.WriteOptions]).
+        run_id: the write's idempotency key. A run id (e.g. the scheduler's run date): if the
+            table already holds a commit with this run id, nothing is written and the result has
+            ``skipped=True``; otherwise the run id is committed with the data (as the Delta
+            application transaction ``spark-mlt:<run id>``, version 1). Or the
+            [`AppTransaction`][spark_mlt.storage.properties.AppTransaction] of a writer that
+            writes in numbered steps (a streaming query's batches): the write is skipped when the
+            table records that version of its ``app_id`` or a later one.
+        options: commit metadata, table properties, partitioning of a new table, Parquet
+            options, backend ([`WriteOptions`][spark_mlt.storage.writer.WriteOptions]).
         snapshot: the table as the caller already read it with
             [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (None: there was no
             table), so the write does not open it again; by default (``"read"``) the write reads it
@@ -207,9 +216,6 @@ def write_delta(
             driver's file work; what they leave out comes from the environment. Spark's own
             access to the files is configured on the session (``spark.hadoop.fs.s3a.*``,
             [`s3a_conf`][spark_mlt.storage.fs.s3a_conf]). Never written to the table or its log.
-        transaction: the idempotency key of a writer that writes in numbered steps (a
-            streaming query's batches): the write is skipped when the table records that
-            version of ``transaction.app_id`` or a later one. Not with ``run_id``.
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -227,10 +233,9 @@ def write_delta(
     """
     opts = options or WriteOptions()
     check_mode(mode)
-    check_run_id(run_id)
-    if run_id is not None and transaction is not None:
-        raise MLTError("pass run_id or transaction, not both", parameter="transaction")
-    txn = run_transaction(run_id) if run_id is not None else transaction
+    if not isinstance(run_id, AppTransaction):
+        check_run_id(run_id)
+    txn = run_transaction(run_id) if isinstance(run_id, str) else run_id
     spark = df.sparkSession
     backend: Backend = "delta-spark" if use_delta_spark(spark, opts.backend) else "delta-rs"
     if is_table_name(path):
@@ -238,7 +243,6 @@ def write_delta(
             df,
             str(path),
             mode=mode,
-            partition_by=partition_by,
             codecs=codecs,
             options=opts,
             backend=backend,
@@ -259,14 +263,14 @@ def write_delta(
     if backend == "delta-rs" and snapshot is not None:
         check_jar_free_write(snapshot, mode)
     info = {"spark_mlt.mode": mode, **opts.commit_info}
-    if run_id is not None:
+    if isinstance(run_id, str):
         info["spark_mlt.run_id"] = run_id
     elif txn is not None:
         info["spark_mlt.transaction"] = str(txn)
     plan = WritePlan(
         location=location,
         mode=mode,
-        partition_by=tuple(partition_by),
+        partition_by=tuple(opts.partition_by),
         codecs=wanted,
         properties={**opts.properties, **codec_properties(stored)},
         commit_info=info,
@@ -284,7 +288,6 @@ def _named_table(
     name: str,
     *,
     mode: WriteMode,
-    partition_by: Iterable[str],
     codecs: Mapping[str, MLTCodec] | None,
     options: WriteOptions,
     backend: Backend,
@@ -309,7 +312,7 @@ def _named_table(
             parameter="path",
         )
     properties = {**options.properties, **codec_properties(dict(codecs or {}))}
-    _delta_spark.create_table(spark, name, df.schema, tuple(partition_by), properties)
+    _delta_spark.create_table(spark, name, df.schema, tuple(options.partition_by), properties)
     created = read_snapshot(resolve_location(name, spark=spark), storage_options=storage_options)
     merge_codecs(name, created.codecs, dict(codecs or {}))  # another writer may have created it first
     return created

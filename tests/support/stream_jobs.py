@@ -22,7 +22,7 @@ from typing import Any
 
 import deltalake
 
-from spark_mlt.batch import TokenizeOptions, local_session
+from spark_mlt.batch import StreamOptions, TokenizeOptions, local_session
 from spark_mlt.batch import stream as stream_module
 from spark_mlt.batch import tokenize as tokenize_module
 
@@ -66,16 +66,11 @@ def main(landing: str, output: str, checkpoint: str, kill_at: str | None = None)
     if kill_at:
         _arm(kill_at, output)
     spark = local_session("spark-mlt-stream-fault", extra_conf={"spark.ui.enabled": "false"})
-    options = TokenizeOptions(
-        stream=True,
-        checkpoint=checkpoint,
-        p=13,
-        n=3,
-        handle_invalid="quarantine",
-        max_files_per_trigger=1,
-        schema="rid bigint, customer_id bigint, sku string",
+    options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine")
+    stream = StreamOptions(
+        checkpoint=checkpoint, max_files_per_trigger=1, schema="rid bigint, customer_id bigint, sku string"
     )
-    report = tokenize_module.tokenize_table(spark, landing, output, ["customer_id", "sku"], options)
+    report = stream_module.tokenize_stream(spark, landing, output, ["customer_id", "sku"], options, stream=stream)
     print(json.dumps({"rows_out": report.rows_out, "rows_rejected": report.rows_rejected}))
 
 
