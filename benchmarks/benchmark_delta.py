@@ -44,10 +44,12 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
-from spark_mlt.batch import local_session, tokenize_dataframe
-from spark_mlt.batch.jars import delta_session_conf, spark_jars
+from spark_mlt.batch import TokenizeOptions, local_session, tokenize_dataframe
+from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingJarsError
-from spark_mlt.storage import WriteOptions, has_delta_jars, token_write_options, write_delta
+from spark_mlt.jars import delta_session_conf, spark_jars
+from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 from spark_mlt.storage.fs import spark_uri
 from tests.support import s3 as local_s3
 
@@ -63,7 +65,13 @@ LABELS = {
     "packed@delta-spark": "tokenize + Delta, packed, delta-spark",
     "array@delta-rs": "tokenize + Delta, array<int>, delta-rs",
     "array@delta-spark": "tokenize + Delta, array<int>, delta-spark",
+    "job-null": "tokenize job, Parquet input, handle_invalid=null",
+    "job-skip": "tokenize job, Parquet input, handle_invalid=skip",
+    "job-quarantine": "tokenize job, Parquet input, handle_invalid=quarantine",
 }
+
+#: one rating in this many has a user id no codec takes: what skip drops and quarantine keeps
+INVALID_EVERY = 1000
 
 
 @dataclass(frozen=True)
@@ -119,9 +127,28 @@ def session(backends: list[str], storages: list[str]) -> SparkSession:
     if jars:
         conf["spark.jars"] = ",".join(jars)
     spark = local_session("spark-mlt-bench-delta", extra_conf=conf)
-    if "delta-spark" in backends and not has_delta_jars(spark):
+    if "delta-spark" in backends and not Capabilities.of(spark).delta_jars:
         raise SystemExit("the session has no Delta jars")
     return spark
+
+
+def write_input(ratings: DataFrame, folder: str) -> str:
+    """The ratings as a Parquet input of the job cases, one in ``INVALID_EVERY`` with an invalid
+    user id (negative): the job reads the files, as a real run does, not a cached frame."""
+    path = f"{folder}/input.parquet"
+    bad = F.monotonically_increasing_id() % INVALID_EVERY == 0
+    ratings.withColumn("userId", F.when(bad, -F.col("userId")).otherwise(F.col("userId"))).write.parquet(path)
+    return path
+
+
+def run_job(kind: str, spark: SparkSession, source: str, codecs: dict[str, MLTCodec], root: str) -> None:
+    """The tokenize job's own path over the Parquet input, with the case's ``handle_invalid`` (the
+    session's backend): for ``skip`` and ``quarantine`` the valid rows and the rejected ones from
+    one reading of the input."""
+    handle = kind.removeprefix("job-")
+    users = codecs["userId"]  # the job's options take one p and n: the larger codec's, for both columns
+    options = TokenizeOptions(p=users.p, n=users.n, layout="packed", handle_invalid=handle)  # type: ignore[arg-type]
+    tokenize_frame(spark.read.parquet(source), f"{root}/{kind}", ["userId", "movieId"], options, snapshot=None)
 
 
 def write_case(case: Case, ratings: DataFrame, codecs: dict[str, MLTCodec], root: str) -> float | None:
@@ -139,7 +166,7 @@ def write_case(case: Case, ratings: DataFrame, codecs: dict[str, MLTCodec], root
         floor.write.options(**token_write_options(floor, ["userId_x", "movieId_x"])).parquet(f"{spark_root}/{name}")
     else:
         layout, backend = case.kind.split("@")
-        tokens, _ = tokenize_dataframe(ratings, codecs, layouts=dict.fromkeys(codecs, layout))
+        tokens = tokenize_dataframe(ratings, codecs, layouts=dict.fromkeys(codecs, layout))
         options = WriteOptions(
             parquet_options=token_write_options(tokens, ["userId_mlt", "movieId_mlt"]),  # as the jobs write them
             backend=backend,  # type: ignore[arg-type]
@@ -175,11 +202,12 @@ def report(times: dict[Case, list[float]], shares: dict[str, list[float]]) -> No
         print(f"delta-rs footers + commit ({storage}): {max(share) * 100:.2f}% of the packed job at most (target < 2%)")
 
 
-def _cases(backends: list[str], layouts: list[str], storages: list[str]) -> list[Case]:
+def _cases(backends: list[str], layouts: list[str], storages: list[str], handles: list[str]) -> list[Case]:
     cases = []
     if "local" in storages:
         cases += [Case("plain"), Case("plain_v2"), Case("floor")]
         cases += [Case(f"{layout}@{backend}") for layout in layouts for backend in backends]
+        cases += [Case(f"job-{handle}") for handle in handles]
     if "s3" in storages:  # the plain write and the jobs' default layout
         cases += [Case("plain", "s3"), *(Case(f"packed@{backend}", "s3") for backend in backends)]
     return cases
@@ -192,6 +220,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--backends", default=",".join(BACKENDS), help="delta-rs, delta-spark or both (default)")
     parser.add_argument("--layouts", default="packed,array", help="token layouts of the job (default: packed,array)")
     parser.add_argument("--storage", default="local,s3", help="local, s3 (a local moto server) or both (default)")
+    parser.add_argument(
+        "--handle-invalid",
+        default="null,skip,quarantine",
+        help="handle_invalid values of the tokenize job over a Parquet input (local; default: null,skip,quarantine)",
+    )
     args = parser.parse_args(argv)
 
     backends = [b for b in args.backends.split(",") if b]
@@ -205,7 +238,10 @@ def main(argv: list[str] | None = None) -> int:
         f"storage {', '.join(storages)}; codecs users p={users.p} n={users.n}, movies p={movies.p} n={movies.n}"
     )
     codecs = {"userId": users, "movieId": movies}
-    cases = _cases(backends, [layout for layout in args.layouts.split(",") if layout], storages)
+    handles = [handle for handle in args.handle_invalid.split(",") if handle]
+    cases = _cases(backends, [layout for layout in args.layouts.split(",") if layout], storages, handles)
+    inputs = tempfile.mkdtemp(prefix="mlt-bench-input-")
+    source = write_input(ratings, inputs) if handles and "local" in storages else ""
     times: dict[Case, list[float]] = {case: [] for case in cases}
     shares: dict[str, list[float]] = {}
     order = random.Random(7)
@@ -216,7 +252,10 @@ def main(argv: list[str] | None = None) -> int:
             for case in order.sample(cases, len(cases)):  # interleaved, in a new order each round
                 root = f"s3://{bucket}" if case.storage == "s3" else folder
                 started = time.perf_counter()
-                delta_rs = write_case(case, ratings, codecs, root)
+                if case.kind.startswith("job-"):
+                    delta_rs = run_job(case.kind, spark, source, codecs, root)
+                else:
+                    delta_rs = write_case(case, ratings, codecs, root)
                 times[case].append(time.perf_counter() - started)
                 if delta_rs is not None and case.kind.startswith("packed@"):
                     shares.setdefault(case.storage, []).append(delta_rs / times[case][-1])
@@ -228,6 +267,7 @@ def main(argv: list[str] | None = None) -> int:
             if server is not None:
                 server.filesystem.delete_dir(bucket)  # moto keeps objects in memory
     report(times, shares)
+    shutil.rmtree(inputs, ignore_errors=True)
     spark.stop()
     return 0
 

@@ -26,7 +26,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt.batch import local_session
-from spark_mlt.batch.jars import delta_session_conf
+from spark_mlt.jars import delta_session_conf
 from spark_mlt.storage import read_delta
 from tests.support.plans import plan_operators
 

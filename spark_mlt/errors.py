@@ -13,6 +13,7 @@ catch the whole family or one kind::
     ├── SourceError                     a job's input cannot be read as asked (missing file or column)
     ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
     ├── MissingJarsError (FileNotFoundError) a checkout's jar cache lacks a line's jars (``make jars``)
+    ├── JarVersionError                 the session's spark-mlt jar is of another version than the package
     └── TableError                      a Delta table's state forbids the operation
         ├── MissingTableError          no Delta table at the path (also a FileNotFoundError)
         ├── TableExistsError            mode="error" and the table exists
@@ -47,6 +48,7 @@ __all__ = [
     "ConstraintViolationError",
     "InvalidIdError",
     "InvalidTokenError",
+    "JarVersionError",
     "MLTError",
     "MLTTypeError",
     "MissingCodecError",
@@ -118,6 +120,11 @@ class MissingExtraError(MLTError, ImportError):
 class MissingJarsError(MLTError, FileNotFoundError):
     """The jar cache of a source checkout lacks a Spark line's jars, or none are published
     for that line; the message names the ``make jars`` command when it would help."""
+
+
+class JarVersionError(MLTError):
+    """The session's spark-mlt jar is of another version than this package: the message names
+    both and how to load the right one."""
 
 
 class TableError(MLTError):

@@ -4,7 +4,7 @@
   files; ``array``, ``struct``, ``vector`` or ``packed`` (``auto`` where it can be inferred).
 * invalid ids or tokens: ``handle_invalid`` in Python and conf files, ``handleInvalid`` as a
   Spark ML Param, ``--handle-invalid`` on the CLI; ``error``, ``null``, ``skip``, ``quarantine``.
-* engine: ``engine`` / ``--engine``; ``auto``, ``native`` or ``udf``.
+* engine: ``engine`` / ``--engine``; ``auto``, ``jvm``, ``native`` or ``udf``.
 
 Token layouts: ``array`` (array<int> of n tokens), ``struct`` (fields t0..t{n-1}), ``vector``
 (a dense ML vector of token / (p - 1)), ``packed`` (one bigint, token j in bits
@@ -30,34 +30,41 @@ names change outright.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Literal, TypeVar
+from typing import Literal, TypeVar, get_args
 
 from spark_mlt.errors import OptionError
 
 __all__ = [
     "ENGINES",
+    "ENGINE_NAMES",
     "HANDLE_INVALID",
     "ROW_HANDLING",
     "STAGE_HANDLING",
     "TOKEN_SUFFIX",
     "Engine",
+    "EngineName",
     "HandleInvalid",
     "RowHandling",
     "StageHandling",
     "check_choice",
 ]
 
-HandleInvalid = Literal["error", "null", "skip", "quarantine"]
 #: what a column function does with an invalid row (it cannot drop rows)
 RowHandling = Literal["error", "null"]
 #: what an ML stage does with one
-StageHandling = Literal["error", "null", "skip"]
-Engine = Literal["auto", "native", "udf", "jvm"]
+StageHandling = Literal[RowHandling, "skip"]
+#: what a job does with one
+HandleInvalid = Literal[StageHandling, "quarantine"]
+#: the engines (`spark_mlt.column.engine`)
+EngineName = Literal["jvm", "native", "udf"]
+#: an engine, or ``auto``: the one the policy picks
+Engine = Literal["auto", EngineName]
 
-HANDLE_INVALID: tuple[HandleInvalid, ...] = ("error", "null", "skip", "quarantine")
-ROW_HANDLING: tuple[RowHandling, ...] = ("error", "null")
-STAGE_HANDLING: tuple[StageHandling, ...] = ("error", "null", "skip")
-ENGINES: tuple[Engine, ...] = ("auto", "native", "udf", "jvm")
+HANDLE_INVALID: tuple[HandleInvalid, ...] = get_args(HandleInvalid)
+ROW_HANDLING: tuple[RowHandling, ...] = get_args(RowHandling)
+STAGE_HANDLING: tuple[StageHandling, ...] = get_args(StageHandling)
+ENGINE_NAMES: tuple[EngineName, ...] = get_args(EngineName)
+ENGINES: tuple[Engine, ...] = get_args(Engine)
 
 #: The token column of an id column ``c`` in the jobs' tables is ``c + TOKEN_SUFFIX``.
 TOKEN_SUFFIX = "_mlt"

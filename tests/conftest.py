@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from spark_mlt.batch import local_session
-from spark_mlt.batch.jars import delta_session_conf, spark_jars
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingJarsError
-from spark_mlt.storage import has_delta_jars
+from spark_mlt.jars import delta_session_conf, spark_jars
 from tests.support import s3 as local_s3
 from tests.support.zoo import Zoo, find_zoo
 
@@ -101,7 +101,7 @@ def _delta_spark_only_with_its_jars(request: pytest.FixtureRequest) -> None:
         pytest.skip(
             f"needs Delta's jars: run with {DELTA_SPARK_ENV}=1 after `make jars` (tests/compat/run-line.sh does)"
         )
-    if not has_delta_jars(request.getfixturevalue("spark")):
+    if not Capabilities.of(request.getfixturevalue("spark")).delta_jars:
         pytest.skip("the session has no Delta jars")
 
 

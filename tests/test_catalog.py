@@ -8,9 +8,10 @@ import pytest
 from pyspark.sql import SparkSession
 
 from spark_mlt import MLTCodec
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import TableError
 from spark_mlt.storage import read_codecs, read_delta, write_delta
-from spark_mlt.storage.catalog import has_delta_jars, is_table_name, local_uri
+from spark_mlt.storage.catalog import is_table_name, local_uri
 
 pytestmark = pytest.mark.compat
 
@@ -46,7 +47,7 @@ def test_catalog_locations_become_what_delta_rs_takes() -> None:
 
 
 def test_a_table_name_without_deltas_catalog_says_what_is_needed(spark: SparkSession) -> None:
-    if has_delta_jars(spark):
+    if Capabilities.of(spark).delta_jars:
         pytest.skip("this session has Delta's catalog")
     df = spark.range(3)
     codec = MLTCodec.from_seed(7, 7, seed=42)

@@ -27,10 +27,10 @@ SCRIPT = textwrap.dedent(
     os.environ["PYSPARK_PYTHON"] = sys.executable
     from pyspark.sql import SparkSession
     from spark_mlt import MLTCodec
-    from spark_mlt.batch.jars import spark_jars
+    from spark_mlt.jars import spark_jars
     from spark_mlt.column import mlt_decode, mlt_encode
-    from spark_mlt.column.jvm import jvm_functions
-    from spark_mlt.jvm import jvm_session_conf, merge_conf
+    from spark_mlt.capabilities import Capabilities
+    from spark_mlt.jars import jvm_session_conf, merge_conf
 
     conf = {"spark.ui.enabled": "false", "spark.pyspark.python": sys.executable}
     if sys.argv[1] == "3.5":  # the line whose pip package has no Connect server
@@ -47,7 +47,8 @@ SCRIPT = textwrap.dedent(
     assert type(spark).__module__.startswith("pyspark.sql.connect"), type(spark)
     codec = MLTCodec.from_seed(13, 6, seed=42)
     df = spark.createDataFrame([(0,), (12345,), (None,), (4826808,)], "id bigint")
-    out = {"jvm_functions": jvm_functions(spark)}
+    caps = Capabilities.of(spark)
+    out = {"capabilities": [caps.connect, caps.jvm_engine, caps.delta_jars]}
     for engine in [*engines, "auto"]:
         tokens = df.select("id", mlt_encode("id", codec, engine=engine).alias("t"))
         rows = tokens.select("t", mlt_decode("t", codec, engine=engine).alias("back")).collect()
@@ -75,4 +76,4 @@ def test_every_engine_works_over_spark_connect() -> None:
     engines = {"native": expected, "udf": expected, "auto": expected}
     if HAS_JVM_JAR:  # the server has the jar: the JVM functions, called by name, and auto picks them
         engines["jvm"] = expected
-    assert result == {"jvm_functions": HAS_JVM_JAR, **engines}
+    assert result == {"capabilities": [True, HAS_JVM_JAR, False], **engines}

@@ -20,7 +20,6 @@ from spark_mlt.storage import (
     CodecMismatchError,
     TableExistsError,
     WriteOptions,
-    has_delta_jars,
     read_codecs,
     read_delta,
     write_delta,
@@ -39,10 +38,6 @@ def _ratings(spark: SparkSession, start: int = 0, rows: int = 200) -> DataFrame:
         (F.col("id") % 5 + 0.5).alias("rating"),
     )
     return df.withColumn("userId_mlt", mlt_encode("userId", CODEC))
-
-
-def test_no_delta_jars_here_so_delta_rs_is_the_backend(spark: SparkSession) -> None:
-    assert has_delta_jars(spark) is False
 
 
 def test_create_stores_codecs_and_delta_rs_alone_reads_the_same_rows(spark: SparkSession, tmp_path: Path) -> None:

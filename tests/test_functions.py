@@ -23,7 +23,7 @@ from spark_mlt.column import sqltext as sql
 from spark_mlt.column.engine import POLICY, Situation
 from spark_mlt.column.layouts import LAYOUT
 from spark_mlt.column.udf import decode_udf, encode_udf
-from tests.support.spark_lines import ENGINES, HAS_ARROW_UDFS, HAS_SQL_FUNCTIONS, QUERY_ERRORS
+from tests.support.spark_lines import ENGINES, HAS_ARROW_UDFS, HAS_SQL_FUNCTIONS, QUERY_ERRORS, capabilities
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
@@ -316,7 +316,7 @@ def test_bad_options_are_refused_before_spark_sees_them() -> None:
     codec = MLTCodec.from_seed(13, 6)
     with pytest.raises(OptionError, match=r"layout must be one of 'array', 'struct', 'vector', 'packed'; got 'list'"):
         mlt_encode("id", codec, layout="list")  # type: ignore[arg-type]
-    with pytest.raises(OptionError, match=r"engine must be one of 'auto', 'native', 'udf', 'jvm'; got 'java'"):
+    with pytest.raises(OptionError, match=r"engine must be one of 'auto', 'jvm', 'native', 'udf'; got 'java'"):
         mlt_decode("t", codec, engine="java")  # type: ignore[arg-type]
     with pytest.raises(OptionError, match=r"layout must be one of 'array', 'struct'; got 'vector'"):
         mlt_unpack("k", codec, layout="vector")
@@ -446,8 +446,8 @@ def test_auto_runs_native_on_a_column_by_name_and_udf_on_a_bound_input_it_runs_s
     layouts = ["array", "struct", "vector"] + (["packed"] if codec.packed_bits else [])
     for name in layouts:
         layout = LAYOUT[name]  # type: ignore[index]
-        assert POLICY.choose(Situation("encode", codec, layout, jvm=False)).engine == "native"
-        bound = POLICY.choose(Situation("decode", codec, layout, bound=True, jvm=False))
+        assert POLICY.choose(Situation("encode", codec, layout, capabilities())).engine == "native"
+        bound = POLICY.choose(Situation("decode", codec, layout, capabilities(), bound=True))
         arrow = name == "packed" and (p <= 32 or n <= 6)  # Arrow UDFs (PySpark >= 4.1)
         pandas = name == "packed" or (p == 2 and name != "vector")  # a UDF reads a vector's values directly
         assert bound.engine == ("native" if (arrow if HAS_ARROW_UDFS else pandas) else "udf"), name
@@ -456,9 +456,10 @@ def test_auto_runs_native_on_a_column_by_name_and_udf_on_a_bound_input_it_runs_s
 
 def test_policy_registers_sql_functions_natively_from_spark_4() -> None:
     codec = MLTCodec.from_seed(13, 6)
-    assert POLICY.choose(Situation("register", codec, LAYOUT["array"], spark_line=(3, 5), jvm=False)).engine == "udf"
-    assert POLICY.choose(Situation("register", codec, LAYOUT["array"], spark_line=(4, 0), jvm=False)).engine == "native"
-    assert POLICY.choose(Situation("unpack", codec, LAYOUT["array"], bound=True, jvm=False)).engine == "native"
+    spark_35, spark_40 = capabilities(spark_version="3.5.0"), capabilities(spark_version="4.0.0")
+    assert POLICY.choose(Situation("register", codec, LAYOUT["array"], spark_35)).engine == "udf"
+    assert POLICY.choose(Situation("register", codec, LAYOUT["array"], spark_40)).engine == "native"
+    assert POLICY.choose(Situation("unpack", codec, LAYOUT["array"], capabilities(), bound=True)).engine == "native"
 
 
 def test_udf_workers_import_the_codec_not_pyspark_ml(spark: SparkSession) -> None:
@@ -468,7 +469,7 @@ def test_udf_workers_import_the_codec_not_pyspark_ml(spark: SparkSession) -> Non
     from pyspark import cloudpickle  # noqa: PLC0415 - the pickler Spark ships UDFs with
 
     codec = MLTCodec.from_seed(13, 6)
-    options = {"handle_invalid": "error", "name": "column 'id'"}
+    options = {"handle_invalid": "error", "name": "column 'id'", "arrow": HAS_ARROW_UDFS}
     udfs = [
         encode_udf(codec, layout=LAYOUT[layout], takes=takes, **options)  # type: ignore[arg-type]
         for layout, takes in [("array", "id"), ("packed", "bigint")]

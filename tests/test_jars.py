@@ -1,4 +1,4 @@
-"""The jar folders of ``make jars`` (spark_mlt.batch.jars): found per line, or a clear error."""
+"""The jar folders of ``make jars`` (spark_mlt.jars): found per line, or a clear error."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_mlt.batch.jars import jar_paths, spark_jars
 from spark_mlt.errors import MissingJarsError
+from spark_mlt.jars import jar_paths, spark_jars
 
 
 def test_jar_folders_are_found_per_line_or_name_the_make_command(tmp_path: Path) -> None:

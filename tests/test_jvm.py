@@ -21,12 +21,12 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode, mlt_encode, mlt_unpack, register_mlt_functions
 from spark_mlt.column.engine import POLICY, Situation
-from spark_mlt.column.jvm import jvm_functions
 from spark_mlt.column.layouts import LAYOUT
-from spark_mlt.jvm import JVM_EXTENSION, jvm_jar, jvm_jar_name
-from tests.support.spark_lines import HAS_JVM_JAR, QUERY_ERRORS
+from spark_mlt.jars import JVM_EXTENSION, jvm_jar, jvm_jar_name
+from tests.support.spark_lines import HAS_JVM_JAR, QUERY_ERRORS, capabilities
 
 pytestmark = [
     pytest.mark.compat,
@@ -67,7 +67,7 @@ def _ids(codec: MLTCodec) -> list[int | None]:
 def test_the_session_has_the_jar_and_its_functions(spark: SparkSession) -> None:
     assert jvm_jar().name in spark.conf.get("spark.jars")
     assert JVM_EXTENSION in spark.conf.get("spark.sql.extensions")
-    assert jvm_functions(spark)
+    assert Capabilities.of(spark).jvm_engine
     found = {f.name for f in spark.catalog.listFunctions() if f.name.startswith("mlt_")}
     assert {"mlt_encode", "mlt_decode", "mlt_unpack"} <= found
 
@@ -191,13 +191,18 @@ def test_a_composition_plans_one_nested_call_without_a_lambda(spark: SparkSessio
 def test_auto_picks_the_jvm_engine_where_the_session_has_it() -> None:
     codec = MLTCodec.from_seed(13, 6)
     for operation, bound in (("encode", True), ("decode", False), ("unpack", False)):
-        assert POLICY.choose(Situation(operation, codec, LAYOUT["array"], bound=bound, jvm=True)).engine == "jvm"
-    assert POLICY.choose(Situation("encode", codec, LAYOUT["array"], bound=True, jvm=False)).engine == "udf"
+        situation = Situation(operation, codec, LAYOUT["array"], capabilities(jvm=True), bound=bound)
+        assert POLICY.choose(situation).engine == "jvm"
+    arrow_udfs = capabilities(jvm=False, spark_version="4.1.0")
+    assert POLICY.choose(Situation("encode", codec, LAYOUT["array"], arrow_udfs, bound=True)).engine == "udf"
     # a packed column by name: the native expression, inlined, measured as fast or faster
-    assert POLICY.choose(Situation("encode", codec, LAYOUT["packed"], jvm=True)).engine == "native"
-    assert POLICY.choose(Situation("decode", codec, LAYOUT["packed"], bound=True, jvm=True)).engine == "jvm"
-    register = Situation("register", codec, LAYOUT["array"], spark_line=(3, 5), jvm=True)
+    assert POLICY.choose(Situation("encode", codec, LAYOUT["packed"], capabilities(jvm=True))).engine == "native"
+    packed = Situation("decode", codec, LAYOUT["packed"], capabilities(jvm=True), bound=True)
+    assert POLICY.choose(packed).engine == "jvm"
+    register = Situation("register", codec, LAYOUT["array"], capabilities(jvm=True, spark_version="3.5.0"))
     assert POLICY.choose(register).engine == "jvm"  # Spark 3.5: the jar registers them itself
+    over_connect = capabilities(jvm=True, spark_version="3.5.0", connect=True)
+    assert POLICY.choose(Situation("register", codec, LAYOUT["array"], over_connect)).engine == "udf"
 
 
 def test_registered_sql_functions_call_the_jvm_functions(spark: SparkSession) -> None:

@@ -32,7 +32,7 @@ from deltalake import DeltaTable
 import spark_mlt
 from spark_mlt import MLTCodec
 from spark_mlt.batch import generate_synthetic
-from spark_mlt.jvm import JVM_EXTENSION, jvm_jar
+from spark_mlt.jars import JVM_EXTENSION, jvm_jar
 from spark_mlt.storage import read_codecs
 from tests.support.cluster import FAST_JVM, SPARK_HOME, Cluster, clean_env
 from tests.support.processes import stop

@@ -63,7 +63,7 @@ from spark_mlt.batch.session import job_session
 from spark_mlt.batch.stream import check_stream_job, tokenize_stream
 from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.errors import MLTError, SourceError
-from spark_mlt.jvm import JVM_EXTENSION, jvm_jar
+from spark_mlt.jars import JVM_EXTENSION, jvm_jar
 from spark_mlt.paper import PaperOptions, PaperReport
 from spark_mlt.storage import StorageOptions, orphan_files, redact, s3a_conf, vacuum
 from spark_mlt.storage.catalog import is_table_name

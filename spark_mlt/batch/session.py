@@ -6,7 +6,7 @@ UDFs), so ``spark.pyspark.python`` defaults to ``sys.executable``.
 
 ``SPARK_MLT_DELTA=spark`` in the environment gives local sessions Delta's jars (from ``make jars``),
 its SQL extension and catalog
-([`spark_mlt.batch.jars.delta_session_conf`][spark_mlt.batch.jars.delta_session_conf]), so the jobs
+([`spark_mlt.jars.delta_session_conf`][spark_mlt.jars.delta_session_conf]), so the jobs
 and the demo write through delta-spark (``DELTA=spark make demo``).
 """
 
@@ -20,9 +20,8 @@ from pathlib import Path
 
 from pyspark.sql import SparkSession
 
-from spark_mlt.batch.jars import delta_session_conf
 from spark_mlt.errors import MissingJarsError, OptionError
-from spark_mlt.jvm import JVM_EXTENSION, JVM_OFF_ENV, jvm_jar, merge_conf
+from spark_mlt.jars import JVM_EXTENSION, JVM_OFF_ENV, delta_session_conf, jvm_jar, merge_conf
 
 __all__ = ["DELTA_ENV", "LOCAL_CONF", "is_local", "job_session", "local_session"]
 

@@ -47,12 +47,12 @@ from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.storage import (
     AppTransaction,
-    has_delta_jars,
     read_appended,
     read_delta,
     read_snapshot,
     snapshot_for_write,
     table_exists,
+    use_delta_spark,
 )
 from spark_mlt.storage.fs import locate, spark_uri
 
@@ -320,7 +320,7 @@ def tokenize_stream(
     """
     check_stream_job(options)
     report = JobReport()
-    if options.input_format == "delta" and not has_delta_jars(spark):
+    if options.input_format == "delta" and not use_delta_spark(spark):
         return _follow_delta(spark, input, output, columns, options, stream=stream, report=report)
     query = start_stream(spark, input, output, columns, options, stream=stream, report=report)
     logged = -1

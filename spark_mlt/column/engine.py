@@ -9,17 +9,21 @@ stages), and registering SQL functions. Three engines implement
 * ``"native"``: Spark SQL expressions ([`spark_mlt.column.native`][spark_mlt.column.native]); no Python worker;
 * ``"udf"``: vectorised UDFs over the NumPy codec ([`spark_mlt.column.udf`][spark_mlt.column.udf]).
 
-All give bit-identical tokens, the same nulls and the same errors. ``engine="auto"`` asks
-`EnginePolicy`, which reads what it can see ([`Situation`][spark_mlt.column.engine.Situation]: the
-operation, the codec, the layout, whether the input is bound to a lambda, the Spark line, whether
-the session has the jar) and applies its rules in order; each rule says why its engine wins there. A
-new engine implements [`ColumnEngine`][spark_mlt.column.engine.ColumnEngine], joins
-[`ENGINES`][spark_mlt.column.engine.ENGINES] and adds the rules where it wins; nothing else changes.
+All give bit-identical tokens, the same nulls and the same errors. An engine is made for one
+session's [`Capabilities`][spark_mlt.capabilities.Capabilities] and says itself whether it can run an
+operation there (`ColumnEngine.unavailable`). ``engine="auto"`` asks `EnginePolicy`, which reads what
+it can see ([`Situation`][spark_mlt.column.engine.Situation]: the operation, the codec, the layout,
+whether the input is bound to a lambda, and the session's capabilities) and applies its rules in
+order: the first whose engine is available there and that applies wins, and each rule says why. A new
+engine implements [`ColumnEngine`][spark_mlt.column.engine.ColumnEngine], joins
+[`ENGINE_TYPES`][spark_mlt.column.engine.ENGINE_TYPES] and adds the rules where it wins; nothing
+else changes.
 
 Example::
 
     >>> from spark_mlt.column.layouts import LAYOUT
-    >>> POLICY.choose(Situation("encode", MLTCodec.from_seed(13, 6), LAYOUT["array"], jvm=False)).engine
+    >>> situation = Situation("encode", MLTCodec.from_seed(13, 6), LAYOUT["array"], Capabilities.without_session())
+    >>> POLICY.choose(situation).engine
     'native'
 """
 
@@ -31,36 +35,43 @@ from typing import Literal, Protocol
 
 from pyspark.sql import Column, SparkSession
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.codec.tables import decode_tables, encode_tables
 from spark_mlt.column.inputs import Input
-from spark_mlt.column.jvm import JvmEngine, jvm_functions
+from spark_mlt.column.jvm import JvmEngine
 from spark_mlt.column.layouts import PACKED, VECTOR, TokenLayout
 from spark_mlt.column.native import NativeEngine
 from spark_mlt.column.udf import UdfEngine
-from spark_mlt.column.versions import PYSPARK_LINE, has_arrow_udfs
-from spark_mlt.options import Engine, RowHandling
+from spark_mlt.errors import OptionError
+from spark_mlt.options import Engine, EngineName, RowHandling
 
 __all__ = [
-    "ENGINES",
+    "ENGINE_TYPES",
     "POLICY",
+    "RULES",
     "Choice",
     "ColumnEngine",
+    "ColumnOperation",
     "EnginePolicy",
-    "Operation",
-    "Rule",
+    "EngineRule",
     "Situation",
-    "engine_for",
 ]
 
-Operation = Literal["encode", "decode", "unpack", "register"]
-EngineName = Literal["jvm", "native", "udf"]
+#: what an engine is asked to do
+ColumnOperation = Literal["encode", "decode", "unpack", "register"]
 
 
 class ColumnEngine(Protocol):
-    """Builds the Columns (and SQL functions) that encode, decode and unpack, checked and named."""
+    """Builds the Columns (and SQL functions) that encode, decode and unpack, checked and named,
+    for the session whose capabilities it was made with."""
 
-    name: str
+    name: EngineName
+
+    def unavailable(self, operation: ColumnOperation) -> str | None:
+        """Why this engine cannot run ``operation`` in its session (a message that says what to
+        do instead), or None when it can."""
+        ...
 
     def encode(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
         """Tokens of the ids in ``source``, in ``layout``."""
@@ -86,40 +97,39 @@ class ColumnEngine(Protocol):
         ...
 
 
-#: every engine, by name
-ENGINES: dict[str, ColumnEngine] = {"jvm": JvmEngine(), "native": NativeEngine(), "udf": UdfEngine()}
+#: every engine's type, by name: an engine is made for one session's capabilities
+ENGINE_TYPES: dict[EngineName, Callable[[Capabilities], ColumnEngine]] = {
+    "jvm": JvmEngine,
+    "native": NativeEngine,
+    "udf": UdfEngine,
+}
 
 
 @dataclass(frozen=True)
 class Situation:
     """What the policy sees of one operation."""
 
-    operation: Operation
+    operation: ColumnOperation
     codec: MLTCodec
     layout: TokenLayout
+    #: what the session that runs it has: the given one's for ``register``, else the active one's
+    capabilities: Capabilities
     #: the input is bound to a lambda variable (a Column, not a column by name)
     bound: bool = False
-    #: (major, minor) of the Spark that runs it: the session's for ``register``, else the driver's PySpark
-    spark_line: tuple[int, int] = PYSPARK_LINE
-    #: vectorised UDFs take Arrow batches (PySpark >= 4.1), not pandas ones
-    arrow_udfs: bool = field(default_factory=has_arrow_udfs)
-    #: the session has spark-mlt's JVM functions (its jar): the active session's for a column
-    #: function; for ``register``, the given one's, where it can register them (`can_register`)
-    jvm: bool = field(default_factory=jvm_functions)
 
 
 @dataclass(frozen=True)
-class Rule:
+class EngineRule:
     """Where ``engine`` wins, and why."""
 
-    engine: str
+    engine: EngineName
     applies: Callable[[Situation], bool]
     reason: str
 
 
 @dataclass(frozen=True)
 class Choice:
-    engine: str
+    engine: EngineName
     reason: str
 
 
@@ -131,49 +141,52 @@ def _small_lambda(situation: Situation) -> bool:
     return tables or codec.p == 2 or codec.n <= 6
 
 
-RULES: tuple[Rule, ...] = (
-    Rule(
+#: the rules of ``engine="auto"``, in order; a rule whose engine is unavailable in the session is passed over
+RULES: tuple[EngineRule, ...] = (
+    EngineRule(
         "native",
-        lambda s: s.jvm and s.layout is PACKED and not s.bound and s.operation in ("encode", "decode"),
+        lambda s: (
+            s.capabilities.jvm_engine and s.layout is PACKED and not s.bound and s.operation in ("encode", "decode")
+        ),
         "a packed column by name: the native expression (shifts and table reads that Spark's code generator "
         "inlines) ran as fast as the JVM engine's call or faster in every cell of the benchmark (PySpark 4.3, "
         "six codec families)",
     ),
-    Rule(
+    EngineRule(
         "jvm",
-        lambda s: s.jvm,
+        lambda s: True,
         "spark-mlt's jar is in the session: its functions are Spark expressions that call compiled Java, "
         "one call per row in generated code, with no Python worker and no lambda whatever the input",
     ),
-    Rule(
+    EngineRule(
         "udf",
-        lambda s: s.operation == "register" and s.spark_line < (4, 0),
+        lambda s: s.operation == "register" and not s.capabilities.sql_functions,
         "Spark before 4.0 has no SQL functions (CREATE FUNCTION ... RETURN): vectorised UDFs are registered",
     ),
-    Rule(
+    EngineRule(
         "native",
         lambda s: s.operation in ("register", "unpack") or not s.bound,
         "a column by name becomes one expression that Spark's code generator compiles, with no Python "
         "worker; SQL functions and unpacking are such expressions",
     ),
-    Rule(
+    EngineRule(
         "udf",
         lambda s: s.operation == "decode" and s.layout is VECTOR,
         "a vector's values reach SQL text only through a lambda (SQL has no vector type); a UDF reads them as they are",
     ),
-    Rule(
+    EngineRule(
         "native",
-        lambda s: not s.arrow_udfs and (s.layout is PACKED or s.codec.p == 2),
+        lambda s: not s.capabilities.arrow_udfs and (s.layout is PACKED or s.codec.p == 2),
         "pandas UDFs (before PySpark 4.1) pay a conversion per batch and cannot take every packed value "
         "(nulls turn a bigint batch into float64); p = 2 is a few bit operations",
     ),
-    Rule(
+    EngineRule(
         "native",
-        lambda s: s.arrow_udfs and s.layout is PACKED and _small_lambda(s),
+        lambda s: s.capabilities.arrow_udfs and s.layout is PACKED and _small_lambda(s),
         "a packed round trip through a small lambda (tables, p = 2 or at most six tokens) runs faster "
         "as expressions than through a UDF",
     ),
-    Rule(
+    EngineRule(
         "udf",
         lambda s: True,
         "Spark runs a lambda's body (which binds a Column input once) several times slower than the same "
@@ -184,32 +197,40 @@ RULES: tuple[Rule, ...] = (
 
 @dataclass(frozen=True)
 class EnginePolicy:
-    """Picks the engine for ``engine="auto"``: the first of [`RULES`][spark_mlt.column.engine.RULES] that applies and
-    whose engine is available.
+    """Picks the engine for ``engine="auto"``: the first of [`RULES`][spark_mlt.column.engine.RULES] whose
+    engine is available in the session and that applies.
 
     Example::
 
-        POLICY.choose(Situation("decode", codec, LAYOUT["array"], bound=True)).reason
+        POLICY.choose(Situation("decode", codec, LAYOUT["array"], Capabilities.of(spark), bound=True)).reason
     """
 
-    rules: tuple[Rule, ...] = RULES
-    engines: Mapping[str, ColumnEngine] = field(default_factory=lambda: ENGINES)
+    rules: tuple[EngineRule, ...] = RULES
+    engines: Mapping[EngineName, Callable[[Capabilities], ColumnEngine]] = field(default_factory=lambda: ENGINE_TYPES)
 
     def choose(self, situation: Situation) -> Choice:
+        made: dict[EngineName, ColumnEngine] = {}
         for rule in self.rules:
-            if rule.engine in self.engines and rule.applies(situation):
+            if rule.engine not in self.engines:
+                continue
+            engine = made.setdefault(rule.engine, self.engines[rule.engine](situation.capabilities))
+            if engine.unavailable(situation.operation) is None and rule.applies(situation):
                 return Choice(rule.engine, rule.reason)
         raise LookupError(f"no engine for {situation}")  # pragma: no cover - the last rule always applies
 
     def engine(self, requested: Engine, situation: Situation) -> ColumnEngine:
-        """The engine called ``requested``, or for ``"auto"`` the one `choose` picks."""
+        """The engine called ``requested``, or for ``"auto"`` the one `choose` picks, made for
+        the situation's session.
+
+        Raises:
+            OptionError: the engine requested cannot run the operation there (the message says why).
+        """
         name = self.choose(situation).engine if requested == "auto" else requested
-        return self.engines[name]
+        engine = self.engines[name](situation.capabilities)
+        reason = engine.unavailable(situation.operation)
+        if reason is not None:
+            raise OptionError(reason, parameter="engine")
+        return engine
 
 
 POLICY = EnginePolicy()
-
-
-def engine_for(requested: Engine, situation: Situation) -> ColumnEngine:
-    """[`EnginePolicy.engine`][spark_mlt.column.engine.EnginePolicy.engine] of the default policy."""
-    return POLICY.engine(requested, situation)

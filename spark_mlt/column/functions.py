@@ -1,9 +1,11 @@
 """PySpark column functions: ``mlt_encode``, ``mlt_decode`` and ``mlt_unpack``.
 
 Each takes its options as the [`spark_mlt.options`][spark_mlt.options] words, checks them once
-([`check_choice`][spark_mlt.options.check_choice]), and hands its input
-(`spark_mlt.column.inputs`) with the layout's object ([`spark_mlt.column.layouts`][spark_mlt.column.layouts])
-to the engine the policy picks (`spark_mlt.column.engine`). Input types are checked when
+([`check_choice`][spark_mlt.options.check_choice]), resolves the session's
+[`Capabilities`][spark_mlt.capabilities.Capabilities] once (the active session's unless given), and
+hands its input (`spark_mlt.column.inputs`) with the layout's object
+([`spark_mlt.column.layouts`][spark_mlt.column.layouts]) to the engine the policy picks for them
+(`spark_mlt.column.engine`). Input types are checked when
 Spark analyses the query: anything but an integral or decimal id column fails with Spark's
 DATATYPE_MISMATCH error, which names the column and its type. Decimal values must be whole
 numbers within the bigint range; other values, negative ids and ids at or above the codec's
@@ -14,11 +16,11 @@ from __future__ import annotations
 
 from pyspark.sql import Column
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column.engine import Operation, Situation, engine_for
+from spark_mlt.column.engine import POLICY, ColumnOperation, Situation
 from spark_mlt.column.inputs import Input, as_input
-from spark_mlt.column.jvm import check_jvm
-from spark_mlt.column.layouts import LAYOUT, LAYOUTS, UNPACK_LAYOUTS, VECTOR, Layout, TokenLayout
+from spark_mlt.column.layouts import LAYOUT, LAYOUTS, UNPACK_LAYOUTS, VECTOR, Layout, TokenLayout, UnpackLayout
 from spark_mlt.errors import MLTTypeError
 from spark_mlt.options import ENGINES, ROW_HANDLING, Engine, RowHandling, check_choice
 
@@ -49,11 +51,17 @@ def _options(
 
 
 def _run(
-    operation: Operation, source: Input, *, codec: MLTCodec, layout: TokenLayout, handle: RowHandling, engine: Engine
+    operation: ColumnOperation,
+    source: Input,
+    *,
+    codec: MLTCodec,
+    layout: TokenLayout,
+    handle: RowHandling,
+    engine: Engine,
+    capabilities: Capabilities | None,
 ) -> Column:
-    if engine == "jvm":
-        check_jvm(operation)
-    chosen = engine_for(engine, Situation(operation, codec, layout, bound=not source.by_name))
+    caps = capabilities if capabilities is not None else Capabilities.active()
+    chosen = POLICY.engine(engine, Situation(operation, codec, layout, caps, bound=not source.by_name))
     run = {"encode": chosen.encode, "decode": chosen.decode, "unpack": chosen.unpack}[operation]
     return run(source, codec, layout, handle)
 
@@ -65,6 +73,7 @@ def mlt_encode(
     layout: Layout = "array",
     handle_invalid: RowHandling = "error",
     engine: Engine = "auto",
+    capabilities: Capabilities | None = None,
 ) -> Column:
     """The MLT tokens of an integer id column.
 
@@ -83,6 +92,9 @@ def mlt_encode(
             ``"native"`` (Spark SQL expressions), ``"udf"`` (vectorised UDF over the NumPy
             codec) or ``"auto"``: the one `EnginePolicy` picks (jvm where the session has
             the jar, else native for a column by name).
+        capabilities: what the session that runs the Column has (default: the active
+            session's, [`Capabilities.active`][spark_mlt.capabilities.Capabilities.active],
+            resolved once per call); a job or stream passes its session's.
 
     Returns:
         A Column; null where the id is null.
@@ -99,9 +111,10 @@ def mlt_encode(
     """
     checked, chosen, handle, engine_name = _options(codec, layout, LAYOUTS, handle_invalid, engine)
     source = as_input(col)
-    return _run("encode", source, codec=checked, layout=chosen, handle=handle, engine=engine_name).alias(
-        _result_name("mlt_encode", source)
+    run = _run(
+        "encode", source, codec=checked, layout=chosen, handle=handle, engine=engine_name, capabilities=capabilities
     )
+    return run.alias(_result_name("mlt_encode", source))
 
 
 def mlt_decode(
@@ -111,6 +124,7 @@ def mlt_decode(
     layout: Layout = "array",
     handle_invalid: RowHandling = "error",
     engine: Engine = "auto",
+    capabilities: Capabilities | None = None,
 ) -> Column:
     """The bigint ids of a token column written by [`mlt_encode`][spark_mlt.column.functions.mlt_encode].
 
@@ -131,6 +145,7 @@ def mlt_decode(
             to 2**63 or more) into null.
         engine: ``"jvm"``, ``"native"``, ``"udf"`` or ``"auto"`` (as for
             [`mlt_encode`][spark_mlt.column.functions.mlt_encode]).
+        capabilities: as for [`mlt_encode`][spark_mlt.column.functions.mlt_encode].
 
     Returns:
         A bigint Column; null where the tokens are null.
@@ -142,15 +157,24 @@ def mlt_decode(
     checked, chosen, handle, engine_name = _options(codec, layout, LAYOUTS, handle_invalid, engine)
     source = as_input(col)
     tokens = Input(VECTOR.values(source.column, checked, source.name), source.name) if chosen is VECTOR else source
-    return _run("decode", tokens, codec=checked, layout=chosen, handle=handle, engine=engine_name).alias(
-        _result_name("mlt_decode", source)
+    run = _run(
+        "decode", tokens, codec=checked, layout=chosen, handle=handle, engine=engine_name, capabilities=capabilities
     )
+    return run.alias(_result_name("mlt_decode", source))
 
 
-def decode_input(source: Input, codec: MLTCodec, layout: TokenLayout, handle: RowHandling, engine: Engine) -> Column:
+def decode_input(
+    source: Input,
+    codec: MLTCodec,
+    layout: TokenLayout,
+    handle: RowHandling,
+    *,
+    engine: Engine,
+    capabilities: Capabilities,
+) -> Column:
     """The ids of ``source`` (a vector's values for the vector layout): ``mlt_decode`` for a
     DataFrame-level step that added its input as a column of its own (``MLTDecoder``)."""
-    return _run("decode", source, codec=codec, layout=layout, handle=handle, engine=engine)
+    return _run("decode", source, codec=codec, layout=layout, handle=handle, engine=engine, capabilities=capabilities)
 
 
 def _result_name(function: str, source: Input) -> str:
@@ -164,8 +188,9 @@ def mlt_unpack(
     col: str | Column,
     codec: MLTCodec,
     *,
-    layout: Layout = "array",
+    layout: UnpackLayout = "array",
     handle_invalid: RowHandling = "error",
+    capabilities: Capabilities | None = None,
 ) -> Column:
     """The tokens of a packed token column (``mlt_encode(..., layout="packed")``), as an
     array<int> (or a struct t0..t{n-1}): plain Spark shifts and masks, no Python.
@@ -176,6 +201,7 @@ def mlt_unpack(
         layout: ``"array"`` (default) or ``"struct"``.
         handle_invalid: ``"error"`` fails the query naming the value; ``"null"`` turns
             values with a token >= p or bits set above the n tokens into null.
+        capabilities: as for [`mlt_encode`][spark_mlt.column.functions.mlt_encode].
 
     Raises:
         CodecParameterError: the codec's tokens do not fit in 64 bits (never packed).
@@ -188,6 +214,5 @@ def mlt_unpack(
     checked, chosen, handle, _ = _options(codec, layout, UNPACK_LAYOUTS, handle_invalid, "auto")
     checked.require_packed_bits()
     source = as_input(col)
-    return _run("unpack", source, codec=checked, layout=chosen, handle=handle, engine="auto").alias(
-        _result_name("mlt_unpack", source)
-    )
+    run = _run("unpack", source, codec=checked, layout=chosen, handle=handle, engine="auto", capabilities=capabilities)
+    return run.alias(_result_name("mlt_unpack", source))

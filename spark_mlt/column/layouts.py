@@ -28,8 +28,9 @@ Example::
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
-from typing import Literal
+from typing import Literal, get_args
 
 from pyspark.ml.functions import array_to_vector, vector_to_array
 from pyspark.sql import Column
@@ -52,8 +53,10 @@ __all__ = [
     "VECTOR",
     "DecodeLayout",
     "Layout",
+    "SqlLayout",
     "StorageLayout",
     "TokenLayout",
+    "UnpackLayout",
     "column_layout",
     "layout_of",
     "token_layouts",
@@ -61,21 +64,23 @@ __all__ = [
     "token_struct_type",
 ]
 
-Layout = Literal["array", "struct", "vector", "packed"]
+#: what ``mlt_unpack`` returns
+UnpackLayout = Literal["array", "struct"]
+#: every layout: ``mlt_encode``, ``mlt_decode`` and the ML stages take them all
+Layout = Literal[UnpackLayout, "vector", "packed"]
 #: what a decoder reads: a layout, or ``auto``: the one the column's type shows
-DecodeLayout = Literal["auto", "array", "struct", "vector", "packed"]
+DecodeLayout = Literal["auto", Layout]
+#: the layouts a SQL function's parameter type can hold (ARRAY<INT>, BIGINT)
+SqlLayout = Literal["array", "packed"]
 #: How the jobs store a token column: ``auto`` (an existing table's layout, else packed when
 #: the tokens fit in 64 bits), ``packed`` or ``array``.
-StorageLayout = Literal["auto", "packed", "array"]
+StorageLayout = Literal["auto", SqlLayout]
 
-#: every layout: ``mlt_encode``, ``mlt_decode`` and the ML stages take them all
-LAYOUTS: tuple[Layout, ...] = ("array", "struct", "vector", "packed")
-DECODE_LAYOUTS: tuple[DecodeLayout, ...] = ("auto", *LAYOUTS)
-#: what ``mlt_unpack`` returns
-UNPACK_LAYOUTS: tuple[Layout, ...] = ("array", "struct")
-#: the layouts a SQL function's parameter type can hold (ARRAY<INT>, BIGINT)
-SQL_LAYOUTS: tuple[Layout, ...] = ("array", "packed")
-STORAGE_LAYOUTS: tuple[StorageLayout, ...] = ("auto", "packed", "array")
+LAYOUTS: tuple[Layout, ...] = get_args(Layout)
+DECODE_LAYOUTS: tuple[DecodeLayout, ...] = get_args(DecodeLayout)
+UNPACK_LAYOUTS: tuple[UnpackLayout, ...] = get_args(UnpackLayout)
+SQL_LAYOUTS: tuple[SqlLayout, ...] = get_args(SqlLayout)
+STORAGE_LAYOUTS: tuple[StorageLayout, ...] = get_args(StorageLayout)
 
 TOKEN_COLUMN = "a token column (vector, array<int>, struct t0..t{n-1} or packed bigint)"
 
@@ -114,32 +119,33 @@ def _greatest(items: Sequence[str]) -> str:
     return items[0] if len(items) == 1 else sql.call("greatest", items)
 
 
-class TokenLayout:
-    """How n tokens are laid out in one Spark column (SQL text in and out)."""
+class TokenLayout(ABC):
+    """How n tokens are laid out in one Spark column (SQL text in and out): the interface
+    every layout implements."""
 
     name: Layout
     #: the type a message shows for the layout
     shown: str
 
+    @abstractmethod
     def spark_type(self, codec: MLTCodec) -> str:
         """The column's Spark type (DDL)."""
-        raise NotImplementedError
 
+    @abstractmethod
     def write(self, tokens: Sequence[str], codec: MLTCodec) -> str:
         """The layout's value of the n ``tokens`` (bigint expressions in [0, p))."""
-        raise NotImplementedError
 
+    @abstractmethod
     def read(self, column: str, codec: MLTCodec) -> tuple[list[str], list[str]]:
         """The n tokens of ``column`` as bigints (null where a token is null) and the checks
         of their shape and range, written so that the checks' code does not grow with n."""
-        raise NotImplementedError
 
+    @abstractmethod
     def gate(self, column: str, codec: MLTCodec, name: str) -> tuple[str, str]:
         """A predicate that is always false (the optimizer removes it) but fails analysis
         unless ``column`` has this layout's type, and the column to read the tokens from.
         Every expression that can fail carries `hint`, so Spark's DATATYPE_MISMATCH
         error, which names the column and its type, also says which layout was expected."""
-        raise NotImplementedError
 
     def hint(self, codec: MLTCodec, name: str) -> str:
         """The message a mistyped column fails with: what was expected, and how to pick another

@@ -11,14 +11,13 @@ from __future__ import annotations
 from pyspark.sql import Column, SparkSession
 from pyspark.sql import functions as F
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import sqltext as sql
 from spark_mlt.column.builders import decode_expr, encode_expr, encode_parts, unpack_expr
 from spark_mlt.column.inputs import Input, bind
 from spark_mlt.column.layouts import VECTOR, TokenLayout
-from spark_mlt.column.versions import spark_line
-from spark_mlt.errors import OptionError
-from spark_mlt.options import RowHandling
+from spark_mlt.options import EngineName, RowHandling
 
 __all__ = ["NativeEngine"]
 
@@ -26,7 +25,20 @@ __all__ = ["NativeEngine"]
 class NativeEngine:
     """Encodes, decodes, unpacks and registers SQL functions with Spark SQL expressions."""
 
-    name = "native"
+    name: EngineName = "native"
+
+    def __init__(self, capabilities: Capabilities) -> None:
+        self.capabilities = capabilities
+
+    def unavailable(self, operation: str) -> str | None:
+        """Everything runs, but SQL functions before Spark 4.0."""
+        caps = self.capabilities
+        if operation == "register" and not caps.sql_functions:
+            return (
+                f"engine='native' registers SQL functions, which Spark {caps.spark_version} lacks (they need "
+                "Spark 4.0); use engine='auto' or 'udf' (vectorised UDFs), or the column functions"
+            )
+        return None
 
     def encode(self, source: Input, codec: MLTCodec, layout: TokenLayout, handle_invalid: RowHandling) -> Column:
         if layout is VECTOR:  # SQL text for the values and the pick; SQL has no vector type
@@ -63,12 +75,6 @@ class NativeEngine:
         """``CREATE TEMPORARY FUNCTION`` of the encoder and the decoder. SQL functions cannot
         hold lambdas, so their expressions copy what they read several times (Spark
         evaluates their parameters once already)."""
-        if spark_line(spark.version) < (4, 0):
-            raise OptionError(
-                f"engine='native' registers SQL functions, which Spark {spark.version} lacks (they need "
-                "Spark 4.0); use engine='auto' or 'udf' (vectorised UDFs), or the column functions",
-                parameter="engine",
-            )
         encode_name, decode_name = names
         encode_sql = encode_expr("id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name)
         decode_sql = decode_expr("tokens", codec, layout=layout, handle_invalid=handle_invalid, sql_name=decode_name)

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 from pyspark.sql import SparkSession
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column.engine import Situation, engine_for
+from spark_mlt.column.engine import POLICY, Situation
 from spark_mlt.column.functions import check_codec
-from spark_mlt.column.jvm import can_register
-from spark_mlt.column.layouts import LAYOUT, SQL_LAYOUTS, Layout
-from spark_mlt.column.versions import spark_line
+from spark_mlt.column.layouts import LAYOUT, SQL_LAYOUTS, SqlLayout
 from spark_mlt.errors import OptionError
 from spark_mlt.options import ENGINES, ROW_HANDLING, Engine, RowHandling, check_choice
 
@@ -25,7 +24,7 @@ def register_mlt_functions(
     codec: MLTCodec,
     name: str,
     *,
-    layout: Layout = "array",
+    layout: SqlLayout = "array",
     handle_invalid: RowHandling = "error",
     engine: Engine = "auto",
 ) -> tuple[str, str]:
@@ -65,6 +64,6 @@ def register_mlt_functions(
     if chosen is LAYOUT["packed"]:
         codec.require_packed_bits()
     names = f"mlt_encode_{name}", f"mlt_decode_{name}"
-    situation = Situation("register", codec, chosen, spark_line=spark_line(spark.version), jvm=can_register(spark))
-    engine_for(check_choice("engine", engine, ENGINES), situation).register(spark, codec, names, chosen, handle)
+    situation = Situation("register", codec, chosen, Capabilities.of(spark))
+    POLICY.engine(check_choice("engine", engine, ENGINES), situation).register(spark, codec, names, chosen, handle)
     return names

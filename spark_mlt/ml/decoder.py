@@ -21,6 +21,7 @@ from pyspark.ml.param import Param, Params
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 from pyspark.sql import Column, DataFrame
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import column_layout
 from spark_mlt.column.functions import decode_input
@@ -123,6 +124,7 @@ class MLTDecoder(
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
         wanted, engine = self.getLayout(), self.getEngine()
+        capabilities = Capabilities.of(dataset.sparkSession)
         columns = self._column_codecs()
         layouts = {source: LAYOUT[column_layout(dataset.schema, source, wanted)] for source, _, _ in columns}
         # A vector's values go into a column of their own first (dropped at the end), which
@@ -141,7 +143,7 @@ class MLTDecoder(
         def decode(source: str, codec: MLTCodec, handle: RowHandling) -> Column:
             shown = as_input(source)
             tokens = column_input(staged[source], shown.name) if source in staged else shown
-            return decode_input(tokens, codec, layouts[source], handle, engine)
+            return decode_input(tokens, codec, layouts[source], handle, engine=engine, capabilities=capabilities)
 
         return self._add_columns(prepared, decode).drop(*staged.values())
 

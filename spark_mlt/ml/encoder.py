@@ -19,6 +19,7 @@ from pyspark.ml import Estimator, Model
 from pyspark.ml.util import DefaultParamsReadable, DefaultParamsWritable
 from pyspark.sql import DataFrame
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.column import fit_codecs, mlt_encode
 from spark_mlt.ml.params import HasCodecSizing, HasLayout, MLTCodecStageParams, MLTStageParams
@@ -167,9 +168,10 @@ class MLTEncoderModel(
 
     def _transform(self, dataset: DataFrame) -> DataFrame:
         layout, engine = self.getLayout(), self.getEngine()
+        capabilities = Capabilities.of(dataset.sparkSession)
         return self._add_columns(
             dataset,
             lambda source, codec, handle: mlt_encode(
-                source, codec, layout=layout, handle_invalid=handle, engine=engine
+                source, codec, layout=layout, handle_invalid=handle, engine=engine, capabilities=capabilities
             ),
         )

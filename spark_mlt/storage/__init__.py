@@ -47,7 +47,7 @@ from spark_mlt.errors import (
     VocabularyError,
 )
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
-from spark_mlt.storage.catalog import is_table_name
+from spark_mlt.storage.catalog import is_table_name, use_delta_spark
 from spark_mlt.storage.fs import StorageOptions, redact, s3a_conf
 from spark_mlt.storage.maintenance import orphan_files, vacuum
 from spark_mlt.storage.properties import (
@@ -66,7 +66,6 @@ from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_
 from spark_mlt.storage.writer import (
     WriteOptions,
     check_data_page_version,
-    has_delta_jars,
     snapshot_for_write,
     token_write_options,
     write_delta,
@@ -100,7 +99,6 @@ __all__ = [
     "check_mode",
     "check_run_id",
     "check_vocabulary",
-    "has_delta_jars",
     "is_table_name",
     "keys_for_ids",
     "orphan_files",
@@ -117,6 +115,7 @@ __all__ = [
     "snapshot_for_write",
     "table_exists",
     "token_write_options",
+    "use_delta_spark",
     "vacuum",
     "vocabulary_paths",
     "vocabulary_properties",

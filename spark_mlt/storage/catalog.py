@@ -24,17 +24,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal
+from typing import Literal, get_args
 
 from pyspark.sql import SparkSession
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingTableError, TableError
 from spark_mlt.options import check_choice
 
 __all__ = [
     "BACKENDS",
     "Backend",
-    "has_delta_jars",
     "is_table_name",
     "resolve_location",
     "table_location",
@@ -45,7 +45,7 @@ __all__ = [
 #: has Delta's jars, else the jar-free path: delta-rs with Spark's Parquet reader and writer),
 #: or one of them.
 Backend = Literal["auto", "delta-rs", "delta-spark"]
-BACKENDS: tuple[Backend, ...] = ("auto", "delta-rs", "delta-spark")
+BACKENDS: tuple[Backend, ...] = get_args(Backend)
 
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
 _NAME = re.compile(rf"{_PART}(?:\.{_PART}){{1,2}}")
@@ -66,28 +66,10 @@ def is_table_name(value: object) -> bool:
     return _NAME.fullmatch(value) is not None
 
 
-def has_delta_jars(spark: SparkSession) -> bool:
-    """Whether this session can write Delta itself (delta-spark's classes are loadable).
-
-    On Spark Classic Spark's class loader is asked for ``io.delta.tables.DeltaTable`` (a session that names
-    Delta's extension in its conf without the jars on its classpath does not count); over
-    Spark Connect, where the server decides, the session's catalog setting is the hint.
-    """
-    jvm = getattr(spark, "_jvm", None)
-    if jvm is None:
-        catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
-        extensions = spark.conf.get("spark.sql.extensions", "") or ""
-        return "DeltaCatalog" in catalog or "DeltaSparkSessionExtension" in extensions
-    try:  # Spark's loader: jars added with spark.jars or --packages are not on the system one
-        jvm.org.apache.spark.util.Utils.getContextOrSparkClassLoader().loadClass("io.delta.tables.DeltaTable")
-    except Exception:  # noqa: BLE001 - py4j raises a generic error when the class is missing
-        return False
-    return True
-
-
-def use_delta_spark(spark: SparkSession | None, backend: Backend = "auto") -> bool:
-    """Whether ``backend`` means delta-spark in this session (``auto``: when it has Delta's
-    jars; without a session, the jar-free path).
+def use_delta_spark(session: SparkSession | Capabilities | None, backend: Backend = "auto") -> bool:
+    """Whether ``backend`` means delta-spark for a session (``auto``: when its
+    [`Capabilities`][spark_mlt.capabilities.Capabilities] have Delta's jars; without a session,
+    the jar-free path). A session given is asked once.
 
     Raises:
         OptionError: ``backend`` is none of [`BACKENDS`][spark_mlt.storage.catalog.BACKENDS].
@@ -95,11 +77,13 @@ def use_delta_spark(spark: SparkSession | None, backend: Backend = "auto") -> bo
     check_choice("backend", backend, BACKENDS)
     if backend != "auto":
         return backend == "delta-spark"
-    return spark is not None and has_delta_jars(spark)
+    if session is None:
+        return False
+    return (session if isinstance(session, Capabilities) else Capabilities.of(session)).delta_jars
 
 
 def _require_catalog(spark: SparkSession | None, name: str, parameter: str) -> SparkSession:
-    if spark is not None and has_delta_jars(spark):
+    if spark is not None and Capabilities.of(spark).delta_jars:
         return spark
     where = "there is no active SparkSession" if spark is None else "the session has no Delta jars"
     raise TableError(

@@ -36,7 +36,7 @@ from pyspark.sql import SparkSession
 from spark_mlt.errors import MLTError
 from spark_mlt.storage._delta_rs import STAGING_PREFIX
 from spark_mlt.storage._delta_spark import path_target, session_conf
-from spark_mlt.storage.catalog import has_delta_jars, local_uri, resolve_location
+from spark_mlt.storage.catalog import local_uri, resolve_location, use_delta_spark
 from spark_mlt.storage.features import check_writable
 from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.table import open_table
@@ -114,7 +114,7 @@ def vacuum(
     if retention_hours < 0:
         raise MLTError(f"retention_hours must be >= 0, got {retention_hours}", parameter="retention_hours")
     location = locate(resolve_location(path, spark=spark), storage_options)
-    if spark is not None and has_delta_jars(spark):
+    if spark is not None and use_delta_spark(spark):
         files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
     else:
         table = open_table(location.uri, storage_options=storage_options)

@@ -57,7 +57,6 @@ from spark_mlt.storage._plan import (
 from spark_mlt.storage.catalog import (
     BACKENDS,
     Backend,
-    has_delta_jars,
     is_table_name,
     resolve_location,
     table_location,
@@ -74,7 +73,6 @@ __all__ = [
     "WriteOptions",
     "check_data_page_version",
     "check_jar_free_write",
-    "has_delta_jars",
     "snapshot_for_write",
     "token_write_options",
     "write_delta",

@@ -30,8 +30,8 @@ from pyspark.sql.functions import arrow_udf
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import local_session
-from spark_mlt.batch.jars import spark_jars
 from spark_mlt.column import mlt_encode
+from spark_mlt.jars import spark_jars
 from spark_mlt.storage import write_delta
 
 CODEC_P, CODEC_N, CODEC_SEED = 13, 6, 42

@@ -6,8 +6,10 @@ import pyspark
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import PythonException, SparkRuntimeException
 
+from spark_mlt import __version__
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingJarsError, OptionError
-from spark_mlt.jvm import jvm_jar
+from spark_mlt.jars import jvm_jar
 
 VERSION = tuple(int(part) for part in pyspark.__version__.split(".")[:2])
 
@@ -36,3 +38,15 @@ HAS_JVM_JAR = _has_jvm_jar()
 
 #: every engine the test session has
 ENGINES = ["native", "udf", *(["jvm"] if HAS_JVM_JAR else [])]
+
+
+def capabilities(*, jvm: bool = False, spark_version: str = pyspark.__version__, connect: bool = False) -> Capabilities:
+    """Capabilities of a session of ``spark_version`` (default: this line), with spark-mlt's jar
+    of this version or none, and no Delta jars: what the policy sees, without a session."""
+    return Capabilities(
+        connect=connect,
+        spark_version=spark_version,
+        arrow_udfs=HAS_ARROW_UDFS and tuple(map(int, spark_version.split(".")[:2])) >= (4, 1),
+        delta_jars=False,
+        jar_version=__version__ if jvm else None,
+    )

@@ -304,8 +304,10 @@ object MltFunctions {
     else make(padded(0), padded(1), padded(2), padded(3), padded(4))
   }
 
+  /** The usage a catalog shows (`spark.catalog.getFunction(name).description`): it ends with the
+   * jar's version, which the Python package checks against its own. */
   private def describe(name: String, clazz: Class[_], what: String): ExpressionInfo =
-    new ExpressionInfo(clazz.getCanonicalName, null, name, s"_FUNC_$Signature - $what", "")
+    new ExpressionInfo(clazz.getCanonicalName, null, name, s"_FUNC_$Signature - $what (spark-mlt $version)", "")
 
   /** (name, description, builder) of each function, as SparkSessionExtensions.injectFunction takes them. */
   val functions: Seq[(FunctionIdentifier, ExpressionInfo, FunctionRegistry.FunctionBuilder)] = Seq(
@@ -342,7 +344,8 @@ object MltFunctions {
       if (arguments.length == 1) {
         make(arguments.head, Literal(json), Literal(layout), Literal(handleInvalid), Literal(name))
       } else MltArity(name, s"$name(value)", "1 argument", arguments)
-    val info = new ExpressionInfo(clazz.getCanonicalName, null, name, s"_FUNC_(value) - $function of one codec", "")
+    val info = new ExpressionInfo(clazz.getCanonicalName, null, name,
+      s"_FUNC_(value) - $function of one codec (spark-mlt $version)", "")
     registry(session).registerFunction(FunctionIdentifier(name), info, builder)
   }
 

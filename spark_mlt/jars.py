@@ -1,7 +1,18 @@
-"""The jars that ``make jars`` copies for each Spark line: a development and test aid.
+"""Every jar spark-mlt knows of: its own (the JVM engine), and those ``make jars`` copies for each Spark line.
 
-Users get Delta's, Spark Connect's and s3a's jars from their platform (Databricks, EMR) or
-from ``spark-submit --packages``. A source checkout instead resolves them once with Maven
+**spark-mlt's jar.** The JVM engine (``mlt_encode``, ``mlt_decode`` and ``mlt_unpack`` as Spark's
+own expressions, see [`spark_mlt.column.jvm`][spark_mlt.column.jvm]) ships as one jar per Spark
+binary line, inside the wheel:
+
+* ``spark-mlt-jvm_3.5_2.12-<version>.jar``: Spark 3.5 (Scala 2.12);
+* ``spark-mlt-jvm_4_2.13-<version>.jar``: Spark 4.0 to 4.3 (Scala 2.13; one jar serves them all).
+
+A session loads it with ``spark.jars`` (or ``--jars``) and registers its functions with
+``spark.sql.extensions=io.sparkmlt.MltExtensions`` ([`jvm_session_conf`][spark_mlt.jars.jvm_session_conf]).
+``spark-mlt jar`` prints the path, or the spark-submit arguments.
+
+**Jars of a source checkout.** Users get Delta's, Spark Connect's and s3a's jars from their
+platform (Databricks, EMR) or from ``spark-submit --packages``. A source checkout instead resolves them once with Maven
 (``jars/pom.xml``) into ``.jars/spark-<line>/<group>/``, so that tests, ``make test-compat``
 and the benchmarks start sessions with the same jars and nothing downloads at test time.
 This module only finds those folders: it never downloads.
@@ -15,8 +26,9 @@ Groups, one folder each so that a session adds only what it needs:
 
 Example::
 
-    from spark_mlt.batch.jars import delta_session_conf
+    from spark_mlt.jars import delta_session_conf, jvm_session_conf
     spark = local_session(extra_conf=delta_session_conf())  # Delta's jars, extension and catalog
+    spark = SparkSession.builder.config(map=jvm_session_conf()).getOrCreate()  # the JVM engine
 """
 
 from __future__ import annotations
@@ -26,20 +38,33 @@ from pathlib import Path
 
 import pyspark
 
-from spark_mlt.column.versions import spark_line
+from spark_mlt.capabilities import spark_line
 from spark_mlt.errors import MissingJarsError, OptionError
 
 __all__ = [
     "DELTA_CATALOG",
     "DELTA_EXTENSION",
     "JAR_GROUPS",
+    "JVM_EXTENSION",
+    "JVM_OFF_ENV",
     "LINE_GROUPS",
     "default_jars_dir",
     "delta_session_conf",
     "jar_line",
     "jar_paths",
+    "jvm_jar",
+    "jvm_jar_name",
+    "jvm_session_conf",
+    "merge_conf",
     "spark_jars",
 ]
+
+#: The SparkSessionExtensions entry point that registers spark-mlt's functions.
+JVM_EXTENSION = "io.sparkmlt.MltExtensions"
+#: ``SPARK_MLT_JVM=0``: sessions spark-mlt starts do not load its jar (the jar-free engines run).
+JVM_OFF_ENV = "SPARK_MLT_JVM"
+
+_JVM_JARS_DIR = Path(__file__).resolve().parent / "jars"
 
 JAR_GROUPS: tuple[str, ...] = ("delta", "connect", "s3")
 
@@ -94,7 +119,7 @@ def default_jars_dir() -> Path:
     override = os.environ.get(JARS_DIR_ENV)
     if override:
         return Path(override)
-    return Path(__file__).resolve().parents[2] / ".jars"
+    return Path(__file__).resolve().parents[1] / ".jars"
 
 
 def jar_paths(
@@ -105,13 +130,13 @@ def jar_paths(
     Args:
         group: ``"delta"``, ``"connect"`` or ``"s3"``.
         spark_version: a PySpark version such as ``"3.5.0"``; default: the installed one.
-        jars_dir: the folder ``make jars`` filled; default: [`default_jars_dir`][spark_mlt.batch.jars.default_jars_dir].
+        jars_dir: the folder ``make jars`` filled; default: [`default_jars_dir`][spark_mlt.jars.default_jars_dir].
 
     Returns:
         Absolute paths of the group's jars.
 
     Raises:
-        OptionError: ``group`` is none of [`JAR_GROUPS`][spark_mlt.batch.jars.JAR_GROUPS].
+        OptionError: ``group`` is none of [`JAR_GROUPS`][spark_mlt.jars.JAR_GROUPS].
         MissingJarsError: the line has no such jars, or ``make jars`` has not copied them yet
             (the message gives the command).
 
@@ -147,7 +172,7 @@ def jar_paths(
 def spark_jars(*groups: str, spark_version: str | None = None, jars_dir: str | os.PathLike[str] | None = None) -> str:
     """The ``spark.jars`` value for one or more groups: their jar paths joined by commas.
 
-    Arguments and errors as in [`jar_paths`][spark_mlt.batch.jars.jar_paths].
+    Arguments and errors as in [`jar_paths`][spark_mlt.jars.jar_paths].
 
     Example::
 
@@ -168,7 +193,7 @@ def delta_session_conf(
     line's coordinates instead of ``spark.jars`` (docs/compatibility.md lists them); the other two
     settings are the same.
 
-    Arguments and errors as in [`jar_paths`][spark_mlt.batch.jars.jar_paths].
+    Arguments and errors as in [`jar_paths`][spark_mlt.jars.jar_paths].
 
     Example::
 
@@ -179,3 +204,81 @@ def delta_session_conf(
         "spark.sql.extensions": DELTA_EXTENSION,
         "spark.sql.catalog.spark_catalog": DELTA_CATALOG,
     }
+
+
+# --- spark-mlt's own jar ------------------------------------------------------------------
+
+
+def _version() -> str:
+    from spark_mlt import __version__  # noqa: PLC0415 - the package imports this module's names lazily
+
+    return __version__
+
+
+def jvm_jar_name(spark_version: str, version: str | None = None) -> str:
+    """The file name of spark-mlt's jar for a Spark version.
+
+    Raises:
+        OptionError: a Spark line the JVM engine has no jar for (before 3.5).
+
+    Example::
+
+        >>> jvm_jar_name("4.1.0", "0.1.0")
+        'spark-mlt-jvm_4_2.13-0.1.0.jar'
+    """
+    try:
+        line = spark_line(spark_version)
+    except ValueError:
+        line = (0, 0)
+    if line[0] >= 4:
+        binary = "4_2.13"
+    elif line == (3, 5):
+        binary = "3.5_2.12"
+    else:
+        raise OptionError(
+            f"spark-mlt's jar needs Spark 3.5 or 4.x, got {spark_version!r}; the jar-free engines run on it",
+            parameter="spark_version",
+        )
+    return f"spark-mlt-jvm_{binary}-{version or _version()}.jar"
+
+
+def jvm_jar(spark_version: str | None = None, *, jars_dir: str | os.PathLike[str] | None = None) -> Path:
+    """spark-mlt's jar (the JVM engine) for ``spark_version`` (default: the installed PySpark's).
+
+    Raises:
+        MissingJarsError: this install carries no jar for that line (a source checkout
+            before ``make jvm``).
+
+    Example::
+
+        spark_submit_args = ["--jars", str(jvm_jar("3.5.1"))]
+    """
+    spark_version = spark_version or _installed_pyspark()
+    path = Path(jars_dir) if jars_dir is not None else _JVM_JARS_DIR
+    jar = path / jvm_jar_name(spark_version)
+    if not jar.is_file():
+        raise MissingJarsError(
+            f"no spark-mlt jar for Spark {spark_version} at {jar}: a source checkout builds it with `make jvm` "
+            "(Maven); wheels carry it"
+        )
+    return jar
+
+
+def merge_conf(conf: dict[str, str], key: str, value: str) -> None:
+    """Add ``value`` to the comma-separated setting ``key`` of ``conf`` (spark.jars, spark.sql.extensions)."""
+    present = [item for item in conf.get(key, "").split(",") if item]
+    if value not in present:
+        conf[key] = ",".join([*present, value])
+
+
+def jvm_session_conf(spark_version: str | None = None) -> dict[str, str]:
+    """The settings that load the JVM engine into a session: ``spark.jars`` and
+    ``spark.sql.extensions``. Merge them into settings that hold others (Delta's) with
+    [`merge_conf`][spark_mlt.jars.merge_conf].
+
+    Example::
+
+        >>> sorted(jvm_session_conf("4.0.0"))  # doctest: +SKIP
+        ['spark.jars', 'spark.sql.extensions']
+    """
+    return {"spark.jars": str(jvm_jar(spark_version)), "spark.sql.extensions": JVM_EXTENSION}
