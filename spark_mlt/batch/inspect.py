@@ -6,8 +6,6 @@ Spark session is needed.
 
 from __future__ import annotations
 
-import contextlib
-import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,7 +33,7 @@ def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str,
     """
     snapshot = read_snapshot(path, storage_options=storage_options)
     layouts = token_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
-    commits = [{key: entry.get(key) for key in HISTORY_KEYS} for entry in map(_metadata, snapshot.history(history))]
+    commits = [{key: entry.get(key) for key in HISTORY_KEYS} for entry in snapshot.history(history)]
     codecs = {
         column: {
             "p": codec.p,
@@ -58,16 +56,6 @@ def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str,
     }
 
 
-def _metadata(entry: dict[str, Any]) -> dict[str, Any]:
-    """A commit's entries with spark-mlt's own: delta-rs writes them into the commit info,
-    delta-spark into its ``userMetadata`` (a JSON object)."""
-    user = entry.get("userMetadata")
-    if isinstance(user, str) and user.startswith("{"):
-        with contextlib.suppress(ValueError):
-            return {**json.loads(user), **entry}
-    return entry
-
-
 #: How far back ``inspect`` looks for streaming writers' commits.
 STREAM_HISTORY = 10_000
 
@@ -75,6 +63,6 @@ STREAM_HISTORY = 10_000
 def _streams(snapshot: TableSnapshot) -> list[dict[str, Any]]:
     """The streaming writers that committed to the table (in its last ``STREAM_HISTORY``
     commits): each writer's id and the last batch the table holds (its transaction version)."""
-    entries = map(_metadata, snapshot.history(STREAM_HISTORY))
-    writers = {str(entry["spark_mlt.writer"]) for entry in entries if entry.get("spark_mlt.writer")}
+    found = (commit.metadata.get("spark_mlt.writer") for commit in snapshot.commits(STREAM_HISTORY))
+    writers = {str(writer) for writer in found if writer}
     return [{"writer": writer, "last_batch": snapshot.table.transaction_version(writer)} for writer in sorted(writers)]

@@ -7,6 +7,17 @@ codecs? run already committed? schema?) and commits through the same handle.
 
 A stored codec whose JSON is corrupt or whose fingerprint does not match is refused on read
 ([`CodecFormatError`][spark_mlt.errors.CodecFormatError]), never silently used.
+
+A commit's metadata has one reader, [`Commit`][spark_mlt.storage.table.Commit], as the Delta
+protocol defines it: the ``commitInfo`` action inside the commit file
+``_delta_log/<version>.json``, so a snapshot's history is the commits up to its version, each with
+its own version number (delta-rs' ``history()`` lists the newest commits in storage, numbered down
+from the handle's version, which is wrong for a snapshot of an older version). A commit's
+timestamp is its ``inCommitTimestamp`` where the table has in-commit timestamps (from their
+enablement version on), else the commit file's modification time, as Delta's own history says.
+spark-mlt's ``spark_mlt.*`` entries are the commitInfo's own where delta-rs committed, and inside
+its ``userMetadata`` (JSON) where delta-spark did; the commitInfo's own fields win over anything
+decoded from ``userMetadata``, so a user's metadata cannot hide the protocol's.
 """
 
 from __future__ import annotations
@@ -16,6 +27,7 @@ import json
 import os
 import re
 from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any
@@ -32,10 +44,11 @@ from spark_mlt.errors import MissingTableError, StorageError, TableFeatureError
 from spark_mlt.storage.catalog import is_table_name, resolve_location, table_location
 from spark_mlt.storage.deletions import deleted_row_count
 from spark_mlt.storage.features import FEATURES
-from spark_mlt.storage.fs import StorageOptions, redact, storage_options_of
+from spark_mlt.storage.fs import Location, StorageOptions, locate, redact, storage_options_of
 from spark_mlt.storage.properties import AppTransaction, codecs_from_properties, run_transaction
 
 __all__ = [
+    "Commit",
     "TableSnapshot",
     "open_table",
     "read_codecs",
@@ -91,16 +104,34 @@ class TableSnapshot:
         takes such a table over instead of refusing it as existing."""
         if self.version != 0 or self.files:
             return False
-        return bool(_commit_metadata(self.table.history()[-1]).get(CREATE_MARKER[0]) == CREATE_MARKER[1])
+        return bool(self.commits(1)[0].metadata.get(CREATE_MARKER[0]) == CREATE_MARKER[1])
+
+    def commits(self, limit: int | None = None) -> list[Commit]:
+        """The commits up to this version, newest first (the last ``limit`` of them), as far as
+        the log still holds them (see [`Commit`][spark_mlt.storage.table.Commit])."""
+        oldest = 0 if limit is None else max(0, self.version - limit + 1)
+        location = locate(self.path, self.storage_options)
+        in_commit = _in_commit_timestamps_from(self.properties)
+        with ThreadPoolExecutor(max_workers=8) as pool:
+            found = pool.map(lambda v: Commit.read(location, v, in_commit), range(self.version, oldest - 1, -1))
+            commits = []
+            for commit in found:
+                if commit is None:  # older commits were cleaned up from the log
+                    break
+                commits.append(commit)
+        return commits
 
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
-        """The table's commits, newest first, with spark-mlt's ``spark_mlt.*`` commit metadata.
+        """The commits up to this version, newest first (the last ``limit`` of them): each one's
+        ``commitInfo`` with its ``version``, its ``timestamp`` (milliseconds since the epoch, see
+        [`Commit`][spark_mlt.storage.table.Commit]) and spark-mlt's ``spark_mlt.*`` commit
+        metadata, whichever backend committed it.
 
         Example::
 
             [entry["version"] for entry in read_snapshot(path).history(3)]
         """
-        return list(self.table.history(limit))
+        return [commit.entries() for commit in self.commits(limit)]
 
     def commit_of(self, write_id: str, *, after: int) -> dict[str, Any] | None:
         """The commit (its ``commitInfo``, with ``version``) that carries spark-mlt's ``write_id``
@@ -114,10 +145,7 @@ class TableSnapshot:
         newer = self.version - after
         if newer <= 0:
             return None
-        return next(
-            (dict(c) for c in self.table.history(newer) if _commit_metadata(c).get(WRITE_ID) == write_id),
-            None,
-        )
+        return next((c.entries() for c in self.commits(newer) if c.metadata.get(WRITE_ID) == write_id), None)
 
     def holds(self, transaction: AppTransaction) -> bool:
         """Whether this version holds ``transaction`` (that version of its writer, or a later one)."""
@@ -134,15 +162,82 @@ CREATE_MARKER = ("spark_mlt.operation", "create")
 WRITE_ID = "spark_mlt.write_id"
 
 
-def _commit_metadata(commit: Mapping[str, Any]) -> dict[str, Any]:
-    """spark-mlt's metadata of a commit: delta-rs keeps it in the commit's own entries,
-    delta-spark in its ``userMetadata`` (JSON)."""
-    found = {key: value for key, value in commit.items() if key.startswith("spark_mlt.")}
-    user = commit.get("userMetadata")
-    if isinstance(user, str) and user.startswith("{"):
-        with contextlib.suppress(ValueError):
-            found.update(json.loads(user))
-    return found
+@dataclass(frozen=True)
+class Commit:
+    """One commit of a Delta table, as its commit file records it.
+
+    Attributes:
+        version: the commit's version.
+        timestamp: when it was committed, in milliseconds since the epoch: its
+            ``inCommitTimestamp`` where the table has in-commit timestamps, else the commit
+            file's modification time (the Delta protocol's commit timestamp either way).
+        info: its ``commitInfo`` action, as written (empty if it has none).
+    """
+
+    version: int
+    timestamp: int
+    info: Mapping[str, Any]
+
+    @property
+    def operation(self) -> str | None:
+        """What the commit did (``WRITE``, ``CREATE TABLE``, ...), as its writer named it."""
+        operation = self.info.get("operation")
+        return None if operation is None else str(operation)
+
+    @property
+    def user_metadata(self) -> dict[str, Any]:
+        """The commit's ``userMetadata`` when it is a JSON object (delta-spark writes spark-mlt's
+        metadata there), else nothing."""
+        user = self.info.get("userMetadata")
+        if isinstance(user, str) and user.startswith("{"):
+            with contextlib.suppress(ValueError):
+                loaded = json.loads(user)
+                return dict(loaded) if isinstance(loaded, dict) else {}
+        return {}
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """spark-mlt's ``spark_mlt.*`` metadata of the commit, whichever backend committed it."""
+        return {key: value for key, value in self.entries().items() if key.startswith("spark_mlt.")}
+
+    def entries(self) -> dict[str, Any]:
+        """The commit as one JSON-ready dict: its ``userMetadata`` object, then its ``commitInfo``
+        (which wins), then its ``version`` and ``timestamp`` (which win over both)."""
+        return {**self.user_metadata, **self.info, "version": self.version, "timestamp": self.timestamp}
+
+    @classmethod
+    def read(cls, location: Location, version: int, in_commit_from: int | None) -> Commit | None:
+        """The commit ``version`` of the table at ``location``, or None when the log no longer
+        holds it; ``in_commit_from`` is the first version with in-commit timestamps (None: the
+        table has none)."""
+        path = location.path(f"_delta_log/{version:020d}.json")
+        try:
+            modified = location.filesystem.get_file_info(path)
+            with location.filesystem.open_input_stream(path) as stream:
+                text = stream.read().decode()
+        except FileNotFoundError:
+            return None
+        if modified.mtime is None:  # pragma: no cover - every store spark-mlt reads gives one
+            raise StorageError(f"no modification time for {path}")
+        info: dict[str, Any] = next(
+            (
+                action["commitInfo"]
+                for action in map(json.loads, filter(None, text.splitlines()))
+                if "commitInfo" in action
+            ),
+            {},
+        )
+        timestamp = int(modified.mtime.timestamp() * 1000)
+        if in_commit_from is not None and version >= in_commit_from and "inCommitTimestamp" in info:
+            timestamp = int(info["inCommitTimestamp"])
+        return cls(version, timestamp, dict(info))
+
+
+def _in_commit_timestamps_from(properties: Mapping[str, str]) -> int | None:
+    """The first version with in-commit timestamps (``delta.enableInCommitTimestamps``), or None."""
+    if properties.get("delta.enableInCommitTimestamps", "false").lower() != "true":
+        return None
+    return int(properties.get("delta.inCommitTimestampEnablementVersion", "0"))
 
 
 def open_table(
