@@ -28,9 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from spark_mlt.paper.data import Ratings, load_ratings, split
-from spark_mlt.paper.methods import DEFAULT_EPOCHS, METHODS, MethodResult, run_method
+from spark_mlt.paper.methods import METHODS, MethodResult, run_method
 from spark_mlt.paper.models import keras_module
-from spark_mlt.paper.options import PaperOptions
+from spark_mlt.paper.options import DEFAULT_EPOCHS, PaperOptions
 from spark_mlt.paper.report import write_report
 
 log = logging.getLogger("spark_mlt.paper")

@@ -16,7 +16,7 @@ import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
@@ -24,9 +24,7 @@ import numpy.typing as npt
 from spark_mlt.paper import models
 from spark_mlt.paper.data import Ratings, split
 from spark_mlt.paper.hashing import hashed_features
-
-if TYPE_CHECKING:
-    from spark_mlt.paper.options import PaperOptions
+from spark_mlt.paper.options import DEFAULT_EPOCHS, PaperOptions
 
 log = logging.getLogger("spark_mlt.paper")
 
@@ -34,22 +32,6 @@ __all__ = ["DEFAULT_EPOCHS", "METHODS", "PAPER_FIGURES", "MethodResult", "run_me
 
 HASH_WIDTH = 512
 
-#: Epochs and batch size per method, as the paper's code trains them (the autoencoder: its own
-#: 10 epochs, then the head's 10). MLT as categories (and token pairs) is ours: trained like
-#: the embeddings. Compositional MLT embeddings and the QR trick share rows between ids, which
-#: takes more epochs: their counts are the median of the counts chosen on validation splits of
-#: ml-latest-small (``epoch_selection="validation"``).
-DEFAULT_EPOCHS = {
-    "one_hot": 3,
-    "hashing": 3,
-    "mlt": 10,
-    "mlt_autoencoder": 10,
-    "embeddings": 3,
-    "mlt_categories": 3,
-    "mlt_pairs": 3,
-    "mlt_compositional": 16,
-    "qr_embeddings": 7,
-}
 BATCH_SIZE = {"mlt": 2048}  # every other method: 1024
 #: Choosing epochs on validation stops this many epochs after the best one.
 PATIENCE = 3
@@ -294,6 +276,7 @@ def _autoencoder(train: Ratings, test: Ratings, options: PaperOptions) -> Prepar
     )
 
 
+#: Each method's name in the report and how it prepares its features (one per ``Method``).
 METHODS: dict[str, tuple[str, Callable[[Ratings, Ratings, PaperOptions], Prepared]]] = {
     "one_hot": ("One-hot", _one_hot),
     "hashing": ("Hashing (512)", _hashing),
