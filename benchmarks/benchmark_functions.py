@@ -58,13 +58,12 @@ from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import local_session
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MAX_ID
 from spark_mlt.column import mlt_decode, mlt_encode, register_mlt_functions
 from spark_mlt.column import sqltext as sql
 from spark_mlt.column.engine import POLICY, Situation
-from spark_mlt.column.jvm import jvm_functions
 from spark_mlt.column.layouts import LAYOUT, LAYOUTS, VECTOR, Layout
-from spark_mlt.column.versions import has_arrow_udfs
 from spark_mlt.ml import MLTDecoder, MLTEncoder
 
 #: one codec per family: small p with large n, the default p, p around 1,000, two whose
@@ -86,7 +85,7 @@ def _rows_per_second(df: DataFrame, rows: int, repeats: int) -> float:
 
 def _identity_udf() -> Callable[[Column], Column]:
     """The cheapest vectorised UDF of the kind the udf engine runs (Arrow or pandas)."""
-    if has_arrow_udfs():
+    if Capabilities.active().arrow_udfs:
         return F.arrow_udf(lambda ids: ids, "bigint")  # type: ignore[attr-defined,no-any-return]
     return F.pandas_udf(lambda ids: ids, "bigint")  # type: ignore[call-overload,no-any-return]
 
@@ -107,7 +106,7 @@ def auto_pick(codec: MLTCodec, layout: Layout, shape: str) -> str:
     decode's input is composed, the encode's is not)."""
     # the decoder of a vector column binds its values; in one expression the encoder's output
     bound = shape == "one expression" or layout == "vector"
-    situation = Situation("decode", codec, LAYOUT[layout], bound=bound, jvm="jvm" in ENGINES)
+    situation = Situation("decode", codec, LAYOUT[layout], Capabilities.active(), bound=bound)
     return POLICY.choose(situation).engine
 
 
@@ -238,7 +237,7 @@ def latency_case(case: str, *, warm: bool) -> dict[str, float]:
     three.select(F.xxhash64("id")).collect()  # the session's first query
     if warm:
         other = MLTCodec.from_seed(*WARM_UP_CODEC)
-        for engine in [*ENGINES, *(["jvm"] if jvm_functions(spark) else [])]:
+        for engine in [*ENGINES, *(["jvm"] if Capabilities.of(spark).jvm_engine else [])]:
             three.select(mlt_decode(mlt_encode("id", other, engine=engine), other, engine=engine)).collect()
     folder = tempfile.mkdtemp(prefix="mlt-latency-")
     try:
@@ -370,7 +369,7 @@ def main(argv: list[str] | None = None) -> int:
     families = [tuple(int(v) for v in f.split(",")) for f in args.families] if args.families else FAMILIES
     spark = local_session("spark-mlt-bench", extra_conf={"spark.ui.showConsoleProgress": "false"})
     spark.sparkContext.setLogLevel("ERROR")
-    if jvm_functions(spark):
+    if Capabilities.of(spark).jvm_engine:
         ENGINES.insert(0, "jvm")
     print(
         f"PySpark {pyspark.__version__}, local[2], noop sink, best of {args.repeats}; "

@@ -37,6 +37,8 @@ __all__ = ["ENCODE_CLASS", "Capabilities", "spark_line"]
 ENCODE_CLASS = "io.sparkmlt.MltEncode"
 _JAR_VERSION = re.compile(r"\(spark-mlt (\S+)\)\s*$")
 _DELTA_CLASS = "io.delta.tables.DeltaTable"
+#: the extension that registers spark-mlt's functions (``spark_mlt.jars.JVM_EXTENSION``)
+JVM_EXTENSION_CLASS = "io.sparkmlt.MltExtensions"
 
 
 def spark_line(version: str) -> tuple[int, int]:
@@ -71,7 +73,9 @@ class Capabilities:
             or later), not pandas ones.
         delta_jars: delta-spark can read and write Delta in the session.
         jar_version: the version of spark-mlt's jar whose functions the session has, or
-            None when it has none.
+            None when it has none. A session is asked when its settings name the jar
+            (``spark.jars``) or its extension (``spark.sql.extensions``), as every way of
+            adding it that docs/jvm.md lists does.
     """
 
     connect: bool
@@ -142,18 +146,33 @@ class Capabilities:
         )
 
 
+def _setting(spark: SparkSession, key: str) -> str:
+    try:
+        return spark.conf.get(key, "") or ""
+    except Exception:  # noqa: BLE001 - a Connect server may refuse to show a setting: then it says nothing
+        return ""
+
+
 def _delta_jars(spark: SparkSession, connect: bool) -> bool:
-    """Classic: Spark's class loader finds delta-spark (settings naming Delta's extension
-    without its jars do not count). Connect: the server decides; its catalog setting is the hint."""
-    if not connect:
-        return _classic.loads_class(spark, _DELTA_CLASS)
-    catalog = spark.conf.get("spark.sql.catalog.spark_catalog", "") or ""
-    extensions = spark.conf.get("spark.sql.extensions", "") or ""
-    return "DeltaCatalog" in catalog or "DeltaSparkSessionExtension" in extensions
+    """The session names Delta's extension or catalog in its settings (what Databricks, EMR and
+    ``delta_session_conf`` set) and, on Spark Classic, Spark's class loader finds delta-spark
+    (settings without the jars do not count). Over Connect the server decides: the settings
+    are the answer."""
+    named = "DeltaCatalog" in _setting(spark, "spark.sql.catalog.spark_catalog") or (
+        "DeltaSparkSessionExtension" in _setting(spark, "spark.sql.extensions")
+    )
+    if not named or connect:
+        return named
+    return _classic.loads_class(spark, _DELTA_CLASS)
 
 
 def _jar_version(spark: SparkSession) -> str | None:
-    """The version the registered ``mlt_encode`` reports, if it is spark-mlt's."""
+    """The version the registered ``mlt_encode`` reports, if it is spark-mlt's. Only a session
+    whose settings name spark-mlt's extension or jar is asked: the catalog's answer costs tens of
+    milliseconds (Spark 4.3), and a column function asks on every call."""
+    named = f"{_setting(spark, 'spark.sql.extensions')},{_setting(spark, 'spark.jars')}"
+    if JVM_EXTENSION_CLASS not in named and "spark-mlt-jvm" not in named:
+        return None
     try:
         function: Any = spark.catalog.getFunction("mlt_encode")
     except Exception:  # noqa: BLE001 - AnalysisException on every line: no such function

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pyspark
 
-from spark_mlt.capabilities import spark_line
+from spark_mlt.capabilities import JVM_EXTENSION_CLASS, spark_line
 from spark_mlt.errors import MissingJarsError, OptionError
 
 __all__ = [
@@ -60,7 +60,7 @@ __all__ = [
 ]
 
 #: The SparkSessionExtensions entry point that registers spark-mlt's functions.
-JVM_EXTENSION = "io.sparkmlt.MltExtensions"
+JVM_EXTENSION = JVM_EXTENSION_CLASS
 #: ``SPARK_MLT_JVM=0``: sessions spark-mlt starts do not load its jar (the jar-free engines run).
 JVM_OFF_ENV = "SPARK_MLT_JVM"
 
