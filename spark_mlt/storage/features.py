@@ -29,6 +29,7 @@ from typing import Literal
 
 from deltalake import DeltaTable
 
+from spark_mlt.capabilities import spark_line
 from spark_mlt.errors import TableFeatureError
 from spark_mlt.storage.schema import schema_fields, unenforceable_rules
 
@@ -257,7 +258,7 @@ def check_readable(table: DeltaTable, location: str, *, spark_version: str) -> T
             f"is newer than the reader versions spark-mlt knows (up to {_READER_VERSION})",
             _JARS,
         )
-    spark4 = int(spark_version.split(".", maxsplit=1)[0]) >= 4
+    spark4 = spark_line(spark_version) >= (4, 0)
     for name in _ordered(protocol.reader):
         feature = FEATURES.get(name)
         if feature is None:
