@@ -35,13 +35,13 @@ line_python = $(if $(1),"$$(PYTHON=$(PYTHON) tests/compat/venv.sh $(1))/bin/pyth
 DELTA_LINE ?= 4.2.1
 # $(call line_jars,PY,GROUPS): make jars of GROUPS for the Spark line of the python PY
 line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
-    JARS_LINE=$$($(1) -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
+    JARS_LINE=$$($(1) -c 'from spark_mlt.jars import jar_line; print(jar_line())')
 
 DELTA ?=
 demo: check-java $(DEMO_STAMP) jvm ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
 	@py=$(BIN)/python; \
 	if [[ "$(DELTA)" == spark ]]; then \
-	    if ! $$py -c 'from spark_mlt.batch.jars import LINE_GROUPS, jar_line; raise SystemExit("delta" not in LINE_GROUPS[jar_line()])'; then \
+	    if ! $$py -c 'from spark_mlt.jars import LINE_GROUPS, jar_line; raise SystemExit("delta" not in LINE_GROUPS[jar_line()])'; then \
 	        echo "== Delta has no build for the PySpark in $(VENV): the demo runs on PySpark $(DELTA_LINE) (.compat/)"; \
 	        py=$(call line_python,$(DELTA_LINE)) || exit 1; \
 	    fi; \
@@ -68,19 +68,20 @@ jvm: check-java $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5
 	@find $(JVM_DIR) -name 'spark-mlt-jvm_*.jar' ! -name '*-$(VERSION).jar' -delete
 
 # The table zoo (tests/support/zoo.py): Delta tables as delta-spark writes them, one per feature,
-# with what delta-spark reads from each version. The jar-free tests read them; a line with Delta
-# reads the zoo of its Delta release, built by the first such line (tests/compat/run-line.sh);
-# the newest line (no Delta yet) uses DELTA_LINE's.
+# with what delta-spark reads from each version. It is committed test data (tests/data/zoo), which
+# the jar-free tests read: `make test` needs no Delta jars and no second PySpark. `make zoo`
+# rebuilds it with the newest line Delta publishes jars for (its venv, .compat/); each compat
+# line builds a fresh one per Delta release into .zoo/ (git-ignored), checks it against the
+# committed one (tests/compat/test_zoo.py) and runs its jar-free tests on it.
+ZOO := tests/data/zoo
 ZOO_DIR := .zoo
-$(ZOO_DIR)/pyspark-%/manifest.json: tests/support/zoo.py tests/support/stats_cases.py
-	@py=$(call line_python,$*); $(call line_jars,$$py,delta) && \
-	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO_DIR)/pyspark-$*
+zoo: check-java ## Rebuild the committed table zoo (tests/data/zoo) with PySpark $(DELTA_LINE) and its Delta
+	@py=$(call line_python,$(DELTA_LINE)); $(call line_jars,$$py,delta) && \
+	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO)
 
-zoo: check-java $(ZOO_DIR)/pyspark-$(DELTA_LINE)/manifest.json ## Build the table zoo with PySpark $(DELTA_LINE) and its Delta (make test does)
-
-test: check-java $(STAMP) jvm zoo ## Run the whole test suite, slow tests included (fetches the line's s3a jars and builds the table zoo first)
+test: check-java $(STAMP) jvm ## Run the whole test suite, slow tests included (fetches the line's s3a jars first)
 	@$(call line_jars,$(BIN)/python,s3)
-	SPARK_MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
 
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own
 # jar, stack and Delta 3.2, gets every compat test; 3.5 and 4.0 every delta_spark test; every
@@ -96,9 +97,9 @@ test-compat: check-java jvm ## Run the compatibility tests on older PySpark line
 	        PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
 	done
 
-test-fast: $(STAMP) jvm ## Run the test suite without the slow tests (uses the table zoo if built)
+test-fast: $(STAMP) jvm ## Run the test suite without the slow tests
 	@$(call line_jars,$(BIN)/python,s3)
-	SPARK_MLT_TEST_ZOO=$(ZOO_DIR)/pyspark-$(DELTA_LINE) $(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
 	$(BIN)/ruff check spark_mlt jobs benchmarks tests docs/hooks.py

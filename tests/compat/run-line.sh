@@ -15,10 +15,13 @@ version=$1
 shift
 venv=$(tests/compat/venv.sh "$version")
 "$venv/bin/python" -c "import pyspark, pandas, numpy, pyarrow, deltalake; print(f'== pyspark {pyspark.__version__}, pandas {pandas.__version__}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, deltalake {deltalake.__version__}')"
-line=$("$venv/bin/python" -c 'from spark_mlt.batch.jars import jar_line; print(jar_line())')
-# the table zoo (tests/support/zoo.py) of this line's Delta, for the jar-free tests; a line
-# without Delta reads the zoo `make zoo` built, if any. Lines of one Delta release (4.0-4.2
-# run Delta 4.4.0) share the zoo of the first line that built it.
+line=$("$venv/bin/python" -c 'from spark_mlt.jars import jar_line; print(jar_line())')
+# the table zoo (tests/support/zoo.py) of this line's Delta, built fresh into .zoo/ (git-ignored):
+# delta-spark must read its tables as it read the committed zoo's (tests/compat/test_zoo.py),
+# and the line's jar-free tests read it: tables as the Delta of the line's users writes them,
+# and delta-spark's own statistics of its files (tests/test_stats.py), which differ by Delta
+# release. Lines of one Delta release (4.0-4.2 run Delta 4.4.0) share the zoo of the first line
+# that built it. A line without Delta reads the committed zoo (tests/data/zoo).
 depth=${COMPAT_DEPTH:-full}
 current() { [[ -f $1/manifest.json && ! tests/support/zoo.py -nt $1/manifest.json && ! tests/support/stats_cases.py -nt $1/manifest.json ]]; }
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
@@ -32,8 +35,9 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
     if ! current "$zoo"; then
         PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
     fi
-    echo "== zoo: $zoo (Delta $delta)"
+    echo "== zoo: $zoo (Delta $delta) against the committed one"
     export SPARK_MLT_TEST_ZOO=$zoo
+    "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" tests/compat/test_zoo.py
 fi
 if [[ $depth == smoke ]]; then
     tests=(tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py)

@@ -1,7 +1,11 @@
 """The table zoo: Delta tables as delta-spark writes them, one per feature, for the jar-free tests.
 
-Run with a PySpark line that Delta publishes jars for (``make zoo`` runs it with the line's
-venv; ``tests/compat/run-line.sh`` once per Delta release)::
+The zoo is committed test data (``tests/data/zoo``, as delta-rs keeps its Delta test tables in
+its repository): ``make test`` reads it and needs neither Delta's jars nor a second PySpark.
+``make zoo`` rebuilds it with the newest line that Delta publishes jars for (its venv, with
+Delta's jars); ``tests/compat/run-line.sh`` builds a fresh one per Delta release into
+``.zoo/pyspark-<line>`` (git-ignored), checks that delta-spark read its tables as it read the
+committed ones (``tests/compat/test_zoo.py``), and runs the line's jar-free tests on it::
 
     python -m tests.support.zoo .zoo/pyspark-4.2.1
 
@@ -18,6 +22,12 @@ It writes, under that folder:
   files must be the ones recorded there, or absent.
 * ``manifest.json``: the line and Delta that built it, each table's versions and protocol, and
   the tables this line's Delta cannot build (with the reason).
+
+Small, as committed data should be: a few thousand rows where a test needs several files or
+row groups, one file per expected version, and no checksum files (Hadoop's ``.crc`` and
+Delta's version checksums are optional for every reader). Nothing in it names the machine
+that built it: delta-rs records a new table's absolute location in its commit, which the
+builder takes out, and the build fails if an absolute path is left anywhere.
 
 The tests never change these tables in place: a test that writes copies its table first.
 """
@@ -42,17 +52,19 @@ import pyspark
 from deltalake import DeltaTable
 
 from spark_mlt.batch import local_session
-from spark_mlt.batch.jars import delta_session_conf
 from spark_mlt.column.sqltext import identifier, string
+from spark_mlt.jars import delta_session_conf
 from tests.support.stats_cases import generate
 from tests.support.stats_checks import parquet_options
 
 #: The manifest's name inside a zoo folder.
 MANIFEST = "manifest.json"
 #: Rows of the deletion-vector and column-mapping tables (several files per table).
-ROWS = 20_000
-#: Rows of spark-mlt's own tables before delta-spark changes them.
-OURS_ROWS = 30_000
+ROWS = 2_000
+#: Rows of spark-mlt's own tables before delta-spark changes them (a third deleted in one).
+OURS_ROWS = 3_000
+#: The committed zoo, which the tests read unless ``$SPARK_MLT_TEST_ZOO`` names another.
+COMMITTED = Path(__file__).resolve().parents[1] / "data" / "zoo"
 
 Build = Callable[[Any, str], list[int]]
 
@@ -84,17 +96,28 @@ def build_dv(spark: Any, path: str) -> list[int]:
         "TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')",
     )
     # small row groups, so that a reader that splits the files must count rows across splits
-    spark.conf.set("parquet.block.size", str(32 * 1024))
+    # (Parquet checks a row group's size every 100 rows at first: every 10 here)
+    small = {
+        "parquet.block.size": "1024",
+        "parquet.page.size.row.check.min": "10",
+        "parquet.page.size.row.check.max": "10",
+    }
+    for key, value in small.items():
+        spark.conf.set(key, value)
     try:
         spark.range(ROWS).selectExpr("id", "CAST(id % 3 AS INT) AS p", "CONCAT('n', id) AS name").repartition(
             2
         ).write.format("delta").mode("append").save(path)
     finally:
-        spark.conf.unset("parquet.block.size")
+        for key in small:
+            spark.conf.unset(key)
+    few = [f for f in glob.glob(os.path.join(path, "p=*", "*.parquet")) if pq.ParquetFile(f).num_row_groups < 3]
+    if few:
+        raise RuntimeError(f"files with fewer than 3 row groups: {few}")
     _sql(
         spark,
         f"DELETE FROM {t} WHERE id % 10 = 0",
-        f"DELETE FROM {t} WHERE id = 7 OR id = 19999",
+        f"DELETE FROM {t} WHERE id = 7 OR id = {ROWS - 1}",
         f"REORG TABLE {t} APPLY (PURGE)",
         f"DELETE FROM {t} WHERE id % 7 = 0",
         f"OPTIMIZE {t}",
@@ -425,13 +448,15 @@ REFUSED_ONLY = ("identity", "row_tracking", "clustering", "in_commit_timestamps"
 
 #: The seeds of the generated statistics tables (``stats/stats_<seed>``).
 STATS_SEEDS = range(12)
+#: At most this many rows each (enough for several files and row groups, few enough to commit).
+STATS_ROWS = 80
 
 
 def build_stats(spark: Any, path: str, seed: int) -> dict[str, Any]:
     """A generated table (schema, rows, files, row groups, table properties) created by SQL and
     filled by delta-spark's writer, which records each file's statistics; what it was built from."""
     rng = random.Random(seed)
-    case = generate(rng)
+    case = generate(rng, max_rows=STATS_ROWS)
     properties = dict(case.properties)
     if rng.random() < 0.3:
         properties["delta.enableDeletionVectors"] = "true"
@@ -505,6 +530,7 @@ def build(out: str) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "pyspark": pyspark.__version__,
         "delta": delta_version,
+        "ours_rows": OURS_ROWS,
         "tables": {},
         "skipped": {},
     }
@@ -525,7 +551,8 @@ def build(out: str) -> dict[str, Any]:
         if name not in REFUSED_ONLY:
             for version in versions:
                 target = os.path.join(expected, f"{name}@{version}")
-                spark.read.format("delta").option("versionAsOf", version).load(path).write.parquet(target)
+                rows = spark.read.format("delta").option("versionAsOf", version).load(path)
+                rows.coalesce(1).write.parquet(target)
                 entry["expected"][str(version)] = os.path.relpath(target, out)
         manifest["tables"][name] = entry
     manifest["stats"] = {}
@@ -537,10 +564,48 @@ def build(out: str) -> dict[str, Any]:
             manifest["skipped"][name] = str(error).strip().splitlines()[0][:300]
     spark.stop()
     shutil.rmtree(work, ignore_errors=True)
+    _tidy(out)
     manifest["seconds"] = round(time.perf_counter() - started, 1)
     with open(os.path.join(out, MANIFEST), "w") as handle:
         json.dump(manifest, handle, indent=1, sort_keys=True)
+        handle.write("\n")
     return manifest
+
+
+def _tidy(out: str) -> None:
+    """Makes the zoo fit to commit: no checksum or marker files, no commit that names the
+    folder it was built in (delta-rs records a new table's location, spark-mlt its input
+    path: kept relative to the zoo), and no absolute path left."""
+    for file in Path(out).rglob("*"):
+        if file.is_file() and (file.suffix == ".crc" or file.name == "_SUCCESS"):
+            file.unlink()
+    for commit in Path(out).glob("**/_delta_log/*.json"):
+        text = commit.read_text()
+        if out not in text:
+            continue
+        actions = [json.loads(line) for line in text.splitlines()]
+        for action in actions:
+            if "commitInfo" in action:
+                action["commitInfo"].get("operationParameters", {}).pop("location", None)
+                action["commitInfo"] = _relative_to(action["commitInfo"], out)
+        commit.write_text("".join(json.dumps(a, separators=(",", ":"), ensure_ascii=False) + "\n" for a in actions))
+    roots = {out, os.path.realpath(out), os.getcwd(), os.path.expanduser("~")} - {"/"}
+    named = [
+        str(file)
+        for file in Path(out).rglob("*")
+        if file.is_file() and any(root.encode() in file.read_bytes() for root in roots)
+    ]
+    if named:
+        raise RuntimeError(f"files that name the machine's folders ({sorted(roots)}): {named}")
+
+
+def _relative_to(value: Any, folder: str) -> Any:
+    """``value`` with every path under ``folder`` in its strings made relative to it."""
+    if isinstance(value, dict):
+        return {key: _relative_to(item, folder) for key, item in value.items()}
+    if isinstance(value, str):
+        return value.replace("file://" + folder + "/", "").replace(folder + "/", "")
+    return value
 
 
 def main() -> None:
@@ -561,7 +626,8 @@ if __name__ == "__main__":
 
 # --- for the tests ---------------------------------------------------------------------------
 
-#: Where the tests find the zoo (``make test`` and ``tests/compat/run-line.sh`` set it).
+#: Where the tests find a zoo other than the committed one (``tests/compat/run-line.sh`` sets it
+#: to the zoo its line's Delta built).
 ZOO_ENV = "SPARK_MLT_TEST_ZOO"
 
 
@@ -603,16 +669,20 @@ class Zoo:
         """The generated statistics tables (see ``build_stats``), each with its folder."""
         return {name: os.path.join(self.folder, "stats", name) for name in self.manifest.get("stats", {})}
 
+    @property
+    def ours_rows(self) -> int:
+        """Rows of spark-mlt's own tables before delta-spark changed them."""
+        return int(self.manifest["ours_rows"])
+
     def cases(self) -> list[tuple[str, int]]:
         """Every (table, version) with expected rows."""
         return [(name, int(v)) for name, entry in sorted(self.manifest["tables"].items()) for v in entry["expected"]]
 
 
 def find_zoo() -> Zoo | str:
-    """The zoo named by ``$SPARK_MLT_TEST_ZOO``, or why there is none (a skip reason)."""
-    folder = os.environ.get(ZOO_ENV)
-    if not folder:
-        return f"no table zoo: ${ZOO_ENV} is not set (make test sets it after `make zoo`)"
+    """The zoo named by ``$SPARK_MLT_TEST_ZOO``, else the committed one; or why there is none
+    (a skip reason)."""
+    folder = os.environ.get(ZOO_ENV) or str(COMMITTED)
     if not os.path.isfile(os.path.join(folder, MANIFEST)):
         return f"no table zoo in {folder}: run `make zoo` (it builds one with a PySpark line that has Delta)"
     return Zoo(folder)
