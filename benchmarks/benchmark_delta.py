@@ -45,10 +45,11 @@ from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import TokenizeOptions, local_session, tokenize_dataframe
-from spark_mlt.batch.jars import delta_session_conf, spark_jars
 from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingJarsError
-from spark_mlt.storage import WriteOptions, has_delta_jars, token_write_options, write_delta
+from spark_mlt.jars import delta_session_conf, spark_jars
+from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 from spark_mlt.storage.fs import spark_uri
 from tests.support import s3 as local_s3
 
@@ -126,7 +127,7 @@ def session(backends: list[str], storages: list[str]) -> SparkSession:
     if jars:
         conf["spark.jars"] = ",".join(jars)
     spark = local_session("spark-mlt-bench-delta", extra_conf=conf)
-    if "delta-spark" in backends and not has_delta_jars(spark):
+    if "delta-spark" in backends and not Capabilities.of(spark).delta_jars:
         raise SystemExit("the session has no Delta jars")
     return spark
 
