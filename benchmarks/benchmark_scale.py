@@ -58,7 +58,7 @@ def run_one(rows: int, driver_memory: str, codec: tuple[int, int] | None, users:
         started = time.perf_counter()
         p, n = codec or (None, None)
         codecs = fit_codecs(ids, ["userId", "movieId"], p=p, n=n)
-        tokens, _ = tokenize_dataframe(ids, codecs)
+        tokens = tokenize_dataframe(ids, codecs)
         written = write_delta(tokens, f"{folder}/t", codecs)
         tokenize_s = time.perf_counter() - started
         started = time.perf_counter()

@@ -25,6 +25,7 @@ from spark_mlt.batch.options import trigger_seconds
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream, tokenize_stream
 from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 from tests.support import s3 as local_s3
 from tests.support.codecs import OTHER
@@ -336,3 +337,22 @@ def test_a_stream_writes_its_table_and_checkpoint_on_s3(
     rows = read_delta(spark, output, storage_options=storage).select("customer_id").collect()
     assert sorted(r[0] for r in rows) == [1, 2, 3]
     assert inspect_table(output, storage_options=storage)["streams"][0]["last_batch"] == 1
+
+
+@pytest.mark.compat  # foreachBatch's callback thread differs between lines
+def test_every_batch_runs_with_the_capabilities_its_stream_resolved(spark: SparkSession, tmp_path: Path) -> None:
+    """The stream resolves its session's capabilities once and hands them to every batch: a
+    stream given ones that name a jar of another version fails in its first batch with that
+    error, where a batch that asked a session itself (the callback thread's, or none) would not."""
+    landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
+    _land(landing, "a", [1, 2], ["x", "y"])
+    stale = dataclasses.replace(Capabilities.of(spark), jar_version="0.0.9")
+    report = JobReport(capabilities=stale)
+    query = start_stream(
+        spark, str(landing), str(output), ["customer_id"], BATCH, stream=_stream(tmp_path), report=report
+    )
+    with pytest.raises(Exception, match=r"jar version 0\.0\.9") as raised:
+        query.awaitTermination(120)
+    assert "JarVersionError" in str(raised.value)
+    assert not (output / "_delta_log").exists() or _ids(spark, output) == []
+    assert report.capabilities is stale

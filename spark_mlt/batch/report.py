@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import Layout
 from spark_mlt.storage import DeltaWriteResult
@@ -35,6 +36,9 @@ class JobReport:
         layouts: the storage layout of each id column's token column.
         seconds: the duration of each phase.
         dry_run: the run only sized its codecs and layouts; it wrote nothing.
+        capabilities: what the job's session has, resolved once when the job starts and read
+            by every step (the engines, the Delta backend); a stream's batches get their
+            stream's.
     """
 
     rows_in: int = 0
@@ -46,6 +50,7 @@ class JobReport:
     layouts: dict[str, Layout] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     dry_run: bool = False
+    capabilities: Capabilities | None = None
 
     def summary(self) -> str:
         """One line: rows in, out and rejected, mismatches, the table and version written."""

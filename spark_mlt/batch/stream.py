@@ -33,7 +33,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from pyspark.sql import DataFrame, SparkSession
@@ -43,7 +43,8 @@ from pyspark.sql.types import StructType
 
 from spark_mlt.batch.options import StreamOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.batch.tokenize import job_backend, tokenize_frame
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.storage import (
     AppTransaction,
@@ -221,7 +222,9 @@ def start_stream(
 ) -> StreamingQuery:
     """Start the streaming query that tokenizes ``input``'s new rows into ``output`` (see the
     module's notes), each batch as ``options`` say, and return it; ``report`` (if given) adds
-    up every batch.
+    up every batch. The session's capabilities are resolved once, here (or taken from
+    ``report.capabilities``), and every batch runs with them: ``foreachBatch`` calls a batch on
+    a thread that may see no active session.
 
     Example::
 
@@ -243,30 +246,9 @@ def start_stream(
     checkpoint = stream.checkpoint
     app_id = STREAM_APP_PREFIX + check_checkpoint(checkpoint, output, columns, options, loop="spark")
     total = report if report is not None else JobReport()
-    appending = dataclasses.replace(options, mode="append")  # every batch appends
-    info = {
-        "spark_mlt.job": "tokenize-stream",
-        "spark_mlt.input": input,
-        "spark_mlt.handle_invalid": options.handle_invalid,
-        "spark_mlt.writer": app_id,
-    }
-
-    def batch(df: DataFrame, batch_id: int) -> None:
-        started = time.perf_counter()
-        snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=df.sparkSession)
-        done = tokenize_frame(
-            df,
-            output,
-            columns,
-            appending,
-            snapshot=snapshot,
-            commit_info={**info, "spark_mlt.batch": str(batch_id)},
-            transaction=AppTransaction(app_id, int(batch_id)),
-        )
-        _record_codecs(checkpoint, options, done)
-        _add(total, done)
-        _log_batch(f"batch {batch_id}", done, time.perf_counter() - started)
-
+    if total.capabilities is None:
+        total.capabilities = Capabilities.of(spark)
+    batch = _batch_writer(output, columns, options, checkpoint=checkpoint, app_id=app_id, total=total, source=input)
     location = locate(checkpoint, options.storage_options).spark_path()
     writer = source.writeStream.foreachBatch(batch).option("checkpointLocation", location)
     interval = stream.interval
@@ -275,6 +257,49 @@ def start_stream(
     else:  # in milliseconds, a unit every Spark line reads
         writer = writer.trigger(processingTime=f"{round(interval * 1000)} milliseconds")
     return writer.queryName(_query_name(output)).start()
+
+
+def _batch_writer(
+    output: str,
+    columns: Sequence[str],
+    options: TokenizeOptions,
+    *,
+    checkpoint: str,
+    app_id: str,
+    total: JobReport,
+    source: str,
+) -> Callable[[DataFrame, int], None]:
+    """The ``foreachBatch`` function: each batch appended to ``output`` with the stream's
+    capabilities (``total.capabilities``), added up in ``total``."""
+    appending = dataclasses.replace(options, mode="append")  # every batch appends
+    info = {
+        "spark_mlt.job": "tokenize-stream",
+        "spark_mlt.input": source,
+        "spark_mlt.handle_invalid": options.handle_invalid,
+        "spark_mlt.writer": app_id,
+    }
+    capabilities = total.capabilities
+
+    def batch(df: DataFrame, batch_id: int) -> None:
+        started = time.perf_counter()
+        report = JobReport(capabilities=capabilities)
+        backend = job_backend(capabilities or Capabilities.of(df.sparkSession))
+        snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, backend=backend)
+        done = tokenize_frame(
+            df,
+            output,
+            columns,
+            appending,
+            snapshot=snapshot,
+            report=report,
+            commit_info={**info, "spark_mlt.batch": str(batch_id)},
+            transaction=AppTransaction(app_id, int(batch_id)),
+        )
+        _record_codecs(checkpoint, options, done)
+        _add(total, done)
+        _log_batch(f"batch {batch_id}", done, time.perf_counter() - started)
+
+    return batch
 
 
 def _log_batch(name: str, done: JobReport, seconds: float) -> None:
@@ -319,8 +344,8 @@ def tokenize_stream(
             checkpoint holds the batches committed before it.
     """
     check_stream_job(options)
-    report = JobReport()
-    if options.input_format == "delta" and not use_delta_spark(spark):
+    report = JobReport(capabilities=Capabilities.of(spark))  # once: the loop and every batch read it
+    if options.input_format == "delta" and not use_delta_spark(report.capabilities):
         return _follow_delta(spark, input, output, columns, options, stream=stream, report=report)
     query = start_stream(spark, input, output, columns, options, stream=stream, report=report)
     logged = -1
@@ -387,13 +412,14 @@ def _follow_delta(
             else:
                 rows = read_appended(spark, input, version - 1, version, storage_options=options.storage_options)
             rows = rows.persist()
-            snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=spark)
+            snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, backend="delta-rs")
             batch = tokenize_frame(
                 rows,
                 output,
                 columns,
                 appending,
                 snapshot=snapshot,
+                report=JobReport(capabilities=report.capabilities),
                 commit_info={**info, "spark_mlt.batch": str(version)},
                 transaction=AppTransaction(app_id, version),
             )

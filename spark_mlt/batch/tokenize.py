@@ -26,6 +26,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_mlt.batch.options import JobOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport, phase
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import fit_codecs, mlt_encode
 from spark_mlt.column.layouts import Layout, StorageLayout, token_layouts
@@ -43,11 +44,12 @@ from spark_mlt.storage import (
     vocabulary_properties,
     write_delta,
 )
-from spark_mlt.storage.catalog import is_table_name
+from spark_mlt.storage.catalog import Backend, is_table_name, use_delta_spark
 
 __all__ = [
     "REASON_COLUMN",
     "fit_job_codecs",
+    "job_backend",
     "resolve_layouts",
     "split_invalid",
     "tokenize_dataframe",
@@ -100,6 +102,12 @@ def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
     )
 
 
+def job_backend(capabilities: Capabilities) -> Backend:
+    """The Delta backend a job writes with in a session with ``capabilities``: delta-spark where
+    it has Delta's jars, else the jar-free path."""
+    return "delta-spark" if use_delta_spark(capabilities) else "delta-rs"
+
+
 def tokenize_dataframe(
     df: DataFrame,
     codecs: Mapping[str, MLTCodec],
@@ -108,6 +116,7 @@ def tokenize_dataframe(
     engine: Engine = "auto",
     sources: Mapping[str, str] | None = None,
     layouts: Mapping[str, Layout] | None = None,
+    capabilities: Capabilities | None = None,
 ) -> DataFrame:
     """Add ``c_mlt`` tokens for every codec column ``c`` (encoding ``sources[c]`` if given,
     e.g. the dense id of a string key), as array<int> or, where ``layouts[c]`` is
@@ -119,7 +128,8 @@ def tokenize_dataframe(
     a row's ids got no tokens (null for a valid row):
     [`split_invalid`][spark_mlt.batch.tokenize.split_invalid] splits the valid rows from the
     rejected ones. The tokens are computed once for both: persist the frame before writing
-    both parts, as the jobs do.
+    both parts, as the jobs do. ``capabilities``: what ``df``'s session has (default: asked
+    once here).
 
     Example::
 
@@ -130,9 +140,11 @@ def tokenize_dataframe(
     sources = dict(sources or {})
     out = df
     per_row: RowHandling = "error" if handle_invalid == "error" else "null"
+    caps = capabilities if capabilities is not None else Capabilities.of(df.sparkSession)
     for column, codec in codecs.items():
         layout = (layouts or {}).get(column, "array")
-        tokens = mlt_encode(sources.get(column, column), codec, layout=layout, handle_invalid=per_row, engine=engine)
+        source = sources.get(column, column)
+        tokens = mlt_encode(source, codec, layout=layout, handle_invalid=per_row, engine=engine, capabilities=caps)
         out = out.withColumn(f"{column}{TOKEN_SUFFIX}", tokens)
     if handle_invalid in ("error", "null"):
         return out
@@ -202,6 +214,7 @@ def write_tokens(
     metadata and a new table's properties. Sets ``report.write`` and ``report.rows_out``."""
     token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
     parquet = token_write_options(tokens, token_columns, data_page_version=options.data_page_version)
+    backend = job_backend(report.capabilities or Capabilities.of(tokens.sparkSession))
     report.write = write_delta(
         tokens,
         output,
@@ -209,7 +222,7 @@ def write_tokens(
         mode=options.mode,
         run_id=options.run_id if transaction is None else transaction,
         snapshot=snapshot,
-        options=dataclasses.replace(write, partition_by=options.partition_by, parquet_options=parquet),
+        options=dataclasses.replace(write, partition_by=options.partition_by, parquet_options=parquet, backend=backend),
         storage_options=options.storage_options,
     )
     report.rows_out = report.write.rows
@@ -298,7 +311,10 @@ def _set_aside(
         run_id=AppTransaction(f"{transaction.app_id}:quarantine", transaction.version)
         if transaction
         else options.run_id,
-        options=WriteOptions(commit_info={**info, "spark_mlt.quarantine_of": output}),
+        options=WriteOptions(
+            commit_info={**info, "spark_mlt.quarantine_of": output},
+            backend=job_backend(report.capabilities or Capabilities.of(rejected.sparkSession)),
+        ),
         storage_options=options.storage_options,
     )
     report.rows_rejected = side.rows
@@ -334,9 +350,11 @@ def tokenize_table(
                        TokenizeOptions(mode="append", handle_invalid="quarantine"))
     """
     opts = options or TokenizeOptions()
-    report = JobReport()
+    capabilities = Capabilities.of(spark)  # once: every step of the job reads them
+    report = JobReport(capabilities=capabilities)
+    backend = job_backend(capabilities)
     snapshot = snapshot_for_write(
-        output, opts.mode, storage_options=opts.storage_options, spark=spark
+        output, opts.mode, storage_options=opts.storage_options, backend=backend
     )  # before any Spark work
     with phase(report, "read"):
         df = _read_input(spark, input, opts)
@@ -377,6 +395,8 @@ def tokenize_frame(
     reading of the input. A persisted partition that is lost is computed again from the same
     input and the committed vocabularies, which give the same rows."""
     opts, report = options, report or JobReport()
+    if report.capabilities is None:
+        report.capabilities = Capabilities.of(df.sparkSession)
     info = dict(commit_info or {})
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(df.sparkSession, df, columns, output, opts)
@@ -390,6 +410,7 @@ def tokenize_frame(
             engine=opts.engine,
             sources=sources,
             layouts=report.layouts,
+            capabilities=report.capabilities,
         ).drop(*sources.values())
         if opts.handle_invalid in ("error", "null"):
             write_tokens(tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
