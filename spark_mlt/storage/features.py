@@ -36,13 +36,16 @@ from spark_mlt.storage.schema import schema_fields, unenforceable_rules
 __all__ = [
     "FEATURES",
     "Feature",
+    "TableOperation",
     "TableProtocol",
     "check_readable",
     "check_writable",
     "protocol_of",
 ]
 
-Operation = Literal["write", "vacuum"]
+#: What the jar-free path does with a table, for the protocol gate of
+#: [`check_writable`][spark_mlt.storage.features.check_writable].
+TableOperation = Literal["write", "vacuum"]
 
 _JARS = "use a session with Delta's jars (spark-mlt then goes through delta-spark)"
 
@@ -269,7 +272,7 @@ def check_readable(table: DeltaTable, location: str, *, spark_version: str) -> T
     return protocol
 
 
-def check_writable(table: DeltaTable, location: str, *, operation: Operation = "write") -> TableProtocol:
+def check_writable(table: DeltaTable, location: str, *, operation: TableOperation = "write") -> TableProtocol:
     """Refuses a table the jar-free writer (``operation="write"``) or vacuum (``"vacuum"``)
     cannot keep exactly; returns its protocol.
 

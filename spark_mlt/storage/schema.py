@@ -44,9 +44,9 @@ from spark_mlt.column.sqltext import identifier
 __all__ = [
     "RULE_MARKER",
     "ColumnMapping",
-    "Rule",
     "SchemaField",
     "TableLayout",
+    "TableRule",
     "enforce_rules",
     "layout_of",
     "logical_columns",
@@ -71,9 +71,12 @@ RULE_MARKER = "[spark-mlt rule]"
 
 
 @dataclass(frozen=True)
-class Rule:
-    """One rule a row must keep to be written: a CHECK constraint, a NOT NULL column, a legacy
-    invariant, or a generated column's expression (the column must equal it).
+class TableRule:
+    """One rule of a Delta table that a row must keep to be written: a CHECK constraint, a NOT
+    NULL column, a legacy invariant, or a generated column's expression (the column must equal
+    it). Not a "constraint": Delta's protocol keeps that word for CHECK, and calls NOT NULL and
+    invariants column invariants. (`spark_mlt.column.engine.EngineRule` is another concept: a
+    rule of the engine policy.)
 
     Attributes:
         kind: ``"CHECK constraint"``, ``"NOT NULL constraint"``, ``"invariant"`` or
@@ -110,7 +113,7 @@ class TableLayout:
     mapping: ColumnMapping
     partition_columns: tuple[str, ...]
     generated: Mapping[str, str] = field(default_factory=dict)
-    rules: tuple[Rule, ...] = ()
+    rules: tuple[TableRule, ...] = ()
 
     @property
     def physical_names(self) -> dict[str, str]:
@@ -145,12 +148,12 @@ def layout_of(
     rules = [  # in delta-spark's order: NOT NULL and invariants, then CHECK constraints
         *_field_rules(document, names),
         *(
-            Rule("CHECK constraint", key[len(_CONSTRAINT) :], expression, _referenced(expression, names))
+            TableRule("CHECK constraint", key[len(_CONSTRAINT) :], expression, _referenced(expression, names))
             for key, expression in sorted(properties.items())
             if key.startswith(_CONSTRAINT)
         ),
         *(
-            Rule(
+            TableRule(
                 "generated column",
                 name,
                 f"{identifier(name)} <=> ({expression})",
@@ -296,7 +299,7 @@ def _inner_fields(field: SchemaField, depth: int) -> Iterator[SchemaField]:
         yield from _inner_fields(element, depth + 1)
 
 
-def _field_rules(document: Mapping[str, Any], names: Sequence[str]) -> list[Rule]:
+def _field_rules(document: Mapping[str, Any], names: Sequence[str]) -> list[TableRule]:
     """NOT NULL of every non-nullable field at any depth and the invariants of struct fields, as
     delta-spark enforces them: outside arrays and maps a nested field is checked whatever its
     parents are (delta-spark refuses a null struct whose field is NOT NULL, and an invariant that
@@ -311,12 +314,12 @@ def _field_rules(document: Mapping[str, Any], names: Sequence[str]) -> list[Rule
             condition = f"{node.ref} IS NOT NULL"
             if node.parent is not None:
                 condition = f"({node.parent} IS NULL OR {condition})"
-            rules.append(Rule("NOT NULL constraint", ".".join(node.path), node.within(condition), shown))
+            rules.append(TableRule("NOT NULL constraint", ".".join(node.path), node.within(condition), shown))
         text = node.metadata.get(_INVARIANTS)
         if text is not None and not node.in_collection:
             invariant = json.loads(text) if isinstance(text, str) else text
             expression = str(invariant["expression"]["expression"])
-            rules.append(Rule("invariant", ".".join(node.path), expression, _referenced(expression, names)))
+            rules.append(TableRule("invariant", ".".join(node.path), expression, _referenced(expression, names)))
     return rules
 
 
