@@ -209,14 +209,8 @@ class EnginePolicy:
     engines: Mapping[EngineName, Callable[[Capabilities], ColumnEngine]] = field(default_factory=lambda: ENGINE_TYPES)
 
     def choose(self, situation: Situation) -> Choice:
-        made: dict[EngineName, ColumnEngine] = {}
-        for rule in self.rules:
-            if rule.engine not in self.engines:
-                continue
-            engine = made.setdefault(rule.engine, self.engines[rule.engine](situation.capabilities))
-            if engine.unavailable(situation.operation) is None and rule.applies(situation):
-                return Choice(rule.engine, rule.reason)
-        raise LookupError(f"no engine for {situation}")  # pragma: no cover - the last rule always applies
+        """The engine ``engine="auto"`` runs in ``situation``, and why."""
+        return self._pick(situation)[0]
 
     def engine(self, requested: Engine, situation: Situation) -> ColumnEngine:
         """The engine called ``requested``, or for ``"auto"`` the one `choose` picks, made for
@@ -225,12 +219,25 @@ class EnginePolicy:
         Raises:
             OptionError: the engine requested cannot run the operation there (the message says why).
         """
-        name = self.choose(situation).engine if requested == "auto" else requested
-        engine = self.engines[name](situation.capabilities)
+        if requested == "auto":
+            return self._pick(situation)[1]
+        engine = self.engines[requested](situation.capabilities)
         reason = engine.unavailable(situation.operation)
         if reason is not None:
             raise OptionError(reason, parameter="engine")
         return engine
+
+    def _pick(self, situation: Situation) -> tuple[Choice, ColumnEngine]:
+        made: dict[EngineName, ColumnEngine] = {}
+        for rule in self.rules:
+            if rule.engine not in self.engines:
+                continue
+            engine = made.get(rule.engine) or made.setdefault(
+                rule.engine, self.engines[rule.engine](situation.capabilities)
+            )
+            if engine.unavailable(situation.operation) is None and rule.applies(situation):
+                return Choice(rule.engine, rule.reason), engine
+        raise LookupError(f"no engine for {situation}")  # pragma: no cover - the last rule always applies
 
 
 POLICY = EnginePolicy()
