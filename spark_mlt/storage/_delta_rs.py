@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import unquote
 
 import deltalake
@@ -306,6 +306,8 @@ def _partition_values(relative: str, partition_by: list[str]) -> dict[str, str |
     return values
 
 
+#: The modes of a delta-rs commit: an overwrite of a table this write created is an append.
+_CommitMode = Literal["append", "overwrite"]
 #: How often a commit that lost the race for its version is tried again (each time after
 #: reloading the table and checking it anew), with a growing, jittered pause between tries.
 COMMIT_ATTEMPTS = 12
@@ -331,28 +333,14 @@ def commit(
     rules and column names (``layout``: the table the staged files were written and checked
     against, or the table this write creates), the codecs and the schema against what is there
     now, and writes exactly the next version (a conditional put: on S3 ``If-None-Match``); a
-    lost race is tried again. An
-    append then lands after whatever won (an overwrite included), and an overwrite replaces
-    whatever won (an append included): both are the outcome of running the two writes one
-    after the other.
-
-    The commit carries the table's own schema (with its column mapping and generation
-    metadata), so it adds files and never rewrites the table's metadata. On a table with v2
-    checkpoints no checkpoint is written (delta-rs writes classic ones).
+    lost race is tried again. An append then lands after whatever won (an overwrite included),
+    and an overwrite replaces whatever won (an append included): both are the outcome of
+    running the two writes one after the other.
     """
-    checked: int | None  # the version whose changes were checked (None: none yet)
-    if plan.snapshot is not None:
-        table, checked, joins_table = plan.snapshot.table, plan.snapshot.version, True
-    else:
-        table, created = _create_table(plan, arrow_schema, partition_by)
-        # a table another writer created meanwhile is checked like one that changed, against
-        # the table this write would have created
-        checked, joins_table = (int(table.version()), False) if created else (None, True)
-    mode = "overwrite" if plan.mode == "overwrite" and joins_table else "append"
+    table, checked, mode = _commit_base(plan, arrow_schema, partition_by)
     txn = plan.transaction
     transaction = [Transaction(app_id=txn.app_id, version=txn.version)] if txn is not None else None
     properties = CommitProperties(custom_metadata=dict(metadata), app_transactions=transaction, max_commit_retries=0)
-    location = plan.location
     for attempt in range(COMMIT_ATTEMPTS):
         # Spark's job ran since the table was read, or another writer won the last attempt:
         # load the commits made meanwhile (the same handle, updated) and check them.
@@ -363,29 +351,76 @@ def commit(
         if read_version != checked:
             _check_unchanged(plan, table, arrow_schema, layout)
             checked = read_version
-        try:
-            table.create_write_transaction(
-                actions,
-                mode,
-                table.schema(),
-                partition_by=partition_by or None,
-                commit_properties=properties,
-                post_commithook_properties=_post_commit(table),
-            )
-        except CommitFailedError as error:
-            table.update_incremental()
-            if int(table.version()) == read_version:  # nobody else committed: not a race
-                raise StorageError(
-                    f"the commit to {location.uri} failed: {redact(str(error), location.storage_options)}"
-                ) from None
-            time.sleep(random.uniform(0, 0.05 * 2**attempt))
-            continue
-        table.update_incremental()  # the handle does not follow its own commits
-        return int(table.version()), True
+        if _commit_once(
+            table,
+            actions,
+            properties,
+            mode=mode,
+            partition_by=partition_by,
+            read_version=read_version,
+            location=plan.location,
+        ):
+            table.update_incremental()  # the handle does not follow its own commits
+            return int(table.version()), True
+        time.sleep(random.uniform(0, 0.05 * 2**attempt))
     raise ConcurrentWriteError(
-        f"{COMMIT_ATTEMPTS} commits to {location.uri} in a row lost to other writers' commits; "
+        f"{COMMIT_ATTEMPTS} commits to {plan.location.uri} in a row lost to other writers' commits; "
         "nothing of this write was committed (its files are orphans for vacuum): run it again"
     )
+
+
+def _commit_base(
+    plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[str]
+) -> tuple[DeltaTable, int | None, _CommitMode]:
+    """The table a commit goes to (created first when the plan found none), the version whose
+    changes were already checked (None: none yet), and the commit's mode."""
+    checked: int | None
+    if plan.snapshot is not None:
+        table, checked, joins_table = plan.snapshot.table, plan.snapshot.version, True
+    else:
+        table, created = _create_table(plan, arrow_schema, partition_by)
+        # a table another writer created meanwhile is checked like one that changed, against
+        # the table this write would have created
+        checked, joins_table = (int(table.version()), False) if created else (None, True)
+    return table, checked, "overwrite" if plan.mode == "overwrite" and joins_table else "append"
+
+
+def _commit_once(
+    table: DeltaTable,
+    actions: list[AddAction | RemoveAction],
+    properties: CommitProperties,
+    *,
+    mode: _CommitMode,
+    partition_by: list[str],
+    read_version: int,
+    location: Location,
+) -> bool:
+    """Tries to write version ``read_version + 1``; returns False when another writer took it.
+
+    The commit carries the table's own schema (with its column mapping and generation
+    metadata), so it adds files and never rewrites the table's metadata. On a table with v2
+    checkpoints no checkpoint is written (delta-rs writes classic ones).
+
+    Raises:
+        StorageError: the commit failed and nobody else committed (not a race).
+    """
+    try:
+        table.create_write_transaction(
+            actions,
+            mode,
+            table.schema(),
+            partition_by=partition_by or None,
+            commit_properties=properties,
+            post_commithook_properties=_post_commit(table),
+        )
+    except CommitFailedError as error:
+        table.update_incremental()
+        if int(table.version()) == read_version:
+            raise StorageError(
+                f"the commit to {location.uri} failed: {redact(str(error), location.storage_options)}"
+            ) from None
+        return False
+    return True
 
 
 def _check_unchanged(plan: WritePlan, table: DeltaTable, arrow_schema: pa.Schema, layout: TableLayout) -> None:

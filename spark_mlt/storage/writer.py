@@ -27,8 +27,11 @@ the two leaves that empty version 0; its re-run with ``mode="error"`` takes it o
 refusing an existing table ([`created_empty`][spark_mlt.storage.table.TableSnapshot.created_empty]).
 
 Idempotent runs: ``write_delta(..., run_id="2026-11-22")`` records the run id as a Delta
-application transaction in the data commit, and a write whose run id the table already holds
-commits nothing (``result.skipped``), so a re-run of the same job does not duplicate rows.
+application transaction in the data commit (``spark-mlt:<run id>``, version 1), and a write whose
+run id the table already holds commits nothing (``result.skipped``), so a re-run of the same job
+does not duplicate rows. A writer that writes in numbered steps (a streaming query's batches)
+passes an [`AppTransaction`][spark_mlt.storage.properties.AppTransaction] instead: its write is
+skipped when the table records that version of its ``app_id`` or a later one.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ from spark_mlt.storage.catalog import (
     use_delta_spark,
 )
 from spark_mlt.storage.features import check_writable
-from spark_mlt.storage.fs import locate
+from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.properties import AppTransaction, check_run_id, codec_properties, merge_codecs, run_transaction
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
 
@@ -189,31 +192,21 @@ def write_delta(
 
     Args:
         df: the rows to write (tokens already added, e.g. with ``mlt_encode``).
-        path: the table's location: a plain path or a URI (``file://``, ``s3://``,
-            ``abfss://``, ``gs://``; see `spark_mlt.storage.fs`), or a catalog table's
-            name (``db.table``, ``catalog.db.table``; see `spark_mlt.storage.catalog`),
-            created with its properties through Spark SQL when it does not exist.
+        path: a plain path, a URI (``file://``, ``s3://``, ``abfss://``, ``gs://``) or a catalog
+            table's name (``db.table``), created through Spark SQL when it does not exist.
         codecs: codec per id column, stored as ``mlt.codec.<column>``.
         mode: ``"error"`` (the table must not exist), ``"append"`` or ``"overwrite"``.
-        run_id: the write's idempotency key. A run id (e.g. the scheduler's run date): if the
-            table already holds a commit with this run id, nothing is written and the result has
-            ``skipped=True``; otherwise the run id is committed with the data (as the Delta
-            application transaction ``spark-mlt:<run id>``, version 1). Or the
-            [`AppTransaction`][spark_mlt.storage.properties.AppTransaction] of a writer that
-            writes in numbered steps (a streaming query's batches): the write is skipped when the
-            table records that version of its ``app_id`` or a later one.
+        run_id: the write's idempotency key: a run id (e.g. the scheduler's run date), committed
+            as the Delta application transaction ``spark-mlt:<run id>``, or a stepwise writer's
+            [`AppTransaction`][spark_mlt.storage.properties.AppTransaction]; a write the table
+            already holds commits nothing (``result.skipped``).
         options: commit metadata, table properties, partitioning of a new table, Parquet
             options, backend ([`WriteOptions`][spark_mlt.storage.writer.WriteOptions]).
-        snapshot: the table as the caller already read it with
-            [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (None: there was no
-            table), so the write does not open it again; by default (``"read"``) the write reads it
-            itself.
-        storage_options: the table's store settings with delta-rs' keys
-            (``AWS_ENDPOINT_URL``, ``AWS_REGION``, keys, ...; see
-            [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]), for delta-rs' commits and the
-            driver's file work; what they leave out comes from the environment. Spark's own
-            access to the files is configured on the session (``spark.hadoop.fs.s3a.*``,
-            [`s3a_conf`][spark_mlt.storage.fs.s3a_conf]). Never written to the table or its log.
+        snapshot: the table as [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write]
+            read it (None: no table); by default (``"read"``) the write reads it itself.
+        storage_options: the store's settings with delta-rs' keys (see
+            [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]) for delta-rs and the driver's
+            file work; Spark's own are the session's. Never written to the table or its log.
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -234,85 +227,96 @@ def write_delta(
     if not isinstance(run_id, AppTransaction):
         check_run_id(run_id)
     txn = run_transaction(run_id) if isinstance(run_id, str) else run_id
-    spark = df.sparkSession
-    backend: Backend = "delta-spark" if use_delta_spark(spark, opts.backend) else "delta-rs"
-    if is_table_name(path):
-        snapshot = _named_table(
-            df,
-            str(path),
-            mode=mode,
-            codecs=codecs,
-            options=opts,
-            backend=backend,
-            snapshot=snapshot,
-            storage_options=storage_options,
-        )
-        location = locate(snapshot.path, storage_options)
-    else:
-        location = locate(path, storage_options)
-        if snapshot == "read":
-            snapshot = _snapshot(location.uri, mode, storage_options)
-        elif snapshot is not None and mode == "error" and not snapshot.created_empty:
-            raise refuse_existing_table(location.uri)
-    wanted = dict(codecs or {})
-    stored = merge_codecs(location.uri, snapshot.codecs, wanted) if snapshot is not None else wanted
+    backend: Backend = "delta-spark" if use_delta_spark(df.sparkSession, opts.backend) else "delta-rs"
+    call = _WriteCall(df, mode, dict(codecs or {}), opts, backend, storage_options)
+    location, snapshot = _open_table(call, path, snapshot)
+    stored = merge_codecs(location.uri, snapshot.codecs, call.codecs) if snapshot is not None else call.codecs
     if txn is not None and snapshot is not None and snapshot.holds(txn):
         return skipped_write(location.uri, snapshot.version, txn)
     if backend == "delta-rs" and snapshot is not None:
         check_jar_free_write(snapshot, mode)
-    info = {"spark_mlt.mode": mode, **opts.commit_info}
+    plan = _write_plan(call, location, snapshot, stored, run_id=run_id, txn=txn)
+    return _delta_spark.write(df, plan) if backend == "delta-spark" else _delta_rs.write(df, plan)
+
+
+@dataclass(frozen=True)
+class _WriteCall:
+    """The checked arguments of one [`write_delta`][spark_mlt.storage.writer.write_delta] call that
+    opening the table and planning the write read (``codecs``: the ones the call gives)."""
+
+    df: DataFrame
+    mode: WriteMode
+    codecs: dict[str, MLTCodec]
+    options: WriteOptions
+    backend: Backend
+    storage_options: Mapping[str, str] | None
+
+
+def _open_table(
+    call: _WriteCall, path: str | os.PathLike[str], snapshot: TableSnapshot | Literal["read"] | None
+) -> tuple[Location, TableSnapshot | None]:
+    """Where the table is and its snapshot (None: no table yet), read unless the caller passed it."""
+    if is_table_name(path):
+        named = _named_table(call, str(path), snapshot)
+        return locate(named.path, call.storage_options), named
+    location = locate(path, call.storage_options)
+    if snapshot == "read":
+        return location, _snapshot(location.uri, call.mode, call.storage_options)
+    if snapshot is not None and call.mode == "error" and not snapshot.created_empty:
+        raise refuse_existing_table(location.uri)
+    return location, snapshot
+
+
+def _write_plan(
+    call: _WriteCall,
+    location: Location,
+    snapshot: TableSnapshot | None,
+    stored: Mapping[str, MLTCodec],
+    *,
+    run_id: str | AppTransaction | None,
+    txn: AppTransaction | None,
+) -> WritePlan:
+    """The frozen plan a backend writes: ``stored`` are the codecs of the table after the write."""
+    info = {"spark_mlt.mode": call.mode, **call.options.commit_info}
     if isinstance(run_id, str):
         info["spark_mlt.run_id"] = run_id
     elif txn is not None:
         info["spark_mlt.transaction"] = str(txn)
-    plan = WritePlan(
+    return WritePlan(
         location=location,
-        mode=mode,
-        partition_by=tuple(opts.partition_by),
-        codecs=wanted,
-        properties={**opts.properties, **codec_properties(stored)},
+        mode=call.mode,
+        partition_by=tuple(call.options.partition_by),
+        codecs=call.codecs,
+        properties={**call.options.properties, **codec_properties(stored)},
         commit_info=info,
         transaction=txn,
-        parquet_options=dict(opts.parquet_options),
+        parquet_options=dict(call.options.parquet_options),
         snapshot=snapshot,
     )
-    if backend == "delta-spark":
-        return _delta_spark.write(df, plan)
-    return _delta_rs.write(df, plan)
 
 
-def _named_table(
-    df: DataFrame,
-    name: str,
-    *,
-    mode: WriteMode,
-    codecs: Mapping[str, MLTCodec] | None,
-    options: WriteOptions,
-    backend: Backend,
-    snapshot: TableSnapshot | Literal["read"] | None,
-    storage_options: Mapping[str, str] | None,
-) -> TableSnapshot:
+def _named_table(call: _WriteCall, name: str, snapshot: TableSnapshot | Literal["read"] | None) -> TableSnapshot:
     """The snapshot of the catalog table ``name``, created first (version 0: schema and
     properties, no data) when the catalog has no such table. Creating a table in a catalog
     takes Spark SQL, so a new named table needs delta-spark whatever the backend."""
-    spark = df.sparkSession
+    spark = call.df.sparkSession
     if snapshot == "read":
         location = table_location(spark, name)
-        snapshot = None if location is None else read_snapshot(location, storage_options=storage_options)
+        snapshot = None if location is None else read_snapshot(location, storage_options=call.storage_options)
     if snapshot is not None:
-        if mode == "error" and not snapshot.created_empty:
+        if call.mode == "error" and not snapshot.created_empty:
             raise refuse_existing_table(name)
         return snapshot
-    if backend != "delta-spark":
+    if call.backend != "delta-spark":
         raise TableError(
             f"path {name!r}: a new catalog table is created through delta-spark (Spark SQL); "
-            f"backend={backend!r} can only write to a catalog table that exists",
+            f"backend={call.backend!r} can only write to a catalog table that exists",
             parameter="path",
         )
-    properties = {**options.properties, **codec_properties(dict(codecs or {}))}
-    _delta_spark.create_table(spark, name, df.schema, tuple(options.partition_by), properties)
-    created = read_snapshot(resolve_location(name, spark=spark), storage_options=storage_options)
-    merge_codecs(name, created.codecs, dict(codecs or {}))  # another writer may have created it first
+    properties = {**call.options.properties, **codec_properties(call.codecs)}
+    _delta_spark.create_table(spark, name, call.df.schema, tuple(call.options.partition_by), properties)
+    created = read_snapshot(resolve_location(name, spark=spark), storage_options=call.storage_options)
+    merge_codecs(name, created.codecs, call.codecs)  # another writer may have created it first
     return created
 
 
