@@ -28,6 +28,7 @@ from spark_mlt.errors import MLTError, MLTTypeError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, Engine, HandleInvalid, check_choice
 from spark_mlt.storage import (
     WRITE_MODES,
+    DataPageVersion,
     StorageOptions,
     WriteMode,
     check_data_page_version,
@@ -154,7 +155,7 @@ class JobOptions:
             "written again (the job reports it and succeeds)"
         ),
     )
-    data_page_version: Literal[1, 2] = field(
+    data_page_version: DataPageVersion = field(
         default=2,
         metadata=_help(
             "Parquet data page version of the written files (2: smaller token columns, faster writes; "

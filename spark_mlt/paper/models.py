@@ -56,13 +56,14 @@ from __future__ import annotations
 import importlib.util
 import math
 import os
-from typing import Any
+from typing import Any, Literal, get_args
 
 from spark_mlt.errors import MissingExtraError
 
 __all__ = [
     "COMBINATIONS",
     "COMPOSITION_DEFAULTS",
+    "Combination",
     "autoencoder",
     "composition_settings",
     "embedding_model",
@@ -83,7 +84,8 @@ AE_TOKEN_WIDTH = 16  # the paper's autoencoder: Embedding(p, 16) per token
 AE_BOTTLENECK = 16
 CATEGORY_WIDTH = 8  # MLT tokens as categories: a learned 8-wide vector per (position, token)
 #: How compositional MLT embeddings combine the rows of an id's tokens (see the module docstring).
-COMBINATIONS = ("qr", "path", "product")
+Combination = Literal["qr", "path", "product"]
+COMBINATIONS: tuple[Combination, ...] = get_args(Combination)
 #: Per combination, the default rank (width of the tables' vectors; the path's r x r matrices)
 #: and code width (numbers per id the head reads; 0: the whole vector), chosen on validation.
 COMPOSITION_DEFAULTS = {"qr": (128, 0), "path": (12, 2), "product": (12, 2)}
@@ -229,7 +231,7 @@ def mlt_categories_model(p: int, blocks: tuple[int, ...], *, pairs: bool = False
     return _compiled(keras, tokens, _head(keras, keras.layers.Concatenate()(parts)), name)
 
 
-def _composition(keras: Any, codec: tuple[int, int], rank: int, combination: str, name: str) -> Any:
+def _composition(keras: Any, codec: tuple[int, int], rank: int, combination: Combination, name: str) -> Any:
     """The layer that maps an id's n tokens (``codec`` is ``(p, n)``; int32, batch x n, in [0, p)) to its
     ``rank``-wide compositional vector (module docstring). Weights are drawn from Keras' seeded
     generator, so ``keras.utils.set_random_seed`` fixes them."""
@@ -271,7 +273,7 @@ def _composition(keras: Any, codec: tuple[int, int], rank: int, combination: str
     return TokenComposition(name=name)
 
 
-def composition_settings(combination: str, rank: int | None, code_width: int | None) -> tuple[int, int]:
+def composition_settings(combination: Combination, rank: int | None, code_width: int | None) -> tuple[int, int]:
     """``(rank, code_width)``, each the given one or, where ``None``, the combination's default
     ([`COMPOSITION_DEFAULTS`][spark_mlt.paper.models.COMPOSITION_DEFAULTS])."""
     default_rank, default_width = COMPOSITION_DEFAULTS[combination]
@@ -281,7 +283,7 @@ def composition_settings(combination: str, rank: int | None, code_width: int | N
 def mlt_compositional_model(
     codecs: tuple[tuple[int, int], ...],
     *,
-    combination: str = "qr",
+    combination: Combination = "qr",
     rank: int | None = None,
     code_width: int | None = None,
 ) -> Any:

@@ -13,7 +13,7 @@ from typing import Literal, get_args
 
 from spark_mlt.errors import MLTError
 from spark_mlt.options import check_choice
-from spark_mlt.paper.models import COMBINATIONS, COMPOSITION_DEFAULTS
+from spark_mlt.paper.models import COMBINATIONS, COMPOSITION_DEFAULTS, Combination
 
 __all__ = ["DEFAULT_EPOCHS", "EPOCH_SELECTIONS", "METHOD_KEYS", "EpochSelection", "Method", "PaperOptions"]
 
@@ -51,7 +51,6 @@ DEFAULT_EPOCHS: dict[str, int] = {
     "mlt_compositional": 16,
     "qr_embeddings": 7,
 }
-Combination = Literal["qr", "path", "product"]
 
 
 @dataclass(frozen=True, kw_only=True)

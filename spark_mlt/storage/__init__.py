@@ -64,6 +64,8 @@ from spark_mlt.storage.reader import read_appended, read_delta, read_snapshot_ro
 from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
 from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_ids, planned_size, read_vocabulary
 from spark_mlt.storage.writer import (
+    DATA_PAGE_VERSIONS,
+    DataPageVersion,
     WriteOptions,
     check_data_page_version,
     snapshot_for_write,
@@ -73,6 +75,7 @@ from spark_mlt.storage.writer import (
 
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
+    "DATA_PAGE_VERSIONS",
     "FORMAT_PROPERTY",
     "TABLE_FORMAT_VERSION",
     "VOCABULARY_PROPERTY_PREFIX",
@@ -81,6 +84,7 @@ __all__ = [
     "CodecMismatchError",
     "ConcurrentWriteError",
     "ConstraintViolationError",
+    "DataPageVersion",
     "DeltaWriteResult",
     "MissingCodecError",
     "MissingTableError",

@@ -13,7 +13,7 @@ import inspect
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import pyarrow as pa
 from pyspark.sql import DataFrame
@@ -39,7 +39,7 @@ __all__ = [
 ]
 
 WriteMode = Literal["error", "append", "overwrite"]
-WRITE_MODES: tuple[WriteMode, ...] = ("error", "append", "overwrite")
+WRITE_MODES: tuple[WriteMode, ...] = get_args(WriteMode)
 
 
 def check_mode(mode: object) -> WriteMode:

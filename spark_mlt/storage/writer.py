@@ -39,7 +39,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
@@ -71,6 +71,8 @@ from spark_mlt.storage.properties import AppTransaction, check_run_id, codec_pro
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
 
 __all__ = [
+    "DATA_PAGE_VERSIONS",
+    "DataPageVersion",
     "DeltaWriteResult",
     "WriteMode",
     "WriteOptions",
@@ -320,19 +322,26 @@ def _named_table(call: _WriteCall, name: str, snapshot: TableSnapshot | Literal[
     return created
 
 
-def check_data_page_version(version: object) -> Literal[1, 2]:
+#: Parquet's data page versions (see [`token_write_options`][spark_mlt.storage.writer.token_write_options]).
+DataPageVersion = Literal[1, 2]
+DATA_PAGE_VERSIONS: tuple[DataPageVersion, ...] = get_args(DataPageVersion)
+
+
+def check_data_page_version(version: object) -> DataPageVersion:
     """``version`` if it is a Parquet data page version (1 or 2).
 
     Raises:
         MLTError: any other value, naming ``data_page_version``.
     """
-    if type(version) is int and version in (1, 2):
-        return 1 if version == 1 else 2
+    if type(version) is int:  # not a bool (True == 1)
+        for choice in DATA_PAGE_VERSIONS:
+            if version == choice:
+                return choice
     raise MLTError(f"data_page_version must be 1 or 2; got {version!r}", parameter="data_page_version")
 
 
 def token_write_options(
-    df: DataFrame, token_columns: Iterable[str], *, data_page_version: Literal[1, 2] = 2
+    df: DataFrame, token_columns: Iterable[str], *, data_page_version: DataPageVersion = 2
 ) -> dict[str, str]:
     """Parquet writer options that make token columns cheap to write and small to store.
 
