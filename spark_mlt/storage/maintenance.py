@@ -58,6 +58,9 @@ def orphan_files(path: str | os.PathLike[str], *, storage_options: Mapping[str, 
         orphan_files("/data/ratings_mlt")   # ['mlt-20261122T031200-1a2b3c4d5e6f/part-00000-....parquet']
     """
     table = open_table(path, storage_options=storage_options)
+    # The latest version's handle: delta-rs numbers history right only there (a handle of version
+    # 1 numbers its commits 1, 0, -1, ...). Not TableSnapshot.commits: a snapshot checks the stored
+    # codecs, and orphans are listed on any Delta table, one with a broken codec property too.
     versions = sorted({int(entry["version"]) for entry in table.history() if "version" in entry})
     found = table.vacuum(
         retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True, keep_versions=versions
