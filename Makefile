@@ -9,7 +9,7 @@ STAMP := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
 
 help: ## List the commands
-	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-14s\033[0m %s\n", $$1, $$2}'
+	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -79,9 +79,14 @@ zoo: check-java ## Rebuild the committed table zoo (tests/data/zoo) with PySpark
 	@py=$(call line_python,$(DELTA_LINE)); $(call line_jars,$$py,delta) && \
 	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO)
 
-test: check-java $(STAMP) jvm ## Run the whole test suite, slow tests included (fetches the line's s3a jars first)
+# `make test` runs every behaviour once, slow tests included; the exhaustive cases (more codecs
+# of a path the kept cases cover, tests/support/marks.py) run on CI (.ci/run: make test-exhaustive)
+test: check-java $(STAMP) jvm ## Run the whole test suite, slow tests included, but the exhaustive cases (fetches the line's s3a jars first)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not exhaustive" $(PYTEST_ARGS)
+
+test-exhaustive: check-java $(STAMP) jvm ## Run the exhaustive cases make test leaves out (more codecs of one path; CI runs them)
+	$(BIN)/python -m pytest -m exhaustive $(PYTEST_ARGS)
 
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own
 # jar, stack and Delta 3.2, gets every compat test; 3.5 and 4.0 every delta_spark test; every
@@ -97,9 +102,9 @@ test-compat: check-java jvm ## Run the compatibility tests on older PySpark line
 	        PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
 	done
 
-test-fast: $(STAMP) jvm ## Run the test suite without the slow tests
+test-fast: $(STAMP) jvm ## Run the test suite without the slow and the exhaustive tests
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "not slow" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
 	$(BIN)/ruff check spark_mlt jobs benchmarks tests docs/hooks.py
@@ -182,4 +187,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java jars jvm zoo demo paper venv test test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean
+.PHONY: help check-java jars jvm zoo demo paper venv test test-exhaustive test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean

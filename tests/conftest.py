@@ -7,6 +7,12 @@ only then (``tests/compat/run-line.sh`` runs them on each line that has Delta).
 The session always gets the line's ``s3a`` jars (``make jars``; ``make test`` copies them) and
 settings pointing at the local S3 server of :mod:`tests.support.s3`, which the ``s3`` fixture
 starts for the tests that use it.
+
+Every JVM the tests start through Spark's scripts (this session's, the subprocess jobs', the
+notebooks' and spark-submit's drivers, and Spark's launcher) runs with C1 only and the serial
+collector (``SPARK_SUBMIT_OPTS``, ``SPARK_LAUNCHER_OPTS``): a test's JVM lives seconds, where
+C2's compilations and G1's threads cost two cores more than they return (a session's start
+and first queries: about a third faster). The code Spark generates is the same.
 """
 
 from __future__ import annotations
@@ -37,6 +43,18 @@ settings.register_profile("dev", max_examples=60, deadline=None, suppress_health
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
 
 DELTA_SPARK_ENV = "SPARK_MLT_TEST_DELTA_SPARK"
+
+#: JVM options for short-lived JVMs (see the module's notes).
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Every JVM started through Spark's scripts from here on gets ``FAST_JVM``, after the
+    options the environment holds."""
+    for variable in ("SPARK_SUBMIT_OPTS", "SPARK_LAUNCHER_OPTS"):
+        if FAST_JVM not in os.environ.get(variable, ""):
+            os.environ[variable] = f"{os.environ.get(variable, '')} {FAST_JVM}".strip()
+
 
 #: Delta's defaults are sized for clusters: 50 partitions per log replay, 10,000 tasks per
 #: VACUUM listing. Tiny local tables want 2.
