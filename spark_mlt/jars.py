@@ -136,7 +136,7 @@ def jar_paths(
         Absolute paths of the group's jars.
 
     Raises:
-        OptionError: ``group`` is none of [`JAR_GROUPS`][spark_mlt.jars.JAR_GROUPS].
+        OptionError: ``group`` is none of `JAR_GROUPS`.
         MissingJarsError: the line has no such jars, or ``make jars`` has not copied them yet
             (the message gives the command).
 

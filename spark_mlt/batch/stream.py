@@ -233,7 +233,7 @@ def start_stream(
 
     Raises:
         MLTError: ``options`` hold a batch run's setting (see
-            [`check_stream_job`][spark_mlt.batch.stream.check_stream_job]).
+            `check_stream_job`).
         SourceError: a column is not in the input.
     """
     check_stream_job(options)
@@ -338,8 +338,8 @@ def tokenize_stream(
 
     Raises:
         MLTError: ``options`` hold a batch run's setting (see
-            [`check_stream_job`][spark_mlt.batch.stream.check_stream_job]), or the checkpoint
-            belongs to another stream (see [`check_checkpoint`][spark_mlt.batch.stream.check_checkpoint]).
+            `check_stream_job`), or the checkpoint
+            belongs to another stream (see `check_checkpoint`).
         StreamingQueryException: a batch failed (its cause is the batch's error); the
             checkpoint holds the batches committed before it.
     """

@@ -6,8 +6,8 @@ stages), and registering SQL functions. Three engines implement
 
 * ``"jvm"``: spark-mlt's jar, Spark expressions that call compiled Java
   ([`spark_mlt.column.jvm`][spark_mlt.column.jvm]); only where the session has the jar;
-* ``"native"``: Spark SQL expressions ([`spark_mlt.column.native`][spark_mlt.column.native]); no Python worker;
-* ``"udf"``: vectorised UDFs over the NumPy codec ([`spark_mlt.column.udf`][spark_mlt.column.udf]).
+* ``"native"``: Spark SQL expressions (`spark_mlt.column.native`); no Python worker;
+* ``"udf"``: vectorised UDFs over the NumPy codec (`spark_mlt.column.udf`).
 
 All give bit-identical tokens, the same nulls and the same errors. An engine is made for one
 session's [`Capabilities`][spark_mlt.capabilities.Capabilities] and says itself whether it can run an
@@ -16,7 +16,7 @@ it can see ([`Situation`][spark_mlt.column.engine.Situation]: the operation, the
 whether the input is bound to a lambda, and the session's capabilities) and applies its rules in
 order: the first whose engine is available there and that applies wins, and each rule says why. A new
 engine implements [`ColumnEngine`][spark_mlt.column.engine.ColumnEngine], joins
-[`ENGINE_TYPES`][spark_mlt.column.engine.ENGINE_TYPES] and adds the rules where it wins; nothing
+`ENGINE_TYPES` and adds the rules where it wins; nothing
 else changes.
 
 Example::
@@ -197,7 +197,7 @@ RULES: tuple[EngineRule, ...] = (
 
 @dataclass(frozen=True)
 class EnginePolicy:
-    """Picks the engine for ``engine="auto"``: the first of [`RULES`][spark_mlt.column.engine.RULES] whose
+    """Picks the engine for ``engine="auto"``: the first of `RULES` whose
     engine is available in the session and that applies.
 
     Example::

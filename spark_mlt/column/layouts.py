@@ -74,7 +74,7 @@ DecodeLayout = Literal["auto", Layout]
 SqlLayout = Literal["array", "packed"]
 #: How the jobs store a token column: ``auto`` (an existing table's layout, else packed when
 #: the tokens fit in 64 bits), ``packed`` or ``array``.
-StorageLayout = Literal["auto", SqlLayout]
+StorageLayout = Literal["auto", "packed", "array"]
 
 LAYOUTS: tuple[Layout, ...] = get_args(Layout)
 DECODE_LAYOUTS: tuple[DecodeLayout, ...] = get_args(DecodeLayout)

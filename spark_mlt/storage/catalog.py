@@ -72,7 +72,7 @@ def use_delta_spark(session: SparkSession | Capabilities | None, backend: Backen
     the jar-free path). A session given is asked once.
 
     Raises:
-        OptionError: ``backend`` is none of [`BACKENDS`][spark_mlt.storage.catalog.BACKENDS].
+        OptionError: ``backend`` is none of `BACKENDS`.
     """
     check_choice("backend", backend, BACKENDS)
     if backend != "auto":

@@ -8,7 +8,7 @@ codecs? run already committed? schema?) and commits through the same handle.
 A stored codec whose JSON is corrupt or whose fingerprint does not match is refused on read
 ([`CodecFormatError`][spark_mlt.errors.CodecFormatError]), never silently used.
 
-A commit's metadata has one reader, [`Commit`][spark_mlt.storage.table.Commit], as the Delta
+A commit's metadata has one reader, `Commit`, as the Delta
 protocol defines it: the ``commitInfo`` action inside the commit file
 ``_delta_log/<version>.json``, so a snapshot's history is the commits up to its version, each with
 its own version number (delta-rs' ``history()`` lists the newest commits in storage, numbered down
@@ -108,7 +108,7 @@ class TableSnapshot:
 
     def commits(self, limit: int | None = None) -> list[Commit]:
         """The commits up to this version, newest first (the last ``limit`` of them), as far as
-        the log still holds them (see [`Commit`][spark_mlt.storage.table.Commit])."""
+        the log still holds them (see `Commit`)."""
         oldest = 0 if limit is None else max(0, self.version - limit + 1)
         location = locate(self.path, self.storage_options)
         in_commit = _in_commit_timestamps_from(self.properties)
@@ -124,7 +124,7 @@ class TableSnapshot:
     def history(self, limit: int | None = None) -> list[dict[str, Any]]:
         """The commits up to this version, newest first (the last ``limit`` of them): each one's
         ``commitInfo`` with its ``version``, its ``timestamp`` (milliseconds since the epoch, see
-        [`Commit`][spark_mlt.storage.table.Commit]) and spark-mlt's ``spark_mlt.*`` commit
+        `Commit`) and spark-mlt's ``spark_mlt.*`` commit
         metadata, whichever backend committed it.
 
         Example::
