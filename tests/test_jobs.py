@@ -31,9 +31,10 @@ from spark_mlt.batch import (
     unpack_token_columns,
 )
 from spark_mlt.batch.cli import _names, main
-from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.batch.tokenize import _counts_with_the_write, tokenize_frame
+from spark_mlt.capabilities import Capabilities
 from spark_mlt.options import HandleInvalid
-from spark_mlt.storage import read_codecs, read_delta
+from spark_mlt.storage import read_codecs, read_delta, snapshot_for_write
 from tests.support.delta_opens import count_delta_opens
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -308,6 +309,38 @@ def test_skip_drops_invalid_rows_and_counts_them(spark: SparkSession, tmp_path: 
     assert sorted(r.note for r in read_delta(spark, output).collect()) == ["a", "c"]  # a null id is no invalid id
     assert not Path(f"{output}_quarantine").exists()
     assert DeltaTable(output).history(1)[0]["spark_mlt.handle_invalid"] == "skip"
+
+
+def test_a_skip_rerun_with_its_run_id_writes_nothing_and_counts_no_rejected_row(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """``skip`` counts its rejected rows with the write's own Spark job; a re-run that the table
+    already holds runs no job, so it must not wait for that count (it would wait forever)."""
+    df = spark.createDataFrame([(1,), (-5,), (2,)], "customer_id bigint")
+    output = str(tmp_path / "out")
+    options = TokenizeOptions(p=13, n=3, handle_invalid="skip", mode="append", run_id="2026-11-27")
+    first = tokenize_frame(df, output, ["customer_id"], options, snapshot=None)
+    assert (first.rows_out, first.rows_rejected) == (2, 1)
+    snapshot = snapshot_for_write(output, "append", spark=spark)
+    again = tokenize_frame(df, output, ["customer_id"], options, snapshot=snapshot)
+    assert again.write is not None
+    assert again.write.skipped
+    assert (again.rows_in, again.rows_out, again.rows_rejected) == (0, 0, 0)
+
+
+@pytest.mark.parametrize(
+    ("connect", "version", "observed"),
+    [(False, "3.5.0", True), (False, "4.3.0", True), (True, "4.0.1", True), (True, "3.5.0", False)],
+)
+def test_skip_counts_with_the_write_where_an_observation_reports_it(
+    connect: bool, version: str, observed: bool
+) -> None:
+    """PySpark 3.5's Connect client has no result for an ``Observation``: there ``skip`` keeps
+    the tokens for a count of its own."""
+    capabilities = Capabilities(
+        connect=connect, spark_version=version, arrow_udfs=False, delta_jars=False, jar_version=None
+    )
+    assert _counts_with_the_write(capabilities) is observed
 
 
 @pytest.mark.parametrize("handle_invalid", ["error", "null", "skip", "quarantine"])

@@ -20,7 +20,7 @@ import os
 from collections.abc import Mapping, Sequence
 
 from pyspark import StorageLevel
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -34,6 +34,7 @@ from spark_mlt.errors import MLTError, OptionError, SourceError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, TOKEN_SUFFIX, Engine, HandleInvalid, RowHandling, check_choice
 from spark_mlt.storage import (
     AppTransaction,
+    DeltaWriteResult,
     TableSnapshot,
     WriteOptions,
     assign_ids,
@@ -124,7 +125,7 @@ def tokenize_dataframe(
 
     ``handle_invalid``: ``error`` fails the query on an invalid id, ``null`` gives it null
     tokens; ``skip`` and ``quarantine`` give it null tokens too and add the column
-    ``mlt_reason`` ([`REASON_COLUMN`][spark_mlt.batch.tokenize.REASON_COLUMN]), which says why
+    ``mlt_reason`` (`REASON_COLUMN`), which says why
     a row's ids got no tokens (null for a valid row):
     [`split_invalid`][spark_mlt.batch.tokenize.split_invalid] splits the valid rows from the
     rejected ones. The tokens are computed once for both: persist the frame before writing
@@ -207,11 +208,12 @@ def write_tokens(
     snapshot: TableSnapshot | None,
     write: WriteOptions,
     transaction: AppTransaction | None = None,
-) -> None:
+) -> DeltaWriteResult:
     """Write ``tokens`` to the Delta table ``output`` (as the job found it: ``snapshot``) with
     ``report.codecs``, the options' partitioning, token columns in the options' Parquet data
     pages, idempotent by the options' run id or ``transaction``; ``write`` gives the commit's
-    metadata and a new table's properties. Sets ``report.write`` and ``report.rows_out``."""
+    metadata and a new table's properties. Sets ``report.write`` and ``report.rows_out``, and
+    returns the write's result."""
     token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
     parquet = token_write_options(tokens, token_columns, data_page_version=options.data_page_version)
     backend = job_backend(report.capabilities or Capabilities.of(tokens.sparkSession))
@@ -226,6 +228,7 @@ def write_tokens(
         storage_options=options.storage_options,
     )
     report.rows_out = report.write.rows
+    return report.write
 
 
 def _read_input(spark: SparkSession, input: str, options: TokenizeOptions) -> DataFrame:
@@ -287,7 +290,11 @@ def _vocabulary_of(output: str, column: str, options: TokenizeOptions) -> str:
     return f"{(options.vocabulary_dir or output.rstrip('/') + '_vocab').rstrip('/')}/{column}"
 
 
-def _set_aside(
+#: Where ``quarantine`` keeps the tokens between its two writes (measured in ``make bench-delta``).
+_SET_ASIDE_LEVEL = StorageLevel.MEMORY_AND_DISK
+
+
+def _quarantine(
     rejected: DataFrame,
     output: str,
     report: JobReport,
@@ -296,13 +303,9 @@ def _set_aside(
     *,
     transaction: AppTransaction | None,
 ) -> None:
-    """Count the rejected rows (``skip``), or commit them to the quarantine table first, so
-    that if the job dies between the two commits no row is lost (a re-run with the same run
-    id, or a replayed batch, then skips the quarantine commit: its writer is the data's
-    ``app_id`` + ``:quarantine``)."""
-    if options.handle_invalid == "skip":
-        report.rows_rejected = rejected.count()
-        return
+    """Commit the rejected rows to the quarantine table before the data, so that if the job dies
+    between the two commits no row is lost (a re-run with the same run id, or a replayed batch,
+    then skips the quarantine commit: its writer is the data's ``app_id`` + ``:quarantine``)."""
     side = write_delta(
         rejected,
         options.quarantine or f"{output.rstrip('/')}_quarantine",
@@ -318,6 +321,39 @@ def _set_aside(
         storage_options=options.storage_options,
     )
     report.rows_rejected = side.rows
+
+
+def _counts_with_the_write(capabilities: Capabilities) -> bool:
+    """Whether ``skip`` counts its rejected rows with an observation on the write: in Classic
+    (tested with both backends, on Spark 3.5 and 4) and over Connect from Spark 4.0, whose
+    client sends a write's observations with it. PySpark 3.5's Connect client builds the plan,
+    but its ``Observation`` has no result to get."""
+    return not capabilities.connect or capabilities.spark_line >= (4, 0)
+
+
+def _write_counting_rejected(
+    tokens: DataFrame,
+    output: str,
+    report: JobReport,
+    options: JobOptions,
+    *,
+    snapshot: TableSnapshot | None,
+    write: WriteOptions,
+    transaction: AppTransaction | None,
+) -> None:
+    """``skip`` in one Spark job: the rejected rows are counted by an observation on the frame
+    the valid rows are written from, so the count comes with the write and nothing is persisted.
+
+    The count is taken above the filter (Spark pushes no filter through an observation) and is
+    the successful task attempts' (a retried task is not counted twice). A write that the table
+    already holds (``report.write.skipped``: its run id or transaction is committed) may run no
+    Spark job at all, and ``Observation.get`` would then wait forever: it reports 0 rejected
+    rows, as it reports 0 written ones."""
+    observation = Observation()  # a fresh name per write: concurrent writes of a session do not mix
+    rejected = F.count(F.when(F.col(REASON_COLUMN).isNotNull(), 1)).alias("rejected")
+    good, _ = split_invalid(tokens.observe(observation, rejected), report.codecs)
+    result = write_tokens(good, output, report, options, snapshot=snapshot, write=write, transaction=transaction)
+    report.rows_rejected = 0 if result.skipped else int(observation.get["rejected"])
 
 
 def tokenize_table(
@@ -389,11 +425,13 @@ def tokenize_frame(
     handled, rejected rows set aside, then one commit, idempotent by the options' run id or
     ``transaction`` (a streaming batch). The batch job's and each streaming batch's work.
 
-    One pass: with ``skip`` or ``quarantine`` the tokens (and each row's reason) are computed
-    once, persisted, and both the rejected rows (counted, or committed to the quarantine) and the
-    valid ones (committed) are read from that one computation, so the two commits split one
-    reading of the input. A persisted partition that is lost is computed again from the same
-    input and the committed vocabularies, which give the same rows."""
+    One pass: each input row is computed once, whatever ``options.handle_invalid`` says. With
+    ``skip`` the rejected rows are counted in the Spark job that writes the valid ones (an
+    observation, nothing persisted). With ``quarantine`` the rejected rows are committed to the
+    quarantine before the valid ones are committed, so the two outputs take two Spark jobs over one
+    computation of the tokens, kept at ``_SET_ASIDE_LEVEL`` between them (``skip`` does the same
+    where no observation reports the write: Connect on Spark 3.5). A kept partition that is lost
+    is computed again from the same input and the committed vocabularies, which give the same rows."""
     opts, report = options, report or JobReport()
     if report.capabilities is None:
         report.capabilities = Capabilities.of(df.sparkSession)
@@ -414,11 +452,18 @@ def tokenize_frame(
         ).drop(*sources.values())
         if opts.handle_invalid in ("error", "null"):
             write_tokens(tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
+        elif opts.handle_invalid == "skip" and _counts_with_the_write(report.capabilities):
+            _write_counting_rejected(
+                tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction
+            )
         else:
-            tokens = tokens.persist(StorageLevel.MEMORY_AND_DISK)
+            tokens = tokens.persist(_SET_ASIDE_LEVEL)
             try:
                 good, rejected = split_invalid(tokens, report.codecs)
-                _set_aside(rejected, output, report, opts, info, transaction=transaction)
+                if opts.handle_invalid == "skip":
+                    report.rows_rejected = rejected.count()
+                else:
+                    _quarantine(rejected, output, report, opts, info, transaction=transaction)
                 write_tokens(good, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
             finally:
                 tokens.unpersist()
