@@ -128,9 +128,10 @@ def tokenize_dataframe(
     ``mlt_reason`` (`REASON_COLUMN`), which says why
     a row's ids got no tokens (null for a valid row):
     [`split_invalid`][spark_mlt.batch.tokenize.split_invalid] splits the valid rows from the
-    rejected ones. The tokens are computed once for both: persist the frame before writing
-    both parts, as the jobs do. ``capabilities``: what ``df``'s session has (default: asked
-    once here).
+    rejected ones. To read the input once, count the rejected rows in the write of the valid
+    ones (``DataFrame.observe``, as the jobs do for ``skip``) or persist the frame before
+    writing both parts (``quarantine``). ``capabilities``: what ``df``'s session has
+    (default: asked once here).
 
     Example::
 
