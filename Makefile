@@ -79,14 +79,17 @@ zoo: check-java ## Rebuild the committed table zoo (tests/data/zoo) with PySpark
 	@py=$(call line_python,$(DELTA_LINE)); $(call line_jars,$$py,delta) && \
 	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO)
 
-# `make test` runs every behaviour once, slow tests included; the exhaustive cases (more codecs
-# of a path the kept cases cover, tests/support/marks.py) run on CI (.ci/run: make test-exhaustive)
-test: check-java $(STAMP) jvm ## Run the whole test suite, slow tests included, but the exhaustive cases (fetches the line's s3a jars first)
+# `make test` runs every behaviour once but the long-running ones (`slow`: processes killed and
+# restarted, two processes racing, spark-submit on a cluster, notebooks, model training) and the
+# exhaustive cases (more codecs of a path the kept cases cover, tests/support/marks.py); CI runs
+# those next (.ci/run: make test-slow), on the same line
+test: check-java $(STAMP) jvm ## Run the test suite but the slow and exhaustive tests, which CI runs (fetches the line's s3a jars first)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "not exhaustive" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(PYTEST_ARGS)
 
-test-exhaustive: check-java $(STAMP) jvm ## Run the exhaustive cases make test leaves out (more codecs of one path; CI runs them)
-	$(BIN)/python -m pytest -m exhaustive $(PYTEST_ARGS)
+test-slow: check-java $(STAMP) jvm ## Run the slow and exhaustive tests make test leaves out (CI runs them after make test)
+	@$(call line_jars,$(BIN)/python,s3)
+	$(BIN)/python -m pytest -m "slow or exhaustive" $(PYTEST_ARGS)
 
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own
 # jar, stack and Delta 3.2, gets every compat test; 3.5 and 4.0 every delta_spark test; every
@@ -101,10 +104,6 @@ test-compat: check-java jvm ## Run the compatibility tests on older PySpark line
 	    COMPAT_DEPTH=$(call depth,$(FULL_LINES)) DELTA_SPARK_DEPTH=$(call depth,$(DELTA_SPARK_FULL_LINES)) \
 	        PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
 	done
-
-test-fast: $(STAMP) jvm ## Run the test suite without the slow and the exhaustive tests
-	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(PYTEST_ARGS)
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
 	$(BIN)/ruff check spark_mlt jobs benchmarks tests docs/hooks.py
@@ -187,4 +186,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java jars jvm zoo demo paper venv test test-exhaustive test-compat test-fast lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean
+.PHONY: help check-java jars jvm zoo demo paper venv test test-slow test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean

@@ -1,9 +1,9 @@
 """Marks shared by the test modules.
 
 ``exhaustive`` marks the breadth beyond one case per code path: more codecs of a family the
-kept cases already cover. ``make test`` runs every case on the newest line; the older lines'
-compatibility runs (``tests/compat/run-line.sh``) leave the exhaustive ones out, so each line
-still runs every path once.
+kept cases already cover. ``make test-slow`` (CI, after ``make test``) runs them on the newest
+line; ``make test`` and the older lines' compatibility runs (``tests/compat/run-line.sh``) leave
+them out, so each still runs every path once.
 """
 
 from __future__ import annotations
