@@ -22,7 +22,8 @@ from typing import Any
 
 import pytest
 
-from spark_mlt.batch.cli import JOBS, _parse, _values
+from spark_mlt.batch.cli import JOBS, _job_call, _parse, _values
+from spark_mlt.batch.stream import tokenize_stream
 
 ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "jobs" / "dags"
@@ -267,5 +268,7 @@ def test_the_incremental_dag_streams_new_files_available_now(parsed: list[dict[s
     assert args[:3] == ["--stream", "--trigger", "available-now"]
     assert "--checkpoint" in args
     parsed_args, config = _parse(["tokenize", *args])
-    values = _values(JOBS["tokenize"], parsed_args, config)
-    JOBS["tokenize"].options(**{k: v for k, v in values.items() if k not in JOBS["tokenize"].arguments})
+    run, call = _job_call(JOBS["tokenize"], _values(JOBS["tokenize"], parsed_args, config))
+    assert run is tokenize_stream
+    assert call["stream"].interval is None  # available-now
+    assert call["stream"].checkpoint == args[args.index("--checkpoint") + 1]
