@@ -34,26 +34,44 @@ pytestmark = [
 ]
 
 MAX_ID = 2**63 - 1
-#: one codec of each family: p = 2 (wide and narrow), small p with many tokens (p^n > 2^63),
-#: bytes, 16-bit, the largest p, and the README's matrix
-FAMILIES = [(2, 16), (2, 64), (3, 39), (3, 40), (7, 7), (13, 6), (251, 8), (65521, 4), (65521, 5), (2_147_483_647, 3)]
+#: one codec of each family and kernel: p = 2 (wide and narrow), small p with many tokens
+#: (p^n > 2^63), bytes, 16-bit, the largest p (a Mersenne prime: its own reduction), the
+#: README's matrix, and kernels that loop (n = 63) or run the call path (n = 65)
+FAMILIES = [
+    (2, 16), (2, 64), (3, 39), (3, 40), (7, 7), (13, 6), (251, 8), (65521, 4), (65521, 5), (2_147_483_647, 3),
+    (2_147_483_647, 17), (251, 63), (5, 65),
+]  # fmt: skip
 
+#: the optimizer evaluates a projection of local rows itself (interpreted) unless told not to
+LOCAL = "org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation"
 CODEGEN = {
-    "compiled": {"spark.sql.codegen.wholeStage": "true", "spark.sql.codegen.factoryMode": "FALLBACK"},
-    "interpreted": {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"},
+    "compiled": {
+        "spark.sql.codegen.wholeStage": "true",
+        "spark.sql.codegen.factoryMode": "CODEGEN_ONLY",
+        "spark.sql.optimizer.excludedRules": LOCAL,
+    },
+    "interpreted": {
+        "spark.sql.codegen.wholeStage": "false",
+        "spark.sql.codegen.factoryMode": "NO_CODEGEN",
+        "spark.sql.optimizer.excludedRules": LOCAL,
+    },
 }
 
 
 @pytest.fixture(params=list(CODEGEN))
 def codegen(spark: SparkSession, request: pytest.FixtureRequest) -> Iterator[str]:
-    """Whole-stage code generation on (the generated call) and off with interpreted
-    expressions (StaticInvoke's reflective call): both must give the same rows."""
-    before = {key: spark.conf.get(key) for key in CODEGEN[request.param]}
+    """Whole-stage code generation on (each codec's generated kernel; a failure to compile
+    fails the query) and off with interpreted expressions (``eval``): both must give the
+    same rows."""
+    before = {key: spark.conf.get(key, None) for key in CODEGEN[request.param]}
     for key, value in CODEGEN[request.param].items():
         spark.conf.set(key, value)
     yield request.param
     for key, value in before.items():
-        spark.conf.set(key, value)
+        if value is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, value)
 
 
 def _ids(codec: MLTCodec) -> list[int | None]:
@@ -184,8 +202,39 @@ def test_a_composition_plans_one_nested_call_without_a_lambda(spark: SparkSessio
     df = spark.range(3).select(mlt_decode(mlt_encode(F.col("id") * 2, codec), codec).alias("back"))
     plan = df._jdf.queryExecution().executedPlan().toString()
     assert "lambda" not in plan
-    assert plan.count("MltCalls") == 2, plan
+    assert plan.count("mlt_decode_ints(mlt_encode_array(") == 1, plan
     assert [r.back for r in df.collect()] == [0, 2, 4]
+
+
+#: the largest n of each kernel strategy (64 tokens at most; 65 runs the call path)
+LARGEST = [(2, 64), (3, 64), (13, 17), (251, 63), (65521, 17), (65521, 64), (2_147_483_647, 17), (2_147_483_647, 64)]
+
+
+@pytest.mark.parametrize(("p", "n"), [*LARGEST, (3, 65)], ids=[f"{p}^{n}" for p, n in [*LARGEST, (3, 65)]])
+def test_each_kernel_stays_whole_stage_with_every_method_under_hotspots_8000_bytes(
+    spark: SparkSession, p: int, n: int
+) -> None:
+    """HotSpot compiles no method above 8,000 bytes of bytecode (``-XX:-DontCompileHugeMethods``
+    is off by default): a kernel past it would run interpreted, far slower than the call path."""
+    codec = MLTCodec.from_seed(p, n, seed=1)
+    ids = spark.range(4).select((F.col("id") * (codec.max_id // 3)).alias("id"))
+    tokens = [mlt_encode("id", codec, engine="jvm").alias("array")]
+    if codec.packed_bits is not None:
+        tokens.append(mlt_encode("id", codec, layout="packed", engine="jvm").alias("packed"))
+    encoded = ids.select("id", *tokens)
+    df = encoded.select(
+        "id",
+        *[mlt_decode(c, codec, layout=c, engine="jvm").alias(f"{c}_id") for c in encoded.columns[1:]],  # type: ignore[arg-type]
+    )
+    plan = df._jdf.queryExecution().executedPlan()
+    assert plan.nodeName().startswith("WholeStageCodegen"), plan.toString()
+    source = plan.doCodeGen()._2()
+    assert ("mltKernel" in source.body()) == (n <= 64)
+    codegen = spark._jvm.org.apache.spark.sql.catalyst.expressions.codegen  # type: ignore[union-attr]
+    stats = codegen.CodeGenerator.compile(source)._2()
+    assert 0 < stats.maxMethodCodeSize() < 8000
+    for row in df.collect():
+        assert all(row[c] == row.id for c in df.columns[1:]), row
 
 
 def test_auto_picks_the_jvm_engine_where_the_session_has_it() -> None:
@@ -195,8 +244,8 @@ def test_auto_picks_the_jvm_engine_where_the_session_has_it() -> None:
         assert POLICY.choose(situation).engine == "jvm"
     arrow_udfs = capabilities(jvm=False, spark_version="4.1.0")
     assert POLICY.choose(Situation("encode", codec, LAYOUT["array"], arrow_udfs, bound=True)).engine == "udf"
-    # a packed column by name: the native expression, inlined, measured as fast or faster
-    assert POLICY.choose(Situation("encode", codec, LAYOUT["packed"], capabilities(jvm=True))).engine == "native"
+    # a packed column by name too: each codec's generated kernel measured as fast or faster
+    assert POLICY.choose(Situation("encode", codec, LAYOUT["packed"], capabilities(jvm=True))).engine == "jvm"
     packed = Situation("decode", codec, LAYOUT["packed"], capabilities(jvm=True), bound=True)
     assert POLICY.choose(packed).engine == "jvm"
     register = Situation("register", codec, LAYOUT["array"], capabilities(jvm=True, spark_version="3.5.0"))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from spark_mlt import MLTCodec
+from tests.support import jvm_vectors
 
 pytestmark = pytest.mark.compat
 
@@ -50,3 +51,9 @@ def test_every_kernel_agrees_with_integer_arithmetic_including_ids_beyond_2_to_6
     decoded, valid = codec.decode_masked(vectors)
     assert valid.tolist() == [e < 2**63 for e in expected]
     assert decoded.tolist() == [e if e < 2**63 else 0 for e in expected]
+
+
+def test_the_jvm_kernels_vectors_are_what_the_numpy_codec_writes() -> None:
+    """Maven's unit tests check the JVM engine's kernels against this file: it must not drift
+    from the codec (``python -m tests.support.jvm_vectors`` rewrites it)."""
+    assert jvm_vectors.PATH.read_text() == jvm_vectors.vectors()

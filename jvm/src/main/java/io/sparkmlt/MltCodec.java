@@ -63,6 +63,10 @@ public final class MltCodec implements Serializable {
   private final transient double inverseP;
   /** Lookup tables for small p, else null (direct arithmetic). */
   private final transient MltTables tables;
+  /** The generated kernels' smaller tables (see {@link MltKernel}), or null. */
+  final transient MltTables kernelTables;
+  /** How many base-p digits an id up to maxId has (1 .. n). */
+  final transient int places;
 
   private MltCodec(String json) {
     this.json = json;
@@ -125,7 +129,11 @@ public final class MltCodec implements Serializable {
     for (long rest = maxId; rest > 0; rest /= p) {
       places++;
     }
-    this.tables = MltTables.build(p, n, matrix, inverse, Math.max(1, Math.min(n, places)), tokenBits);
+    this.places = Math.max(1, Math.min(n, places));
+    this.tables = MltTables.build(p, n, matrix, inverse, this.places, tokenBits, MltTables.MAX_ENTRIES,
+        MltTables.MAX_INDEX_BITS, MltTables.MAX_BYTES, false);
+    this.kernelTables = MltTables.build(p, n, matrix, inverse, this.places, tokenBits, MltTables.KERNEL_ENTRIES,
+        MltTables.KERNEL_INDEX_BITS, MltTables.KERNEL_BYTES, true);
   }
 
   /** The codec of a JSON document, built once per JVM and document. */
@@ -141,6 +149,53 @@ public final class MltCodec implements Serializable {
 
   private Object readResolve() {
     return of(json);
+  }
+
+  /** The generated kernels' encoding table (shared: never write to it), or null. */
+  public long[] kernelEncodeTable() {
+    return kernelTables == null ? null : kernelTables.encTable;
+  }
+
+  /** The generated kernels' decoding table (shared: never write to it), or null. */
+  public long[] kernelDecodeTable() {
+    return kernelTables == null ? null : kernelTables.decTable;
+  }
+
+  /** M, row-major, as longs: the generated kernels' matrix where they loop (a copy). */
+  public long[] kernelMatrix() {
+    long[] out = new long[m.length];
+    for (int k = 0; k < m.length; k++) {
+      out[k] = m[k];
+    }
+    return out;
+  }
+
+  /** M^-1, column-major ([i * n + j]: what token j gives digit i), as longs (a copy). */
+  public long[] kernelInverse() {
+    long[] out = new long[inverseColumns.length];
+    for (int k = 0; k < inverseColumns.length; k++) {
+      out[k] = inverseColumns[k];
+    }
+    return out;
+  }
+
+  /** M, row-major (a copy). */
+  int[] matrix() {
+    return m.clone();
+  }
+
+  /** M^-1, column-major: entry [i * n + j] is what token j gives digit i (a copy). */
+  int[] inverseColumns() {
+    return inverseColumns.clone();
+  }
+
+  /** The number of products a long sum takes before it must be reduced mod p. */
+  int termsPerReduction() {
+    return termsPerReduction;
+  }
+
+  boolean wide() {
+    return wide;
   }
 
   public String json() {

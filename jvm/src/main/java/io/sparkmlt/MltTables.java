@@ -13,10 +13,14 @@ package io.sparkmlt;
  * bits and sums are XORs: the encoded lanes are the packed tokens, the decoded ones the id.
  */
 final class MltTables {
-  /** Entries per table at most: tables stay in the core's cache. */
-  private static final int MAX_ENTRIES = 4096;
-  /** Bytes of all tables of one direction at most. */
-  private static final long MAX_BYTES = 1L << 20;
+  /** The interpreted path's tables: up to 4,096 entries each (12 index bits), 1 MiB per direction. */
+  static final int MAX_ENTRIES = 4096;
+  static final int MAX_INDEX_BITS = 12;
+  static final long MAX_BYTES = 1L << 20;
+  /** The generated kernels' tables: byte-sized chunks (256 entries, 8 index bits), 128 KiB per direction. */
+  static final int KERNEL_ENTRIES = 256;
+  static final int KERNEL_INDEX_BITS = 8;
+  static final long KERNEL_BYTES = 1L << 17;
 
   final boolean xor;
   // encoding: chunks of digits
@@ -109,31 +113,36 @@ final class MltTables {
   }
 
   /**
-   * The tables of a codec, or null where they would not pay: p above 4096, or tables beyond
-   * 1 MiB. {@code digits}: how many base-p digits an id below 2^63 can have (n at most).
+   * The tables of a codec, or null where they would not pay: p above {@code maxEntries}, or
+   * tables beyond {@code maxBytes}. With {@code guard}, each lane has a spare top bit (see
+   * {@link MltKernel}: the generated kernels reduce all lanes of a long at once). {@code digits}: how many base-p digits an id below 2^63 can
+   * have (n at most); a table indexes up to {@code maxEntries} digit chunks and
+   * {@code maxIndexBits} bits of tokens.
    */
-  static MltTables build(int p, int n, int[] m, int[] inverse, int digits, int tokenBits) {
-    if (p > MAX_ENTRIES) {
+  static MltTables build(int p, int n, int[] m, int[] inverse, int digits, int tokenBits, int maxEntries,
+      int maxIndexBits, long maxBytes, boolean guard) {
+    int spare = guard && p != 2 ? 1 : 0; // a guard bit atop each lane: lanes reduce mod p side by side
+    if (p > maxEntries) {
       return null;
     }
     boolean xor = p == 2;
     // encoding: K digits per chunk, p^K <= MAX_ENTRIES
     int perChunk = 1;
     long base = p;
-    while (base * p <= MAX_ENTRIES) {
+    while (base * p <= maxEntries) {
       base *= p;
       perChunk++;
     }
     int encChunks = (digits + perChunk - 1) / perChunk;
-    Lanes encLanes = new Lanes(n, xor ? 1 : bitLength((long) encChunks * (p - 1)));
+    Lanes encLanes = new Lanes(n, xor ? 1 : bitLength((long) encChunks * (p - 1)) + spare);
     // decoding: K tokens per chunk, indexed by their low bits
-    int tokensPerChunk = Math.max(1, Math.min(n, 12 / tokenBits));
+    int tokensPerChunk = Math.max(1, Math.min(n, maxIndexBits / tokenBits));
     int indexBits = tokensPerChunk * tokenBits;
     int decChunks = (n + tokensPerChunk - 1) / tokensPerChunk;
-    Lanes decLanes = new Lanes(n, xor ? 1 : bitLength((long) decChunks * (p - 1)));
+    Lanes decLanes = new Lanes(n, xor ? 1 : bitLength((long) decChunks * (p - 1)) + spare);
     long encBytes = (long) encChunks * base * encLanes.longs * 8;
     long decBytes = ((long) decChunks << indexBits) * decLanes.longs * 8;
-    if (encBytes > MAX_BYTES || decBytes > MAX_BYTES || encLanes.width > 31 || decLanes.width > 31) {
+    if (encBytes > maxBytes || decBytes > maxBytes || encLanes.width > 31 || decLanes.width > 31) {
       return null;
     }
     long[] encTable = new long[(int) (encChunks * base * encLanes.longs)];

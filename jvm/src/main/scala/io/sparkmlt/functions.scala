@@ -6,8 +6,9 @@ import org.apache.spark.sql.catalyst.analysis.FunctionRegistry
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult
 import org.apache.spark.sql.catalyst.analysis.TypeCheckResult.{TypeCheckFailure, TypeCheckSuccess}
 import org.apache.spark.sql.catalyst.expressions._
-import org.apache.spark.sql.catalyst.expressions.codegen.{CodegenContext, ExprCode}
+import org.apache.spark.sql.catalyst.expressions.codegen.{CodeGenerator, CodegenContext, ExprCode}
 import org.apache.spark.sql.catalyst.expressions.objects.StaticInvoke
+import org.apache.spark.sql.catalyst.util.ArrayData
 import org.apache.spark.sql.types._
 
 import scala.util.{Either, Left, Right}
@@ -89,9 +90,105 @@ private[sparkmlt] object MltSpec {
 }
 
 /**
+ * One operation of one codec on a bigint id or on tokens: what the functions' array, packed
+ * and struct layouts run. Whole-stage code generation emits the codec's own kernel
+ * ([[MltKernel]]: its constants are literals of the generated class, its tables that class's
+ * fields), inline in the generated code, with invalid rows leaving through a cold call of
+ * [[MltCalls]]; the interpreted path (`eval`) calls [[MltCalls]], which gives the same rows.
+ *
+ * Operations: encodeArray, encodeStruct and encodePacked (of a bigint id), decodePacked (a bigint),
+ * decodeInts (array<int>), decodeLongs (array<bigint>), decodeStruct (a struct's fields as
+ * array<bigint>).
+ */
+case class MltKernelCall(child: Expression, call: MltCall, operation: String) extends UnaryExpression {
+  override def dataType: DataType = operation match {
+    case "encodeArray" => MltSpec.arrayType
+    case "encodeStruct" => MltSpec.structType(call.codec.n)
+    case _ => LongType
+  }
+  private def bigint: Boolean = dataType == LongType
+  /** A bigint that fails the query on an invalid row is null only for a null input. */
+  override def nullable: Boolean = !bigint || !call.errors || child.nullable
+
+  override protected def nullSafeEval(input: Any): Any = operation match {
+    case "encodeArray" => MltCalls.encodeArray(call, input.asInstanceOf[Long])
+    case "encodeStruct" => MltCalls.encodeStruct(call, input.asInstanceOf[Long])
+    case "encodePacked" => MltCalls.encodePacked(call, input.asInstanceOf[Long])
+    case "decodePacked" => MltCalls.decodePacked(call, input.asInstanceOf[Long])
+    case "decodeInts" => MltCalls.decodeInts(call, input.asInstanceOf[ArrayData])
+    case "decodeLongs" => MltCalls.decodeLongs(call, input.asInstanceOf[ArrayData])
+    case _ => MltCalls.decodeStruct(call, input.asInstanceOf[ArrayData])
+  }
+
+  override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
+    val calls = classOf[MltCalls].getName
+    val callRef = ctx.addReferenceObj("mltCall", call, classOf[MltCall].getName)
+    val kernel = MltKernel.of(call.codec)
+    val encodes = operation.startsWith("encode")    // the cold path: the interpreted path's method, which raises the query's error (or gives null)
+    val strict = if (bigint) operation + "Strict" else operation
+    def invalid(input: String): String =
+      if (call.errors) s"${ev.value} = $calls.$strict($callRef, $input);" else s"${ev.isNull} = true;"
+    if (kernel == null) { // n above 64: the interpreted path's method, called from generated code
+      if (call.errors && bigint) {
+        return nullSafeCodeGen(ctx, ev, input => s"${ev.value} = $calls.$strict($callRef, $input);")
+      }
+      val boxed = ctx.freshName("mltResult")
+      val boxedType = if (bigint) "java.lang.Long" else CodeGenerator.javaType(dataType)
+      return nullSafeCodeGen(ctx, ev, input =>
+        s"""$boxedType $boxed = $calls.$operation($callRef, $input);
+           |if ($boxed == null) {
+           |  ${ev.isNull} = true;
+           |} else {
+           |  ${ev.value} = $boxed;
+           |}""".stripMargin)
+    }
+    val prefix = ctx.freshName("mlt")
+    kernel.fields(prefix).foreach { field =>
+      val Array(javaType, name, accessor) = field
+      ctx.addMutableState(javaType, name, v => s"$v = $callRef.codec.$accessor();", forceInline = true,
+        useFreshName = false)
+    }
+    val name = ctx.freshName("mltKernel")
+    val source = operation match {
+      case "encodeArray" => kernel.encodeArray(name, prefix)
+      case "encodeStruct" => kernel.encodeStruct(name, prefix)
+      case "encodePacked" => kernel.encodePacked(name, prefix)
+      case "decodePacked" => kernel.decodePacked(name, prefix)
+      case "decodeInts" => kernel.decodeArray(name, prefix, false)
+      case _ => kernel.decodeArray(name, prefix, true)
+    }
+    val function = ctx.addNewFunction(name, source)
+    if (encodes) {
+      nullSafeCodeGen(ctx, ev, id =>
+        s"""if ($id < 0L || $id > ${call.codec.maxId}L) {
+           |  ${invalid(id)}
+           |} else {
+           |  ${ev.value} = $function($id);
+           |}""".stripMargin)
+    } else {
+      val decoded = ctx.freshName("mltId")
+      nullSafeCodeGen(ctx, ev, tokens =>
+        s"""long $decoded = $function($tokens);
+           |if ($decoded < 0L) {
+           |  ${invalid(tokens)}
+           |} else {
+           |  ${ev.value} = $decoded;
+           |}""".stripMargin)
+    }
+  }
+
+  /** mlt_encode_array, mlt_decode_packed, ...: the operation, as plans show it. */
+  override def prettyName: String = "mlt_" + operation.replaceAll("([A-Z])", "_$1").toLowerCase
+
+  override def toString: String = s"$prettyName($child, ${call.codec})"
+
+  override protected def withNewChildInternal(c: Expression): MltKernelCall = copy(child = c)
+}
+
+/**
  * The shape of the three functions: `f(value, codec[, layout[, handle_invalid[, name]]])`,
- * each a RuntimeReplaceable whose replacement calls one static method of [[MltCalls]]
- * (whole-stage code generation emits that call; the interpreted path invokes it). The
+ * each a RuntimeReplaceable whose replacement is an [[MltKernelCall]] (array, packed and
+ * struct tokens) or one static call of [[MltCalls]] (vectors, decimals, unpacking). The
  * arguments after the value must be constants; they are checked when Spark analyses the
  * query, and a wrong input type fails analysis naming the column, its type and the fix.
  */
@@ -173,9 +270,9 @@ case class MltEncode(child: Expression, codec: Expression, layout: Expression, h
       case _ => Cast(child, LongType)
     }
     spec.layout match {
-      case "array" => invoke("encodeArray", dataType, spec.literal, id)
-      case "struct" => invoke("encodeStruct", dataType, spec.literal, id)
-      case "packed" => invokeLong(spec, "encodePacked", spec.literal, id)
+      case "array" => MltKernelCall(id, spec.call, "encodeArray")
+      case "struct" => MltKernelCall(id, spec.call, "encodeStruct")
+      case "packed" => MltKernelCall(id, spec.call, "encodePacked")
       case _ => invoke("encodeValues", dataType, spec.literal, id)
     }
   }
@@ -233,15 +330,15 @@ case class MltDecode(child: Expression, codec: Expression, layout: Expression, h
     chosen(spec) match {
       case _ if child.dataType == NullType => Literal(null, LongType)
       case "array" => child.dataType match {
-        case ArrayType(IntegerType, _) => invokeLong(spec, "decodeInts", call, child)
-        case _ => invokeLong(spec, "decodeLongs", call, Cast(child, ArrayType(LongType)))
+        case ArrayType(IntegerType, _) => MltKernelCall(child, spec.call, "decodeInts")
+        case _ => MltKernelCall(Cast(child, ArrayType(LongType)), spec.call, "decodeLongs")
       }
       case "struct" =>
         val tokens = CreateArray(fields(spec).get.map { case (f, i) =>
           Cast(GetStructField(child, i, Some(f.name)), LongType)
         })
-        If(IsNull(child), Literal(null, LongType), invokeLong(spec, "decodeStruct", call, tokens))
-      case "packed" => invokeLong(spec, "decodePacked", call, Cast(child, LongType))
+        If(IsNull(child), Literal(null, LongType), MltKernelCall(tokens, spec.call, "decodeStruct"))
+      case "packed" => MltKernelCall(Cast(child, LongType), spec.call, "decodePacked")
       case _ => child.dataType match {
         case ArrayType(DoubleType, _) => invokeLong(spec, "decodeValues", call, child)
         case _ => invokeLong(spec, "decodeValues", call, Cast(child, ArrayType(DoubleType)))
