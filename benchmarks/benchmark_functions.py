@@ -88,6 +88,22 @@ TIE = 1.1  # engines within 10% of each other: either is the faster one
 PACKED_ARRAY = ("packed", "array")  # the layouts whose anchor is Spark's own expression
 
 
+def _paired(df: DataFrame, anchor: DataFrame, rows: int, repeats: int) -> tuple[float, float]:
+    """Rows/s of ``df`` and of its anchor, run alternately (best of ``repeats`` each), so that
+    both see the same machine: on a shared host the anchor alone drifts 2-3x within a run."""
+    best, best_anchor = float("inf"), float("inf")
+    for _ in range(repeats):
+        for frame, which in ((anchor, "anchor"), (df, "cell")):
+            start = time.perf_counter()
+            frame.write.format("noop").mode("overwrite").save()
+            took = time.perf_counter() - start
+            if which == "cell":
+                best = min(best, took)
+            else:
+                best_anchor = min(best_anchor, took)
+    return rows / best, rows / best_anchor
+
+
 def _rows_per_second(df: DataFrame, rows: int, repeats: int) -> float:
     best = float("inf")
     for _ in range(repeats):
@@ -160,6 +176,9 @@ def _ids(spark: SparkSession, codec: MLTCodec, rows: int) -> DataFrame:
     return ids
 
 
+Rate = Callable[[DataFrame], float]
+
+
 def _marginal_ns(spark: SparkSession, ids: DataFrame, make: Callable[[Column], Column], rate: Rate) -> float:
     """ns per row and core that one more call of ``make`` adds: nine calls (on ids shifted right
     by 0..8 bits, so none is a common subexpression) against one, on local[2]."""
@@ -169,24 +188,21 @@ def _marginal_ns(spark: SparkSession, ids: DataFrame, make: Callable[[Column], C
     return max(0.0, (1 / nine - 1 / one) / 8 * cores * 1e9)
 
 
-Rate = Callable[[DataFrame], float]
-
-
 @dataclass
 class Block:
     """One family's measurements: its cached ids, anchors and cells."""
 
     codec: MLTCodec
     ids: DataFrame
-    rate: Rate
+    rows: int
+    repeats: int
     engines: list[str]
-    #: by output layout: Spark's cheapest expression of that output, rows/s
-    anchors: dict[str, float]
+    #: by output layout: Spark's cheapest query of that output (see the module's docstring)
+    anchors: dict[str, DataFrame]
     cells: list[Cell] = field(default_factory=list)
 
-    @property
-    def xx_ids(self) -> float:
-        return self.anchors["packed"]
+    def rate(self, df: DataFrame) -> float:
+        return _rows_per_second(df, self.rows, self.repeats)
 
     def enc(self, column: str | Column, layout: Layout, engine: str) -> Column:
         return mlt_encode(column, self.codec, layout=layout, engine=engine)  # type: ignore[arg-type]
@@ -196,17 +212,18 @@ class Block:
 
     def measure(self, layout: Layout, shape: str, engine: str, df: DataFrame, *, reference: float,
                 read: float | None = None) -> None:  # fmt: skip
-        value = self.rate(df)
-        anchor = self.anchors[layout] if shape == "encode" else self.xx_ids
+        """Measures a cell beside its anchor, run alternately; ``reference`` and ``read`` (rows/s of
+        xxhash64 of the input and of reading it) are scaled to the anchor's run."""
+        kind = layout if shape == "encode" else "packed"
+        value, anchor = _paired(df, self.anchors[kind], self.rows, self.repeats)
         family = (self.codec.p, self.codec.n)
         picked = auto_pick(self.codec, layout, shape)
         cell = Cell(family, layout, shape, engine, value, anchor, reference, read, picked)
         self.cells.append(cell)
-        shown = "xxhash64(id)" if anchor is self.xx_ids else ("array_repeat" if layout == "array" else "constants")
+        shown = "xxhash64(id)" if kind == "packed" else ("array_repeat" if layout == "array" else "constants")
         print(
-            f"  {layout:<7} {shape:<15} {engine:<6} {value / 1e6:7.2f}M rows/s  {cell.ratio:5.2f}x {shown}"
-            + (f"  (input read: {read / self.xx_ids:4.2f}x)" if read else "")
-            + f"  (auto: {picked})",
+            f"  {layout:<7} {shape:<15} {engine:<6} {value / 1e6:7.2f}M rows/s  {cell.ratio:5.2f}x {shown} "
+            f"({anchor / 1e6:.1f}M)" + (f"  (input read: {read / 1e6:.1f}M)" if read else "") + f"  (auto: {picked})",
             flush=True,
         )
 
@@ -227,14 +244,18 @@ class Block:
                     both = ids.select(self.dec(self.enc("id", layout, engine), layout, engine))
                     self.measure(layout, "one expression", engine, both, reference=self.xx_ids)
 
-    def decodes(self, shape: str, tokens: DataFrame, layouts: list[Layout]) -> None:
-        for layout in layouts:
-            # xxhash64 of the token column, and the cheapest read of it (array_max for arrays)
-            reference = self.rate(tokens.select(F.xxhash64(layout)))
-            read = max(reference, self.rate(tokens.select(F.array_max(layout)))) if layout == "array" else reference
-            for engine in self.engines:
-                decoded = tokens.select(self.dec(layout, layout, engine))
-                self.measure(layout, shape, engine, decoded, reference=reference, read=read)
+    @property
+    def xx_ids(self) -> float:
+        """xxhash64 of the ids, rows/s (one measurement, for the native engine's targets)."""
+        return self.rate(self.anchors["packed"])
+
+    def decodes(self, shape: str, tokens: DataFrame, layout: Layout) -> None:
+        # xxhash64 of the token column, and the cheapest read of it (array_max for arrays)
+        reference = self.rate(tokens.select(F.xxhash64(layout)))
+        read = max(reference, self.rate(tokens.select(F.array_max(layout)))) if layout == "array" else reference
+        for engine in self.engines:
+            decoded = tokens.select(self.dec(layout, layout, engine))
+            self.measure(layout, shape, engine, decoded, reference=reference, read=read)
 
 
 def run_family(
@@ -255,40 +276,42 @@ def run_family(
     def rate(df: DataFrame) -> float:
         return _rows_per_second(df, rows, repeats)
 
-    xx_ids = rate(ids.select(F.xxhash64("id")))
-    repeat = rate(ids.select(F.array_repeat(F.hash("id"), n)))
-    floors = {layout: rate(ids.select(_constants(codec, layout))) for layout in layouts if layout not in PACKED_ARRAY}
-    block = Block(codec, ids, rate, engines, {"packed": xx_ids, "array": repeat, **floors})
+    anchors = {
+        "packed": ids.select(F.xxhash64("id")),
+        "array": ids.select(F.array_repeat(F.hash("id"), n)),
+        **{layout: ids.select(_constants(codec, layout)) for layout in layouts if layout not in PACKED_ARRAY},
+    }
+    block = Block(codec, ids, rows, repeats, engines, anchors)
+    xx_ids = rate(anchors["packed"])
     udf_floor = ""
     if "udf" in engines:
         identity = rate(ids.select(_identity_udf()(F.col("id"))))
         udf_floor = f", identity UDF {identity / 1e6:.2f}M ({identity / xx_ids:.2f}x)"
     print(
-        f"\n== p={p}, n={n}: {rows:,} rows; anchors: xxhash64(id) {xx_ids / 1e6:.2f}M rows/s, "
-        f"array_repeat(hash(id), {n}) {repeat / 1e6:.2f}M"
-        + "".join(f", {layout} constants {value / 1e6:.2f}M" for layout, value in floors.items())
-        + udf_floor,
+        f"\n== p={p}, n={n}: {rows:,} rows; xxhash64(id) {xx_ids / 1e6:.2f}M rows/s{udf_floor}; each cell "
+        "as x its anchor, run alternately with it (the anchor's rows/s in brackets)",
         flush=True,
     )
     if "jvm" in engines and "encode" in shapes:
-        last = layouts[-1]
-        kernel = _marginal_ns(spark, ids, lambda c: mlt_encode(c, codec, layout=last, engine="jvm"), rate)
+        last = "packed" if "packed" in layouts else layouts[0]
+        kernel = _marginal_ns(spark, ids, lambda c: mlt_encode(c, codec, layout=last, engine="jvm"), rate)  # type: ignore[arg-type]
         hashing = _marginal_ns(spark, ids, F.xxhash64, rate)
         print(f"  one more call per row (per core): jvm encode ({last}) {kernel:.0f} ns, xxhash64 {hashing:.0f} ns")
     block.compositions(layouts, shapes)
-    stored = ids.select(*[block.enc("id", layout, "native").alias(layout) for layout in layouts])
-    if "decode cached" in shapes:
-        cached = stored.cache()
-        cached.count()
-        block.decodes("decode cached", cached, layouts)
-        cached.unpersist()
-    if "decode Parquet" in shapes:
-        folder = tempfile.mkdtemp(prefix="mlt-bench-")
-        try:
-            stored.write.parquet(f"{folder}/tokens")
-            block.decodes("decode Parquet", spark.read.parquet(f"{folder}/tokens"), layouts)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+    for layout in layouts:  # one layout's tokens cached at a time: (251, 63) arrays take 1 GB
+        stored = ids.select(block.enc("id", layout, "native").alias(layout))
+        if "decode cached" in shapes:
+            cached = stored.cache()
+            cached.count()
+            block.decodes("decode cached", cached, layout)
+            cached.unpersist()
+        if "decode Parquet" in shapes:
+            folder = tempfile.mkdtemp(prefix="mlt-bench-")
+            try:
+                stored.write.parquet(f"{folder}/tokens")
+                block.decodes("decode Parquet", spark.read.parquet(f"{folder}/tokens"), layout)
+            finally:
+                shutil.rmtree(folder, ignore_errors=True)
     ids.unpersist()
     return block.cells
 
@@ -464,7 +487,9 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     families = [tuple(int(v) for v in f.split(",")) for f in args.families] if args.families else FAMILIES
-    spark = local_session("spark-mlt-bench", extra_conf={"spark.ui.showConsoleProgress": "false"})
+    spark = local_session(
+        "spark-mlt-bench", extra_conf={"spark.ui.showConsoleProgress": "false", "spark.driver.memory": "6g"}
+    )
     spark.sparkContext.setLogLevel("ERROR")
     if Capabilities.of(spark).jvm_engine:
         ENGINES.insert(0, "jvm")

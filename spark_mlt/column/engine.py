@@ -159,7 +159,8 @@ RULES: tuple[EngineRule, ...] = (
         "native",
         lambda s: s.operation in ("register", "unpack") or not s.bound,
         "a column by name becomes one expression that Spark's code generator compiles, with no Python "
-        "worker; SQL functions and unpacking are such expressions",
+        "worker; SQL functions and unpacking are such expressions (bench-functions, PySpark 4.3, 2026-11-25: "
+        "native 0.26-1.06x xxhash64 against the udf engine's 0.08-0.35x in every encode and decode cell)",
     ),
     EngineRule(
         "udf",
@@ -170,19 +171,24 @@ RULES: tuple[EngineRule, ...] = (
         "native",
         lambda s: not s.capabilities.arrow_udfs and (s.layout is PACKED or s.codec.p == 2),
         "pandas UDFs (before PySpark 4.1) pay a conversion per batch and cannot take every packed value "
-        "(nulls turn a bigint batch into float64); p = 2 is a few bit operations",
+        "(nulls turn a bigint batch into float64); p = 2 is a few bit operations (bench-functions, PySpark "
+        "3.5, 2026-11-25: in one expression both engines ran at 0.01-0.06x xxhash64, the UDF faster by at most "
+        "0.02x)",
     ),
     EngineRule(
         "native",
         lambda s: s.capabilities.arrow_udfs and s.layout is PACKED and _small_lambda(s),
         "a packed round trip through a small lambda (tables, p = 2 or at most six tokens) runs faster "
-        "as expressions than through a UDF",
+        "as expressions than through a UDF (bench-functions, PySpark 4.3, one expression packed, native / udf "
+        "x xxhash64: (13, 6) 0.32 / 0.12, (1009, 5) 0.24 / 0.09, (65521, 4) 0.23 / 0.08, (2, 40) 0.36 / 0.05)",
     ),
     EngineRule(
         "udf",
         lambda s: True,
         "Spark runs a lambda's body (which binds a Column input once) several times slower than the same "
-        "expression in a projection; a UDF evaluates its argument once",
+        "expression in a projection; a UDF evaluates its argument once (bench-functions, PySpark 4.3, one "
+        "expression array, native / udf x xxhash64: (3, 39) 0.01 / 0.08, (13, 6) 0.00 / 0.10, (251, 8) 0.00 / 0.10; "
+        "packed (251, 8), whose lambda is large: 0.01 / 0.13)",
     ),
 )
 

@@ -131,9 +131,9 @@ public final class MltCodec implements Serializable {
     }
     this.places = Math.max(1, Math.min(n, places));
     this.tables = MltTables.build(p, n, matrix, inverse, this.places, tokenBits, MltTables.MAX_ENTRIES,
-        MltTables.MAX_INDEX_BITS, MltTables.MAX_BYTES, false);
-    this.kernelTables = MltTables.build(p, n, matrix, inverse, this.places, tokenBits, MltTables.KERNEL_ENTRIES,
-        MltTables.KERNEL_INDEX_BITS, MltTables.KERNEL_BYTES, true);
+        MltTables.MAX_ENTRIES, MltTables.MAX_INDEX_BITS, MltTables.MAX_BYTES, false);
+    this.kernelTables = MltTables.build(p, n, matrix, inverse, this.places, tokenBits, MltTables.KERNEL_P,
+        MltTables.KERNEL_ENTRIES, MltTables.KERNEL_INDEX_BITS, MltTables.KERNEL_BYTES, true);
   }
 
   /** The codec of a JSON document, built once per JVM and document. */

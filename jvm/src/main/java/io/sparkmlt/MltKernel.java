@@ -15,11 +15,13 @@ import java.math.BigInteger;
  *
  * <p>How the arithmetic goes, per codec:
  * <ul>
- *   <li>p &lt;= 256 (tables of at most 128 KiB): digits come out a byte-sized chunk at a time
- *       (a division by the chunk base), each chunk reads one table entry that holds what its
+ *   <li>p &lt;= 4096 with tables of at most 128 KiB: digits come out a byte-sized chunk (or
+ *       one digit) at a time (a tree of divisions by literal powers of the chunk base), each
+ *       chunk reads one table entry that holds what its
  *       digits add to every token, as lanes of a few bits side by side in longs; one sum
- *       adds all lanes and each lane is reduced mod p once. p = 2: chunks are bits, sums are
- *       XORs, and the lanes are the packed tokens.
+ *       adds all lanes, and a few shifts and subtractions reduce all lanes of a long mod p at
+ *       once (each lane has a guard bit). p = 2: chunks are bits, sums are XORs, and the lanes
+ *       are the packed tokens.
  *   <li>larger p: digits by division by the literal p, tokens as sums of products with the
  *       literal matrix entries, reduced mod p where a long could overflow; no tables. For
  *       p = 2^31 - 1 a reduction is a Mersenne fold (two shifts and adds), not a division.

@@ -17,7 +17,9 @@ final class MltTables {
   static final int MAX_ENTRIES = 4096;
   static final int MAX_INDEX_BITS = 12;
   static final long MAX_BYTES = 1L << 20;
-  /** The generated kernels' tables: byte-sized chunks (256 entries, 8 index bits), 128 KiB per direction. */
+  /** The generated kernels' tables: p up to 4,096, byte-sized chunks (256 entries and 8 index bits,
+   * or one digit and one token of a larger p), 128 KiB per direction. */
+  static final int KERNEL_P = 4096;
   static final int KERNEL_ENTRIES = 256;
   static final int KERNEL_INDEX_BITS = 8;
   static final long KERNEL_BYTES = 1L << 17;
@@ -113,16 +115,16 @@ final class MltTables {
   }
 
   /**
-   * The tables of a codec, or null where they would not pay: p above {@code maxEntries}, or
+   * The tables of a codec, or null where they would not pay: p above {@code maxP}, or
    * tables beyond {@code maxBytes}. With {@code guard}, each lane has a spare top bit (see
    * {@link MltKernel}: the generated kernels reduce all lanes of a long at once). {@code digits}: how many base-p digits an id below 2^63 can
-   * have (n at most); a table indexes up to {@code maxEntries} digit chunks and
-   * {@code maxIndexBits} bits of tokens.
+   * have (n at most); a table indexes chunks of digits below {@code maxEntries} (one digit where
+   * p is larger) and {@code maxIndexBits} bits of tokens (one token where it has more).
    */
-  static MltTables build(int p, int n, int[] m, int[] inverse, int digits, int tokenBits, int maxEntries,
+  static MltTables build(int p, int n, int[] m, int[] inverse, int digits, int tokenBits, int maxP, int maxEntries,
       int maxIndexBits, long maxBytes, boolean guard) {
     int spare = guard && p != 2 ? 1 : 0; // a guard bit atop each lane: lanes reduce mod p side by side
-    if (p > maxEntries) {
+    if (p > maxP) {
       return null;
     }
     boolean xor = p == 2;
