@@ -64,7 +64,7 @@ $(JVM_DIR)/spark-mlt-jvm_3.5_2.12-$(VERSION).jar: $(JVM_SOURCES)
 $(JVM_DIR)/spark-mlt-jvm_4_2.13-$(VERSION).jar: $(JVM_SOURCES)
 	$(MVN) -f jvm/pom.xml -P spark-4 package -Drevision=$(VERSION) -Djar.dir=$(abspath $(JVM_DIR))
 
-jvm: check-java $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5 and 4.x) into spark_mlt/jars/ with Maven
+jvm: check-java $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5 and 4.x) into spark_mlt/jars/ with Maven, after the kernels' unit tests
 	@find $(JVM_DIR) -name 'spark-mlt-jvm_*.jar' ! -name '*-$(VERSION).jar' -delete
 
 # The table zoo (tests/support/zoo.py): Delta tables as delta-spark writes them, one per feature,

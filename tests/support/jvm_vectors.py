@@ -18,12 +18,14 @@ from spark_mlt import MLTCodec
 PATH = Path(__file__).parents[2] / "jvm/src/test/resources/io/sparkmlt/vectors.json"
 
 #: one codec per kernel strategy and boundary: p = 2 (XOR tables; n = 64 beyond 2^63),
-#: lane tables (p = 3 with p^n below and above 2^63, small primes, p near 2^8), arithmetic
-#: (p = 257 to 2^31 - 1, p^n above 2^63) and its loops (n = 63 and 64)
+#: lane tables (p = 3 with p^n below and above 2^63, small primes, p near 2^8, one digit per
+#: chunk for 257 and 1,009; (7, 30) and (1009, 7) have more tokens than an id below 2^63 has
+#: digits), arithmetic (p above 4,096, p^n above 2^63, the Mersenne prime) and its loops
+#: (n = 63 and 64, where the tables would be too large)
 FAMILIES = [
     (2, 2), (2, 40), (2, 63), (2, 64), (3, 2), (3, 39), (3, 40), (11, 7), (13, 6), (13, 17), (251, 8),
     (257, 7), (1009, 5), (65521, 4), (65521, 5), (2_147_483_647, 2), (2_147_483_647, 3), (2_147_483_647, 17),
-    (3, 64), (251, 63), (65521, 64), (2_147_483_647, 64),
+    (7, 30), (1009, 7), (3, 64), (251, 63), (65521, 64), (2_147_483_647, 64),
 ]  # fmt: skip
 MAX_ID = 2**63 - 1
 

@@ -5,8 +5,8 @@ import java.util.Objects;
 
 /**
  * One function call's constants: the codec, whether an invalid row fails the query (else it
- * becomes null), and the input's name for messages. The expressions hand it to
- * {@link MltCalls} as a literal, so generated code reads it once per task.
+ * becomes null), and the input's name for messages. The expressions hand it to generated
+ * code as a reference object, read once when the generated class is built.
  */
 public final class MltCall implements Serializable {
   private static final long serialVersionUID = 1L;

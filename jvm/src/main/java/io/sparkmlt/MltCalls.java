@@ -8,10 +8,12 @@ import org.apache.spark.sql.types.Decimal;
 
 /**
  * The static methods the expressions call, one per operation and layout: between Spark's
- * internal values (ArrayData, InternalRow, Decimal) and {@link MltCodec}. Whole-stage code
- * generation emits one call per row; the interpreted path calls the same methods. Null
- * inputs never arrive (the calls propagate null); an invalid row returns null or fails the
- * query, per {@link MltCall#errors}, with the other engines' messages.
+ * internal values (ArrayData, InternalRow, Decimal) and {@link MltCodec}. The interpreted
+ * path ({@code eval}) calls them for every row; generated code calls them for the layouts
+ * without a generated kernel (vectors, decimals, unpacking, n above 64) and, cold, for an
+ * invalid row, to raise its error. Null inputs never arrive (the calls propagate null); an
+ * invalid row returns null or fails the query, per {@link MltCall#errors}, with the other
+ * engines' messages.
  */
 public final class MltCalls {
   private MltCalls() {}
@@ -135,6 +137,27 @@ public final class MltCalls {
     return decodeArray(call, tokens, true, "{", "}");
   }
 
+  /**
+   * A struct's token fields, read in place: field {@code ordinals[j]} is token j, a tinyint,
+   * smallint, int or bigint ({@code widths[j]}: 1, 2, 4 or 8 bytes).
+   */
+  public static Long decodeRow(MltCall call, InternalRow row, int[] ordinals, int[] widths) {
+    Object[] tokens = new Object[ordinals.length];
+    for (int j = 0; j < ordinals.length; j++) {
+      tokens[j] = row.isNullAt(ordinals[j]) ? null : Long.valueOf(field(row, ordinals[j], widths[j]));
+    }
+    return decodeStruct(call, new org.apache.spark.sql.catalyst.util.GenericArrayData(tokens));
+  }
+
+  static long field(InternalRow row, int ordinal, int width) {
+    switch (width) {
+      case 1: return row.getByte(ordinal);
+      case 2: return row.getShort(ordinal);
+      case 4: return row.getInt(ordinal);
+      default: return row.getLong(ordinal);
+    }
+  }
+
   /** The values of a vector: each times p - 1, rounded half up, is a token. */
   public static Long decodeValues(MltCall call, ArrayData values) {
     int n = call.codec.n;
@@ -227,6 +250,10 @@ public final class MltCalls {
 
   public static long decodeStructStrict(MltCall call, ArrayData tokens) {
     return decodeStruct(call, tokens);
+  }
+
+  public static long decodeRowStrict(MltCall call, InternalRow row, int[] ordinals, int[] widths) {
+    return decodeRow(call, row, ordinals, widths);
   }
 
   public static long decodeValuesStrict(MltCall call, ArrayData values) {

@@ -377,6 +377,29 @@ public final class MltKernel {
     return out.append("}\n").toString();
   }
 
+  /**
+   * {@code private long name(InternalRow r)}: the id of a struct's n token fields, read in
+   * place (field {@code ordinals[j]} is token j, of {@code widths[j]} bytes: 1, 2, 4 or 8), or -1
+   * when a null or a token makes them no valid code.
+   */
+  public String decodeRow(String name, String prefix, int[] ordinals, int[] widths) {
+    StringBuilder out = new StringBuilder("private long ").append(name)
+        .append("(org.apache.spark.sql.catalyst.InternalRow r) {\n");
+    StringBuilder nulls = new StringBuilder();
+    for (int j = 0; j < n; j++) {
+      nulls.append(j == 0 ? "" : " || ").append("r.isNullAt(").append(ordinals[j]).append(")");
+    }
+    out.append("  if (").append(nulls).append(") {\n    return -1L;\n  }\n  long bad = 0L;\n");
+    for (int j = 0; j < n; j++) {
+      String getter = widths[j] == 1 ? "getByte" : widths[j] == 2 ? "getShort" : widths[j] == 4 ? "getInt" : "getLong";
+      out.append("  long t").append(j).append(" = r.").append(getter).append('(').append(ordinals[j]).append(");\n")
+          .append("  bad |= t").append(j).append(" | (").append(p - 1).append("L - t").append(j).append(");\n");
+    }
+    out.append("  if (bad < 0L) {\n    return -1L;\n  }\n");
+    decodeTokens(out, prefix, false);
+    return out.append("}\n").toString();
+  }
+
   /** From tokens t0 .. t{n-1} in [0, p) (and, packed, the value v) to {@code return id;} or -1. */
   private void decodeTokens(StringBuilder out, String prefix, boolean packed) {
     if (t != null) {

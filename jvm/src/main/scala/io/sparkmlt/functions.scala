@@ -97,10 +97,15 @@ private[sparkmlt] object MltSpec {
  * [[MltCalls]]; the interpreted path (`eval`) calls [[MltCalls]], which gives the same rows.
  *
  * Operations: encodeArray, encodeStruct and encodePacked (of a bigint id), decodePacked (a bigint),
- * decodeInts (array<int>), decodeLongs (array<bigint>), decodeStruct (a struct's fields as
- * array<bigint>).
+ * decodeInts (array<int>), decodeLongs (array<bigint>), decodeRow (a struct's integral fields
+ * t0 .., read in place).
  */
-case class MltKernelCall(child: Expression, call: MltCall, operation: String) extends UnaryExpression {
+case class MltKernelCall(child: Expression, call: MltCall, operation: String, fields: Seq[(Int, Int)] = Nil)
+    extends UnaryExpression {
+  // decodeRow: token j is the struct's field fields(j)._1, of fields(j)._2 bytes (1, 2, 4 or 8)
+  private def ordinals: Array[Int] = fields.map(_._1).toArray
+  private def widths: Array[Int] = fields.map(_._2).toArray
+
   override def dataType: DataType = operation match {
     case "encodeArray" => MltSpec.arrayType
     case "encodeStruct" => MltSpec.structType(call.codec.n)
@@ -117,7 +122,7 @@ case class MltKernelCall(child: Expression, call: MltCall, operation: String) ex
     case "decodePacked" => MltCalls.decodePacked(call, input.asInstanceOf[Long])
     case "decodeInts" => MltCalls.decodeInts(call, input.asInstanceOf[ArrayData])
     case "decodeLongs" => MltCalls.decodeLongs(call, input.asInstanceOf[ArrayData])
-    case _ => MltCalls.decodeStruct(call, input.asInstanceOf[ArrayData])
+    case _ => MltCalls.decodeRow(call, input.asInstanceOf[InternalRow], ordinals, widths)
   }
 
   override protected def doGenCode(ctx: CodegenContext, ev: ExprCode): ExprCode = {
@@ -126,16 +131,20 @@ case class MltKernelCall(child: Expression, call: MltCall, operation: String) ex
     val kernel = MltKernel.of(call.codec)
     val encodes = operation.startsWith("encode")    // the cold path: the interpreted path's method, which raises the query's error (or gives null)
     val strict = if (bigint) operation + "Strict" else operation
+    // decodeRow's call also takes the fields' ordinals and widths
+    val extra = if (operation == "decodeRow") {
+      s", ${ctx.addReferenceObj("mltOrdinals", ordinals, "int[]")}, ${ctx.addReferenceObj("mltWidths", widths, "int[]")}"
+    } else ""
     def invalid(input: String): String =
-      if (call.errors) s"${ev.value} = $calls.$strict($callRef, $input);" else s"${ev.isNull} = true;"
+      if (call.errors) s"${ev.value} = $calls.$strict($callRef, $input$extra);" else s"${ev.isNull} = true;"
     if (kernel == null) { // n above 64: the interpreted path's method, called from generated code
       if (call.errors && bigint) {
-        return nullSafeCodeGen(ctx, ev, input => s"${ev.value} = $calls.$strict($callRef, $input);")
+        return nullSafeCodeGen(ctx, ev, input => s"${ev.value} = $calls.$strict($callRef, $input$extra);")
       }
       val boxed = ctx.freshName("mltResult")
       val boxedType = if (bigint) "java.lang.Long" else CodeGenerator.javaType(dataType)
       return nullSafeCodeGen(ctx, ev, input =>
-        s"""$boxedType $boxed = $calls.$operation($callRef, $input);
+        s"""$boxedType $boxed = $calls.$operation($callRef, $input$extra);
            |if ($boxed == null) {
            |  ${ev.isNull} = true;
            |} else {
@@ -155,7 +164,8 @@ case class MltKernelCall(child: Expression, call: MltCall, operation: String) ex
       case "encodePacked" => kernel.encodePacked(name, prefix)
       case "decodePacked" => kernel.decodePacked(name, prefix)
       case "decodeInts" => kernel.decodeArray(name, prefix, false)
-      case _ => kernel.decodeArray(name, prefix, true)
+      case "decodeLongs" => kernel.decodeArray(name, prefix, true)
+      case _ => kernel.decodeRow(name, prefix, ordinals, widths)
     }
     val function = ctx.addNewFunction(name, source)
     if (encodes) {
@@ -334,10 +344,8 @@ case class MltDecode(child: Expression, codec: Expression, layout: Expression, h
         case _ => MltKernelCall(Cast(child, ArrayType(LongType)), spec.call, "decodeLongs")
       }
       case "struct" =>
-        val tokens = CreateArray(fields(spec).get.map { case (f, i) =>
-          Cast(GetStructField(child, i, Some(f.name)), LongType)
-        })
-        If(IsNull(child), Literal(null, LongType), MltKernelCall(tokens, spec.call, "decodeStruct"))
+        val read = fields(spec).get.map { case (f, i) => (i, f.dataType.defaultSize) }
+        MltKernelCall(child, spec.call, "decodeRow", read)
       case "packed" => MltKernelCall(Cast(child, LongType), spec.call, "decodePacked")
       case _ => child.dataType match {
         case ArrayType(DoubleType, _) => invokeLong(spec, "decodeValues", call, child)

@@ -42,6 +42,7 @@ class MltKernelTest {
     final Method decodePacked;
     final Method decodeInts;
     final Method decodeLongs;
+    final Method decodeRow;
 
     Compiled(MltCodec codec) throws Exception {
       this.codec = codec;
@@ -57,6 +58,8 @@ class MltKernelTest {
           .append("public org.apache.spark.sql.catalyst.InternalRow encodeStruct(long id) { return encodeStruct0(id); }\n")
           .append(kernel.decodeArray("decodeInts0", "k", false))
           .append(kernel.decodeArray("decodeLongs0", "k", true))
+          .append(kernel.decodeRow("decodeRow0", "k", ordinals(codec.n), widths(codec.n)))
+          .append("public long decodeRow(org.apache.spark.sql.catalyst.InternalRow r) { return decodeRow0(r); }\n")
           .append("public ").append(array).append(" encodeArray(long id) { return encodeArray0(id); }\n")
           .append("public long decodeInts(").append(array).append(" t) { return decodeInts0(t); }\n")
           .append("public long decodeLongs(").append(array).append(" t) { return decodeLongs0(t); }\n");
@@ -76,6 +79,7 @@ class MltKernelTest {
       this.encodeStruct = clazz.getMethod("encodeStruct", long.class);
       this.decodeInts = clazz.getMethod("decodeInts", ArrayData.class);
       this.decodeLongs = clazz.getMethod("decodeLongs", ArrayData.class);
+      this.decodeRow = clazz.getMethod("decodeRow", InternalRow.class);
       this.encodePacked = packed ? clazz.getMethod("encodePacked", long.class) : null;
       this.decodePacked = packed ? clazz.getMethod("decodePacked", long.class) : null;
     }
@@ -96,6 +100,33 @@ class MltKernelTest {
     long call(Method method, Object argument) throws Exception {
       return (Long) method.invoke(instance, argument);
     }
+  }
+
+  /** A struct's token fields: token j is field j + 1 (field 0 is another column's). */
+  static int[] ordinals(int n) {
+    int[] out = new int[n];
+    for (int j = 0; j < n; j++) {
+      out[j] = j + 1;
+    }
+    return out;
+  }
+
+  /** ints and bigints, alternately. */
+  static int[] widths(int n) {
+    int[] out = new int[n];
+    for (int j = 0; j < n; j++) {
+      out[j] = j % 2 == 0 ? 4 : 8;
+    }
+    return out;
+  }
+
+  static InternalRow row(long[] tokens) {
+    Object[] fields = new Object[tokens.length + 1];
+    fields[0] = org.apache.spark.unsafe.types.UTF8String.fromString("other");
+    for (int j = 0; j < tokens.length; j++) {
+      fields[j + 1] = j % 2 == 0 ? (Object) Integer.valueOf((int) tokens[j]) : (Object) Long.valueOf(tokens[j]);
+    }
+    return new org.apache.spark.sql.catalyst.expressions.GenericInternalRow(fields);
   }
 
   private static String resource(String name) throws IOException {
@@ -164,6 +195,7 @@ class MltKernelTest {
       assertArrayEquals(ints(expected), interpreted, where + " (interpreted)");
       assertEquals(id, kernel.call(kernel.decodeInts, UnsafeArrayData.fromPrimitiveArray(ints(expected))), where);
       assertEquals(id, kernel.call(kernel.decodeLongs, UnsafeArrayData.fromPrimitiveArray(expected)), where);
+      assertEquals(id, kernel.call(kernel.decodeRow, row(expected)), where + " (struct)");
       if (packed != null) {
         long value = ((BigInteger) packed.get(row)).longValue();
         assertEquals(value, kernel.call(kernel.encodePacked, id), where);
@@ -178,6 +210,7 @@ class MltKernelTest {
       long expected = id == null ? -1L : ((BigInteger) id).longValueExact();
       String where = strategy + ", tokens " + vectors.get(row);
       assertEquals(expected, kernel.call(kernel.decodeInts, UnsafeArrayData.fromPrimitiveArray(ints(vector))), where);
+      assertEquals(expected, kernel.call(kernel.decodeRow, row(vector)), where + " (struct)");
       assertEquals(expected, codec.decode(vector) == MltCodec.INVALID ? -1L : codec.decode(vector), where);
       if (codec.packedBits > 0) {
         assertEquals(expected, kernel.call(kernel.decodePacked, codec.pack(ints(vector))), where);
@@ -200,6 +233,7 @@ class MltKernelTest {
         assertEquals(MltCodec.INVALID, codec.decode(bad));
         assertEquals(-1L, kernel.call(kernel.decodeLongs, UnsafeArrayData.fromPrimitiveArray(bad)));
         assertEquals(-1L, kernel.call(kernel.decodeInts, UnsafeArrayData.fromPrimitiveArray(ints(bad))));
+        assertEquals(-1L, kernel.call(kernel.decodeRow, row(bad)));
       }
       assertEquals(-1L, kernel.call(kernel.decodeInts, UnsafeArrayData.fromPrimitiveArray(new int[n + 1])));
       Object[] withNull = new Object[n];
@@ -207,6 +241,9 @@ class MltKernelTest {
         withNull[j] = 0;
       }
       assertEquals(-1L, kernel.call(kernel.decodeInts, new GenericArrayData(withNull)));
+      InternalRow nullField = row(zeros);
+      nullField.setNullAt(n);
+      assertEquals(-1L, kernel.call(kernel.decodeRow, nullField));
       assertEquals(0L, kernel.call(kernel.decodeLongs, UnsafeArrayData.fromPrimitiveArray(zeros)));
       if (codec.packedBits > 0 && codec.packedBits * n < 64) {
         long above = 1L << (codec.packedBits * n); // a bit above the n tokens
