@@ -222,15 +222,28 @@ public final class MltKernel {
     return terms + 1;
   }
 
+  /** {@code final long[] table = field;} and lanes l0 .. l{words - 1}, zero. */
+  private static void declareLanes(StringBuilder out, String table, String field, int words) {
+    out.append("  final long[] ").append(table).append(" = ").append(field).append(";\n");
+    for (int w = 0; w < words; w++) {
+      out.append("  long l").append(w).append(" = 0L;\n");
+    }
+  }
+
+  /** Adds (p = 2: XORs) the table's entry at {@code at} (its words side by side) to the lanes. */
+  private void addEntry(StringBuilder out, String table, String at, int words) {
+    for (int w = 0; w < words; w++) {
+      out.append("  l").append(w).append(t.xor ? " ^= " : " += ").append(table).append('[').append(at)
+          .append(w == 0 ? "" : " + " + w).append("];\n");
+    }
+  }
+
   /** Lanes l0 .. of the table sums of an id's digit chunks. */
   private void encodeLanes(StringBuilder out, String prefix) {
     MltTables.Lanes lanes = t.encLanes;
     int words = lanes.longs;
     long base = t.chunkBase;
-    out.append("  final long[] enc = ").append(prefix).append("Enc;\n");
-    for (int w = 0; w < words; w++) {
-      out.append("  long l").append(w).append(" = 0L;\n");
-    }
+    declareLanes(out, "enc", prefix + "Enc", words);
     if (t.xor) {
       for (int k = 0; k < t.encChunks; k++) {
         out.append("  int v").append(k).append(" = (int) ((id >>> ").append(k * t.chunkShift).append(") & ")
@@ -241,11 +254,7 @@ public final class MltKernel {
     }
     for (int k = 0; k < t.encChunks; k++) {
       String v = "v" + k;
-      String at = (k * base * words) + " + " + v + (words == 1 ? "" : " * " + words);
-      for (int w = 0; w < words; w++) {
-        out.append("  l").append(w).append(t.xor ? " ^= " : " += ").append("enc[").append(at)
-            .append(w == 0 ? "" : " + " + w).append("];\n");
-      }
+      addEntry(out, "enc", (k * base * words) + " + " + v + (words == 1 ? "" : " * " + words), words);
     }
   }
 
@@ -447,10 +456,7 @@ public final class MltKernel {
     MltTables.Lanes lanes = t.decLanes;
     int words = lanes.longs;
     int indexBits = t.indexBits;
-    out.append("  final long[] dec = ").append(prefix).append("Dec;\n");
-    for (int w = 0; w < words; w++) {
-      out.append("  long l").append(w).append(" = 0L;\n");
-    }
+    declareLanes(out, "dec", prefix + "Dec", words);
     int bits = c.tokenBits;
     for (int k = 0; k < t.decChunks; k++) {
       String index;
@@ -465,11 +471,7 @@ public final class MltKernel {
         index = "(int) (" + joined + ")";
       }
       out.append("  int i").append(k).append(" = ").append(index).append(";\n");
-      String at = ((long) k << indexBits) * words + " + i" + k + (words == 1 ? "" : " * " + words);
-      for (int w = 0; w < words; w++) {
-        out.append("  l").append(w).append(t.xor ? " ^= " : " += ").append("dec[").append(at)
-            .append(w == 0 ? "" : " + " + w).append("];\n");
-      }
+      addEntry(out, "dec", ((long) k << indexBits) * words + " + i" + k + (words == 1 ? "" : " * " + words), words);
     }
     if (t.xor && words == 1) {
       // lane e is the id's bit e; with n = 64 bit 63 set means 2^63 or more
