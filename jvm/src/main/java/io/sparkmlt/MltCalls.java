@@ -132,8 +132,8 @@ public final class MltCalls {
     return decodeArray(call, tokens, true, "[", "]");
   }
 
-  /** A struct's fields t0..t{n-1}, as bigints in an array. */
-  public static Long decodeStruct(MltCall call, ArrayData tokens) {
+  /** A struct's fields t0..t{n-1}, as bigints in an array (see {@link #decodeRow}). */
+  static Long decodeStruct(MltCall call, ArrayData tokens) {
     return decodeArray(call, tokens, true, "{", "}");
   }
 
@@ -246,10 +246,6 @@ public final class MltCalls {
 
   public static long decodeLongsStrict(MltCall call, ArrayData tokens) {
     return decodeLongs(call, tokens);
-  }
-
-  public static long decodeStructStrict(MltCall call, ArrayData tokens) {
-    return decodeStruct(call, tokens);
   }
 
   public static long decodeRowStrict(MltCall call, InternalRow row, int[] ordinals, int[] widths) {

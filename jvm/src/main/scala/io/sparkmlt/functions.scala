@@ -92,8 +92,8 @@ private[sparkmlt] object MltSpec {
 /**
  * One operation of one codec on a bigint id or on tokens: what the functions' array, packed
  * and struct layouts run. Whole-stage code generation emits the codec's own kernel
- * ([[MltKernel]]: its constants are literals of the generated class, its tables that class's
- * fields), inline in the generated code, with invalid rows leaving through a cold call of
+ * ([[MltKernel]]: its constants are literals, its tables fields of the generated class, the
+ * kernel a method of that class), with invalid rows leaving through a cold call of
  * [[MltCalls]]; the interpreted path (`eval`) calls [[MltCalls]], which gives the same rows.
  *
  * Operations: encodeArray, encodeStruct and encodePacked (of a bigint id), decodePacked (a bigint),
@@ -129,7 +129,8 @@ case class MltKernelCall(child: Expression, call: MltCall, operation: String, fi
     val calls = classOf[MltCalls].getName
     val callRef = ctx.addReferenceObj("mltCall", call, classOf[MltCall].getName)
     val kernel = MltKernel.of(call.codec)
-    val encodes = operation.startsWith("encode")    // the cold path: the interpreted path's method, which raises the query's error (or gives null)
+    val encodes = operation.startsWith("encode")
+    // the cold path: the interpreted path's method, which raises the query's error (or gives null)
     val strict = if (bigint) operation + "Strict" else operation
     // decodeRow's call also takes the fields' ordinals and widths
     val extra = if (operation == "decodeRow") {
