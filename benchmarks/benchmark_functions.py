@@ -199,6 +199,8 @@ class Block:
     engines: list[str]
     #: by output layout: Spark's cheapest query of that output (see the module's docstring)
     anchors: dict[str, DataFrame]
+    #: xxhash64 of the ids, rows/s: measured once, the native engine's reference
+    xx_ids: float
     cells: list[Cell] = field(default_factory=list)
 
     def rate(self, df: DataFrame) -> float:
@@ -244,11 +246,6 @@ class Block:
                     both = ids.select(self.dec(self.enc("id", layout, engine), layout, engine))
                     self.measure(layout, "one expression", engine, both, reference=self.xx_ids)
 
-    @property
-    def xx_ids(self) -> float:
-        """xxhash64 of the ids, rows/s (one measurement, for the native engine's targets)."""
-        return self.rate(self.anchors["packed"])
-
     def decodes(self, shape: str, tokens: DataFrame, layout: Layout) -> None:
         # xxhash64 of the token column, and the cheapest read of it (array_max for arrays)
         reference = self.rate(tokens.select(F.xxhash64(layout)))
@@ -281,8 +278,8 @@ def run_family(
         "array": ids.select(F.array_repeat(F.hash("id"), n)),
         **{layout: ids.select(_constants(codec, layout)) for layout in layouts if layout not in PACKED_ARRAY},
     }
-    block = Block(codec, ids, rows, repeats, engines, anchors)
     xx_ids = rate(anchors["packed"])
+    block = Block(codec, ids, rows, repeats, engines, anchors, xx_ids)
     udf_floor = ""
     if "udf" in engines:
         identity = rate(ids.select(_identity_udf()(F.col("id"))))

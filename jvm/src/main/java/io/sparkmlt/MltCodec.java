@@ -163,18 +163,18 @@ public final class MltCodec implements Serializable {
 
   /** M, row-major, as longs: the generated kernels' matrix where they loop (a copy). */
   public long[] kernelMatrix() {
-    long[] out = new long[m.length];
-    for (int k = 0; k < m.length; k++) {
-      out[k] = m[k];
-    }
-    return out;
+    return longs(m);
   }
 
   /** M^-1, column-major ([i * n + j]: what token j gives digit i), as longs (a copy). */
   public long[] kernelInverse() {
-    long[] out = new long[inverseColumns.length];
-    for (int k = 0; k < inverseColumns.length; k++) {
-      out[k] = inverseColumns[k];
+    return longs(inverseColumns);
+  }
+
+  private static long[] longs(int[] values) {
+    long[] out = new long[values.length];
+    for (int k = 0; k < values.length; k++) {
+      out[k] = values[k];
     }
     return out;
   }

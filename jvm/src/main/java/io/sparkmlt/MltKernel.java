@@ -378,8 +378,7 @@ public final class MltKernel {
         .append("    if (a.isNullAt(j)) {\n      return -1L;\n    }\n  }\n")
         .append("  long bad = 0L;\n");
     for (int j = 0; j < n; j++) {
-      out.append("  long t").append(j).append(" = a.").append(longs ? "getLong(" : "getInt(").append(j).append(");\n")
-          .append("  bad |= t").append(j).append(" | (").append(p - 1).append("L - t").append(j).append(");\n");
+      readToken(out, j, "a." + (longs ? "getLong(" : "getInt(") + j + ")");
     }
     out.append("  if (bad < 0L) {\n    return -1L;\n  }\n");
     decodeTokens(out, prefix, false);
@@ -401,12 +400,17 @@ public final class MltKernel {
     out.append("  if (").append(nulls).append(") {\n    return -1L;\n  }\n  long bad = 0L;\n");
     for (int j = 0; j < n; j++) {
       String getter = widths[j] == 1 ? "getByte" : widths[j] == 2 ? "getShort" : widths[j] == 4 ? "getInt" : "getLong";
-      out.append("  long t").append(j).append(" = r.").append(getter).append('(').append(ordinals[j]).append(");\n")
-          .append("  bad |= t").append(j).append(" | (").append(p - 1).append("L - t").append(j).append(");\n");
+      readToken(out, j, "r." + getter + "(" + ordinals[j] + ")");
     }
     out.append("  if (bad < 0L) {\n    return -1L;\n  }\n");
     decodeTokens(out, prefix, false);
     return out.append("}\n").toString();
+  }
+
+  /** {@code long t<j> = value;} and its range check: {@code bad} turns negative for a token outside [0, p). */
+  private void readToken(StringBuilder out, int j, String value) {
+    out.append("  long t").append(j).append(" = ").append(value).append(";\n")
+        .append("  bad |= t").append(j).append(" | (").append(p - 1).append("L - t").append(j).append(");\n");
   }
 
   /** From tokens t0 .. t{n-1} in [0, p) (and, packed, the value v) to {@code return id;} or -1. */

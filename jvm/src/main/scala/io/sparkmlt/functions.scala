@@ -102,9 +102,10 @@ private[sparkmlt] object MltSpec {
  */
 case class MltKernelCall(child: Expression, call: MltCall, operation: String, fields: Seq[(Int, Int)] = Nil)
     extends UnaryExpression {
-  // decodeRow: token j is the struct's field fields(j)._1, of fields(j)._2 bytes (1, 2, 4 or 8)
-  private def ordinals: Array[Int] = fields.map(_._1).toArray
-  private def widths: Array[Int] = fields.map(_._2).toArray
+  // decodeRow: token j is the struct's field fields(j)._1, of fields(j)._2 bytes (1, 2, 4 or 8);
+  // built once, not per row of the interpreted path
+  @transient private lazy val ordinals: Array[Int] = fields.map(_._1).toArray
+  @transient private lazy val widths: Array[Int] = fields.map(_._2).toArray
 
   override def dataType: DataType = operation match {
     case "encodeArray" => MltSpec.arrayType
