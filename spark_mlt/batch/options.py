@@ -44,6 +44,7 @@ __all__ = [
     "JobOptions",
     "MovieLensOptions",
     "StreamOptions",
+    "SyncOptions",
     "TokenizeOptions",
     "WriteMode",
     "trigger_seconds",
@@ -295,6 +296,75 @@ class StreamOptions:
     @property
     def interval(self) -> float | None:
         """The seconds between the stream's batches, or None for ``available-now``."""
+        return trigger_seconds(self.trigger)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SyncOptions(TokenizeOptions):
+    """Options of [`spark_mlt.batch.sync.sync_table`][spark_mlt.batch.sync.sync_table]: those of
+    [`TokenizeOptions`][spark_mlt.batch.options.TokenizeOptions] (the mirror is tokenized as the
+    batch job tokenizes), the source's primary key, and when the sync runs. The input is a Delta
+    table (a path, or a catalog table's name with ``input_format="table"``) with its change data
+    feed on.
+
+    Example::
+
+        SyncOptions(key=("customer_id",), handle_invalid="quarantine", trigger="5 minutes")
+    """
+
+    input_format: InputFormat = field(
+        default="delta", metadata=_help("delta (input is a Delta table's path) or table (a catalog table's name)")
+    )
+    key: tuple[str, ...] = field(
+        default=(),
+        metadata=_help("the source's primary key column(s): one row per key, never null (a b, or a,b)"),
+    )
+    trigger: str = field(
+        default=AVAILABLE_NOW,
+        metadata=_help(
+            "when the sync runs: available-now (up to the source's latest version, then stop: the scheduled "
+            "form) or an interval such as '5 minutes' (continuous)"
+        ),
+    )
+    full_refresh: bool = field(
+        default=False,
+        metadata=_help(
+            "rebuild the mirror (and its quarantine) from the source's latest version in one commit, "
+            "instead of applying the changes since the version it holds"
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "key", _columns("key", self.key))
+        if not self.key:
+            raise MLTError("key: a sync needs the source's primary key column(s); got none", parameter="key")
+        if self.input_format not in ("delta", "table"):
+            raise MLTError(
+                f"input_format: a sync follows a Delta table's change data feed (delta, or table for a catalog "
+                f"table); got {self.input_format!r}",
+                parameter="input_format",
+            )
+        if not isinstance(self.full_refresh, bool):
+            raise MLTTypeError(
+                f"full_refresh must be True or False; got {self.full_refresh!r}", parameter="full_refresh"
+            )
+        trigger_seconds(self.trigger)
+        for name, refused in (
+            ("mode", self.mode != "error"),
+            ("run_id", self.run_id is not None),
+            ("dry_run", self.dry_run),
+        ):
+            if refused:
+                raise MLTError(
+                    f"{name}: a sync creates or updates its mirror, each commit idempotent by the source version it "
+                    f"reaches; {name} is for batch runs",
+                    parameter=name,
+                )
+
+    @property
+    def interval(self) -> float | None:
+        """The seconds between syncs, or None for ``available-now``."""
         return trigger_seconds(self.trigger)
 
 

@@ -39,6 +39,9 @@ class JobReport:
         capabilities: what the job's session has, resolved once when the job starts and read
             by every step (the engines, the Delta backend); a stream's batches get their
             stream's.
+        source_version: the source version a mirror holds after a sync (None for other jobs).
+        rows_deleted: the keys a sync deleted from its mirror (and quarantine).
+        erased: the keys a sync erased from each string column's vocabulary.
     """
 
     rows_in: int = 0
@@ -51,6 +54,9 @@ class JobReport:
     seconds: dict[str, float] = field(default_factory=dict)
     dry_run: bool = False
     capabilities: Capabilities | None = None
+    source_version: int | None = None
+    rows_deleted: int = 0
+    erased: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line: rows in, out and rejected, mismatches, the table and version written."""
@@ -59,6 +65,10 @@ class JobReport:
         parts = [f"rows in {self.rows_in}", f"out {self.rows_out}", f"rejected {self.rows_rejected}"]
         if self.mismatches is not None:
             parts.append(f"mismatches {self.mismatches}")
+        if self.source_version is not None:
+            parts.append(f"deleted {self.rows_deleted}")
+            parts += [f"erased {count} {column} key(s)" for column, count in sorted(self.erased.items()) if count]
+            parts.append(f"source version {self.source_version}")
         if self.write is not None:
             parts.append(f"table {self.write.path} version {self.write.version}")
             if self.write.skipped:

@@ -36,6 +36,7 @@ from spark_mlt.storage import (
     AppTransaction,
     DeltaWriteResult,
     TableSnapshot,
+    WriteMode,
     WriteOptions,
     assign_ids,
     planned_size,
@@ -303,6 +304,7 @@ def _quarantine(
     info: Mapping[str, str],
     *,
     transaction: AppTransaction | None,
+    mode: WriteMode = "append",
 ) -> None:
     """Commit the rejected rows to the quarantine table before the data, so that if the job dies
     between the two commits no row is lost (a re-run with the same run id, or a replayed batch,
@@ -311,7 +313,7 @@ def _quarantine(
         rejected,
         options.quarantine or f"{output.rstrip('/')}_quarantine",
         {},
-        mode="append",
+        mode=mode,
         run_id=AppTransaction(f"{transaction.app_id}:quarantine", transaction.version)
         if transaction
         else options.run_id,
@@ -420,6 +422,7 @@ def tokenize_frame(
     report: JobReport | None = None,
     commit_info: Mapping[str, str] | None = None,
     transaction: AppTransaction | None = None,
+    quarantine_mode: WriteMode = "append",
 ) -> JobReport:
     """Tokenize ``df``'s id columns into the Delta table ``output`` as it was found
     (``snapshot``): string keys through their vocabularies, codecs kept or sized, invalid ids
@@ -432,7 +435,9 @@ def tokenize_frame(
     quarantine before the valid ones are committed, so the two outputs take two Spark jobs over one
     computation of the tokens, kept at ``_SET_ASIDE_LEVEL`` between them (``skip`` does the same
     where no observation reports the write: Connect on Spark 3.5). A kept partition that is lost
-    is computed again from the same input and the committed vocabularies, which give the same rows."""
+    is computed again from the same input and the committed vocabularies, which give the same rows.
+    ``quarantine_mode``: how the rejected rows go to the quarantine (a mirror's full refresh
+    overwrites it)."""
     opts, report = options, report or JobReport()
     if report.capabilities is None:
         report.capabilities = Capabilities.of(df.sparkSession)
@@ -464,7 +469,7 @@ def tokenize_frame(
                 if opts.handle_invalid == "skip":
                     report.rows_rejected = rejected.count()
                 else:
-                    _quarantine(rejected, output, report, opts, info, transaction=transaction)
+                    _quarantine(rejected, output, report, opts, info, transaction=transaction, mode=quarantine_mode)
                 write_tokens(good, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
             finally:
                 tokens.unpersist()

@@ -124,6 +124,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     try:
         with _timed(timings, "footers"):
             files = add_actions(location, staging, stored_partitions, spec)
+            files = _Files([*files.actions, *_remove_actions(plan)], files.rows)
         with _timed(timings, "commit"):
             metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, WRITE_ID: write_id}
             version, committed = commit(plan, files.actions, arrow_schema, partition_by, metadata, layout=layout)
@@ -290,6 +291,48 @@ def add_actions(location: Location, staging: str, partition_by: list[str], spec:
     return _Files(actions, rows)
 
 
+def _remove_actions(plan: WritePlan) -> list[AddAction | RemoveAction]:
+    """The remove actions of the files the plan replaces (delta-rs writes them from 1.6.6 on)."""
+    if not plan.replaces:
+        return []
+    try:
+        from deltalake.transaction import RemoveAction  # noqa: PLC0415 - deltalake 1.6.6 and newer
+    except ImportError:  # deltalake 1.6.3
+        raise TableFeatureError(
+            f"rewriting files of the Delta table at {plan.location.uri} without Delta's jars needs deltalake 1.6.6 "
+            f"or newer (it commits remove actions); this is {deltalake.__version__}: pip install 'deltalake>=1.6.6', "
+            "or use a session with Delta's jars",
+            feature="remove",
+        ) from None
+    now = int(time.time() * 1000)
+    return [
+        RemoveAction(
+            path=file.path,
+            data_change=True,
+            deletion_timestamp=now,
+            size=file.size,
+            partition_values=dict(file.partition_values),
+        )
+        for file in plan.replaces
+    ]
+
+
+def _check_replaced(plan: WritePlan, table: DeltaTable) -> None:
+    """Refuses to commit when a file the write replaces is no longer in the table: another
+    writer removed it (a compaction, a delete) while the write ran, and its rows may be
+    elsewhere now."""
+    if not plan.replaces:
+        return
+    present = {unquote(str(p)) for p in pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()}
+    gone = [file.path for file in plan.replaces if file.path not in present]
+    if gone:
+        raise ConcurrentWriteError(
+            f"another writer removed {len(gone)} file(s) of the Delta table at {plan.location.uri} that this write "
+            f"rewrites (e.g. {gone[0]}) while it ran; nothing of it was committed (its files are orphans for "
+            "vacuum): run it again"
+        )
+
+
 def _supports_deletion_vectors(table: DeltaTable) -> bool:
     protocol = table.protocol()
     return "deletionVectors" in {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
@@ -350,6 +393,7 @@ def commit(
             return read_version, False
         if read_version != checked:
             _check_unchanged(plan, table, arrow_schema, layout)
+            _check_replaced(plan, table)
             checked = read_version
         if _commit_once(
             table,

@@ -29,6 +29,7 @@ from spark_mlt.storage.table import TableSnapshot
 __all__ = [
     "WRITE_MODES",
     "DeltaWriteResult",
+    "ReplacedFile",
     "WriteMode",
     "WritePlan",
     "check_mode",
@@ -88,6 +89,8 @@ class WritePlan:
         transaction: the write's application transaction (its idempotency key), or None.
         parquet_options: options for Spark's Parquet writer.
         snapshot: the table when the write was planned; None when there was no table.
+        replaces: files of ``snapshot`` the commit removes (their rows rewritten, or gone):
+            the commit is refused if another writer removed one of them meanwhile.
     """
 
     location: Location
@@ -99,6 +102,17 @@ class WritePlan:
     transaction: AppTransaction | None
     parquet_options: Mapping[str, str]
     snapshot: TableSnapshot | None
+    replaces: tuple[ReplacedFile, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReplacedFile:
+    """A data file a write removes, as the table's log lists it (path relative to the table,
+    decoded; its size and partition values as the log holds them)."""
+
+    path: str
+    size: int
+    partition_values: Mapping[str, str | None]
 
 
 def skipped_write(path: str, version: int, transaction: AppTransaction | None) -> DeltaWriteResult:

@@ -11,6 +11,10 @@ driver collects how many new keys each bucket has (at most
 each bucket numbers its keys in key order. So the ids follow (bucket, key) order, which depends on
 the keys alone: a rerun on the same input assigns the same ids.
 
+Erasure ([`erase_keys`][spark_mlt.storage.vocabulary.erase_keys]): a key that no row holds any
+more (a customer who asked to be forgotten) leaves its vocabulary, and its id stays, keyless, so
+no other key is ever given it: the next new key gets an id after every id ever given.
+
 Assumption: one writer per vocabulary at a time (a scheduled job). Two concurrent runs could
 hand the same id to different keys; [`check_vocabulary`][spark_mlt.storage.vocabulary.check_vocabulary] detects that.
 
@@ -21,14 +25,20 @@ A tokenized table records the vocabulary path of each string column in its table
 
 from __future__ import annotations
 
+import json
+import uuid
 from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from spark_mlt.errors import VocabularyError
+from spark_mlt.storage._delta_spark import path_target, session_conf
+from spark_mlt.storage.catalog import Backend, use_delta_spark
+from spark_mlt.storage.fs import locate
 from spark_mlt.storage.reader import read_delta
-from spark_mlt.storage.table import table_exists
+from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
+from spark_mlt.storage.table import TableSnapshot, read_snapshot, table_exists
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
 __all__ = [
@@ -36,6 +46,7 @@ __all__ = [
     "VocabularyError",
     "assign_ids",
     "check_vocabulary",
+    "erase_keys",
     "keys_for_ids",
     "number_keys",
     "planned_size",
@@ -159,7 +170,61 @@ def keys_for_ids(
 def check_vocabulary(spark: SparkSession, path: str, *, storage_options: Mapping[str, str] | None = None) -> None:
     """Raise [`VocabularyError`][spark_mlt.errors.VocabularyError] if an id maps to two keys or a key to two ids."""
     vocabulary = read_delta(spark, path, storage_options=storage_options)
+    vocabulary = vocabulary.where(F.col("key").isNotNull())  # erased keys keep their ids, keyless
     for by, other in (("id", "key"), ("key", "id")):
         clash = vocabulary.groupBy(by).agg(F.countDistinct(other).alias("n")).where("n > 1").first()
         if clash is not None:
             raise VocabularyError(f"vocabulary {path}: {by} {clash[0]!r} has {clash['n']} different {other}s")
+
+
+def erase_keys(
+    spark: SparkSession,
+    path: str,
+    keys: DataFrame,
+    *,
+    storage_options: Mapping[str, str] | None = None,
+    backend: Backend = "auto",
+) -> int:
+    """Erase ``keys`` (a ``key`` column) from the vocabulary at ``path``: each one's row keeps
+    its id and loses its key, in one commit (none when no key is there); returns how many keys
+    were erased. Decoding an erased key's id gives null, and the id is never given again.
+
+    The erased keys stay in the table's older versions and files until they are vacuumed (see
+    docs/sync.md: erasure step by step).
+
+    Example::
+
+        erase_keys(spark, "/data/orders_mlt_vocab/email", gone_emails)
+    """
+    snapshot = read_snapshot(path, storage_options=storage_options)
+    kind: Backend = "delta-spark" if use_delta_spark(spark, backend) else "delta-rs"
+    keyed = key_rows(spark, snapshot, keys.select(F.col("key").cast("string").alias("key")), ["key"], backend=kind)
+    held = keyed.held.persist()
+    try:
+        erased = held.count()
+        if not erased:
+            return 0
+        info = {"spark_mlt.vocabulary_of": path, "spark_mlt.operation": "erase", "spark_mlt.erased": erased}
+        if kind == "delta-spark":
+            _erase_merge(spark, snapshot, keyed, info)
+        else:
+            tombstones = held.withColumn("key", F.lit(None).cast("string"))
+            replace_keys(tombstones, keyed, {}, transaction=None, commit_info=info)
+        return int(erased)
+    finally:
+        held.unpersist()
+
+
+def _erase_merge(spark: SparkSession, snapshot: TableSnapshot, keyed: KeyedRows, info: Mapping[str, object]) -> None:
+    """``MERGE INTO`` the vocabulary: each matched key set to null (Delta's UPDATE takes no subquery)."""
+    view = f"spark_mlt_erase_{uuid.uuid4().hex[:12]}"
+    keyed.keys.createOrReplaceTempView(view)
+    target = path_target(locate(snapshot.path, snapshot.storage_options))
+    conf = {"spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(info), sort_keys=True)}
+    try:
+        with session_conf(spark, conf):
+            spark.sql(
+                f"MERGE INTO {target} t USING {view} s ON t.key = s.key WHEN MATCHED THEN UPDATE SET t.key = NULL"
+            ).collect()
+    finally:
+        spark.catalog.dropTempView(view)

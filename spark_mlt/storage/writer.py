@@ -36,6 +36,7 @@ skipped when the table records that version of its ``app_id`` or a later one.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,6 +52,7 @@ from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
+    ReplacedFile,
     WriteMode,
     WritePlan,
     check_mode,
@@ -189,6 +191,7 @@ def write_delta(
     options: WriteOptions | None = None,
     snapshot: TableSnapshot | Literal["read"] | None = "read",
     storage_options: Mapping[str, str] | None = None,
+    replaces: Sequence[ReplacedFile] = (),
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -209,6 +212,8 @@ def write_delta(
         storage_options: the store's settings with delta-rs' keys (see
             [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]) for delta-rs and the driver's
             file work; Spark's own are the session's. Never written to the table or its log.
+        replaces: files of ``snapshot`` the same commit removes (jar-free only): ``df`` holds
+            what stays of their rows (see `spark_mlt.storage.replace`).
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -238,6 +243,12 @@ def write_delta(
     if backend == "delta-rs" and snapshot is not None:
         check_jar_free_write(snapshot, mode)
     plan = _write_plan(call, location, snapshot, stored, run_id=run_id, txn=txn)
+    if replaces:
+        if backend != "delta-rs" or snapshot is None:
+            raise MLTError(
+                "replaces: files are replaced by the jar-free backend, in a table that exists", parameter="replaces"
+            )
+        plan = dataclasses.replace(plan, replaces=tuple(replaces))
     return _delta_spark.write(df, plan) if backend == "delta-spark" else _delta_rs.write(df, plan)
 
 

@@ -1,0 +1,480 @@
+"""A tokenized mirror that follows its source: inserts, updates, deletes and erasure, each
+source version exactly once.
+
+``sync_table`` keeps the Delta table ``output`` equal to what ``tokenize_table`` would write
+from the source Delta table at the version the mirror has reached (rows, tokens, quarantine;
+string keys through the mirror's own vocabularies):
+
+* **State.** The mirror records the source version it holds as a Delta application transaction,
+  ``spark-mlt-sync:<the source table's id>`` (its ``metaData.id``), committed atomically with
+  the rows; the quarantine records the same under ``...:quarantine``. There is no other
+  checkpoint: a sync killed between any two commits and run again finds what landed and does
+  the rest (a commit the table holds is skipped).
+* **First run or full refresh.** The source at its latest version is tokenized into the mirror
+  in one commit (an overwrite when it exists), its quarantine likewise, after checking that the
+  key is unique and never null.
+* **A window.** The change data feed of the versions after the one held, up to the latest
+  ([`read_changes`][spark_mlt.storage.changes.read_changes]; checked first by
+  [`check_feed`][spark_mlt.storage.changes.check_feed], which stops at a gap with the way
+  forward), is reduced to each key's last version: its inserted or post-update row, or none (a
+  delete). Every change of a key is checked against the mirror: a key with two resulting rows in
+  one version, or an insert of a key that exists (or a delete of one that does not), is refused,
+  naming the key and version. The resulting rows are tokenized with the mirror's codecs and
+  ``handle_invalid``; then, in this order, each step idempotent: new string keys into the
+  vocabularies, keys that no row holds any more out of them
+  ([`erase_keys`][spark_mlt.storage.vocabulary.erase_keys]), the quarantine's rows of the keys
+  replaced, the mirror's rows of the keys replaced
+  ([`replace_keys`][spark_mlt.storage.replace.replace_keys]: delta-spark's ``MERGE``, or a
+  jar-free rewrite of the files that hold the keys).
+* **Triggers.** ``available-now`` syncs up to the source's latest version and returns (the
+  scheduled form); an interval syncs, sleeps, and syncs again.
+
+Erasure (docs/sync.md): a deleted row leaves the mirror and the quarantine in the window's
+commits, and a string value no row holds any more leaves its vocabulary; the bytes stay in the
+tables' older files until ``spark-mlt erase`` (vacuum, and purge of deletion vectors) removes them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import time
+from collections.abc import Sequence
+
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import functions as F
+
+from spark_mlt.batch.options import SyncOptions, TokenizeOptions
+from spark_mlt.batch.report import JobReport, phase
+from spark_mlt.batch.tokenize import (
+    REASON_COLUMN,
+    _key_ids,
+    _vocabulary_of,
+    fit_job_codecs,
+    job_backend,
+    split_invalid,
+    tokenize_dataframe,
+    tokenize_frame,
+)
+from spark_mlt.capabilities import Capabilities
+from spark_mlt.column.sqltext import identifier
+from spark_mlt.errors import MLTError, SourceError
+from spark_mlt.options import TOKEN_SUFFIX
+from spark_mlt.storage import (
+    AppTransaction,
+    TableSnapshot,
+    WriteMode,
+    WriteOptions,
+    read_delta,
+    read_snapshot,
+    snapshot_for_write,
+    table_exists,
+    token_write_options,
+    write_delta,
+)
+from spark_mlt.storage.catalog import Backend, resolve_location
+from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, FULL_REFRESH, check_feed, read_changes
+from spark_mlt.storage.reader import read_snapshot_rows
+from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
+from spark_mlt.storage.vocabulary import erase_keys
+
+__all__ = ["SYNC_APP_PREFIX", "sync_app_id", "sync_table"]
+
+log = logging.getLogger("spark_mlt")
+
+#: Application transaction ids of a mirror's syncs: this prefix and the source table's id.
+SYNC_APP_PREFIX = "spark-mlt-sync:"
+_ADDED = ("insert", "update_postimage")
+_LAST = "__spark_mlt_last"
+_NET = "__spark_mlt_net"
+_HELD = "__spark_mlt_held"
+#: Where a window's tokenized rows are kept between its commits.
+_KEEP_LEVEL = StorageLevel.MEMORY_AND_DISK
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    """One sync's arguments, as every step reads them."""
+
+    spark: SparkSession
+    input: str
+    output: str
+    columns: list[str]
+    options: SyncOptions
+    report: JobReport
+
+    @property
+    def backend(self) -> Backend:
+        return job_backend(self.report.capabilities or Capabilities.of(self.spark))
+
+
+def sync_app_id(source: TableSnapshot) -> str:
+    """The application transaction id of a mirror of ``source``: one per source table (its
+    ``metaData.id``), so a source replaced by another table is never taken for the old one."""
+    return SYNC_APP_PREFIX + str(source.table.metadata().id)
+
+
+def sync_table(spark: SparkSession, input: str, output: str, columns: Sequence[str], options: SyncOptions) -> JobReport:
+    """Keep the Delta table ``output`` a tokenized mirror of the Delta table ``input`` (see the
+    module's notes): created on the first run (or with ``options.full_refresh``), then each run
+    applies the source's changes since the version the mirror holds, in one commit per window.
+
+    Raises:
+        ChangeFeedError: the source's change data feed cannot cover the next window (the
+            message names the version; the way forward is ``full_refresh=True``).
+        SourceError: a column or key column is not in the source, a key is null, or the key
+            is not unique (naming the key and version).
+        MLTError: the mirror exists but holds no sync of this source (made by another job, or
+            the source was replaced): rebuild it with ``full_refresh=True``.
+
+    Example::
+
+        sync_table(spark, "/lake/customers", "/lake/customers_mlt", ["customer_id", "email"],
+                   SyncOptions(key=("customer_id",), handle_invalid="quarantine"))
+    """
+    report = JobReport(capabilities=Capabilities.of(spark))
+    interval = options.interval
+    refresh = options.full_refresh
+    run = _Run(spark, input, output, list(columns), options, report)
+    while True:
+        _sync_once(run, refresh=refresh)
+        refresh = False
+        if interval is None:
+            return report
+        time.sleep(interval)
+
+
+def _source_snapshot(spark: SparkSession, input: str, options: SyncOptions) -> TableSnapshot:
+    location = resolve_location(input, spark=spark) if options.input_format == "table" else input
+    return read_snapshot(location, storage_options=options.storage_options)
+
+
+def _sync_once(run: _Run, *, refresh: bool) -> None:
+    spark, input, output, columns, options, report = (
+        run.spark,
+        run.input,
+        run.output,
+        run.columns,
+        run.options,
+        run.report,
+    )
+    started = time.perf_counter()
+    source = _source_snapshot(spark, input, options)
+    names = source.schema.names
+    missing = [c for c in [*columns, *options.key] if c not in names]
+    if missing:
+        raise SourceError(
+            f"columns or key name column(s) {missing} not in the source; it has {names}", parameter="columns"
+        )
+    app = sync_app_id(source)
+    backend = job_backend(report.capabilities or Capabilities.of(spark))
+    mirror = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=spark, backend=backend)
+    held = None if mirror is None else mirror.table.transaction_version(app)
+    if refresh or mirror is None or (held is None and mirror.created_empty):
+        _refresh(run, source=source, mirror=mirror, app=app)
+    elif held is None:
+        raise MLTError(
+            f"output: the mirror {output} holds no sync of the source {source.path} (table id "
+            f"{source.table.metadata().id}): it was written by another job, or the source was replaced; "
+            f"{FULL_REFRESH}",
+            parameter="output",
+        )
+    elif held >= source.version:
+        log.info("sync: %s holds source version %d, the latest: nothing to do", output, held)
+        report.source_version = held
+        return
+    else:
+        _apply_window(run, mirror=mirror, after=held, source=source, app=app)
+    log.info(
+        "sync: %s now holds source version %s (%.1f s): %s",
+        output,
+        report.source_version,
+        time.perf_counter() - started,
+        report.summary(),
+    )
+
+
+def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, app: str) -> None:
+    """The mirror rebuilt from the source at its version, in one commit (and its quarantine's)."""
+    spark, input, output, columns, options, report = (
+        run.spark,
+        run.input,
+        run.output,
+        run.columns,
+        run.options,
+        run.report,
+    )
+    version = source.version
+    backend = job_backend(report.capabilities or Capabilities.of(spark))
+    rows = read_delta(spark, source.path, version=version, storage_options=options.storage_options, backend=backend)
+    rows = rows.persist(_KEEP_LEVEL)
+    try:
+        with phase(report, "check the key"):
+            _check_unique(rows, options.key, f"version {version} of {source.path}")
+        mode: WriteMode = "overwrite" if mirror is not None else "error"
+        snapshot = snapshot_for_write(
+            output, mode, storage_options=options.storage_options, spark=spark, backend=backend
+        )
+        refreshing = _tokenize_options(options, mode)
+        info = {
+            "spark_mlt.job": "sync",
+            "spark_mlt.input": input,
+            "spark_mlt.sync": "full refresh",
+            "spark_mlt.source_version": str(version),
+        }
+        done = tokenize_frame(
+            rows,
+            output,
+            columns,
+            refreshing,
+            snapshot=snapshot,
+            report=JobReport(capabilities=report.capabilities),
+            commit_info=info,
+            transaction=AppTransaction(app, version),
+            quarantine_mode="overwrite" if mirror is not None else "append",
+        )
+        with phase(report, "erase"):
+            report.erased = _erase_absent(spark, rows, output, columns, options)
+    finally:
+        rows.unpersist()
+    _add(report, done, version)
+
+
+def _tokenize_options(options: SyncOptions, mode: WriteMode) -> TokenizeOptions:
+    """The batch job's options of a sync's full refresh: its own, writing with ``mode``."""
+    fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(TokenizeOptions)}
+    return TokenizeOptions(**{**fields, "mode": mode})
+
+
+def _check_unique(rows: DataFrame, key: Sequence[str], where: str) -> None:
+    """Refuses a null key or a key with two rows."""
+    k = [identifier(c) for c in key]
+    null = rows.where(" OR ".join(f"{c} IS NULL" for c in k)).limit(1).collect()
+    if null:
+        raise SourceError(
+            f"key: {where} has a row whose key {list(key)} is null; a mirror needs a key for every row",
+            parameter="key",
+        )
+    twice = rows.groupBy(*k).count().where("count > 1").limit(1).collect()
+    if twice:
+        raise SourceError(
+            f"key: {where} has {twice[0]['count']} rows with the key {_key_text(twice[0], key)}; "
+            f"{list(key)} must be unique (the source's primary key)",
+            parameter="key",
+        )
+
+
+def _key_text(row: object, key: Sequence[str]) -> str:
+    return ", ".join(f"{c}={row[c]!r}" for c in key)  # type: ignore[index]
+
+
+def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: TableSnapshot, app: str) -> None:
+    """The changes of the source's versions ``after + 1 ..`` its latest, applied to the mirror
+    (see the module's notes)."""
+    spark, output, columns, options, report = run.spark, run.output, run.columns, run.options, run.report
+    until = source.version
+    key = list(options.key)
+    capabilities = report.capabilities or Capabilities.of(spark)
+    backend = job_backend(capabilities)
+    with phase(report, "read the feed"):
+        feed = check_feed(
+            source.path, after, until, storage_options=options.storage_options, spark_version=spark.version
+        )
+        changes = read_changes(
+            spark, source.path, after, until, storage_options=options.storage_options, backend=backend, feed=feed
+        ).persist(_KEEP_LEVEL)
+    quarantine_path = options.quarantine or f"{output.rstrip('/')}_quarantine"
+    quarantine = (
+        read_snapshot(quarantine_path, storage_options=options.storage_options)
+        if options.handle_invalid == "quarantine"
+        and table_exists(quarantine_path, storage_options=options.storage_options)
+        else None
+    )
+    tokens: DataFrame | None = None
+    try:
+        keys = changes.select(*(identifier(c) for c in key)).distinct().persist(_KEEP_LEVEL)
+        keyed = key_rows(spark, mirror, keys, key, backend=backend)
+        side = key_rows(spark, quarantine, keys, key, backend=backend) if quarantine is not None else None
+        with phase(report, "check the changes"):
+            _check_changes(changes, keyed.held, side.held if side is not None else None, key, source.path)
+        final = _last_rows(changes, key, names=source.schema.names)
+        with phase(report, "vocabularies"):
+            with_ids, sources, _ = _key_ids(spark, final, columns, output, options)
+        fit_job_codecs(report, with_ids, columns, options, mirror, sources=sources)
+        tokens = tokenize_dataframe(
+            with_ids,
+            report.codecs,
+            handle_invalid=options.handle_invalid,
+            engine=options.engine,
+            sources=sources,
+            layouts=report.layouts,
+            capabilities=capabilities,
+        ).drop(*sources.values())
+        tokens = tokens.persist(_KEEP_LEVEL)
+        if REASON_COLUMN in tokens.columns:
+            good, rejected = split_invalid(tokens, report.codecs)
+        else:
+            good, rejected = tokens, None
+        info = {
+            "spark_mlt.job": "sync",
+            "spark_mlt.input": run.input,
+            "spark_mlt.source_version": str(until),
+            "spark_mlt.source_versions": f"{after + 1}-{until}",
+        }
+        with phase(report, "erase"):
+            report.erased = _erase_dropped(run, final, [keyed, side])
+        transaction = AppTransaction(app, until)
+        with phase(report, "commit"):
+            if options.handle_invalid == "quarantine" and rejected is not None:
+                q_info = {**info, "spark_mlt.quarantine_of": output}
+                q_transaction = AppTransaction(f"{app}:quarantine", until)
+                if side is not None:
+                    replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info)
+                else:
+                    write_delta(
+                        rejected,
+                        quarantine_path,
+                        {},
+                        mode="append",
+                        run_id=q_transaction,
+                        options=WriteOptions(commit_info=q_info, backend=backend),
+                        storage_options=options.storage_options,
+                    )
+            parquet = token_write_options(
+                good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=options.data_page_version
+            )
+            report.write = replace_keys(
+                good, keyed, report.codecs, transaction=transaction, commit_info=info, parquet_options=parquet
+            )
+        written = tokens.agg(
+            F.count(F.lit(1)).alias("rows"),
+            F.count(F.col(REASON_COLUMN)).alias("rejected")
+            if REASON_COLUMN in tokens.columns
+            else F.lit(0).alias("rejected"),
+        ).first()
+        deleted = keys.count() - (final.count())
+        if not report.write.skipped and written is not None:
+            report.rows_out += int(written["rows"]) - int(written["rejected"])
+            report.rows_rejected += int(written["rejected"])
+            report.rows_deleted += deleted
+        report.rows_in = report.rows_out + report.rows_rejected
+        report.source_version = until
+    finally:
+        changes.unpersist()
+        if tokens is not None:
+            tokens.unpersist()
+
+
+def _check_changes(
+    changes: DataFrame, mirror: DataFrame, quarantine: DataFrame | None, key: Sequence[str], source: str
+) -> None:
+    """Refuses a window whose changes do not fit a primary key over the rows the mirror holds:
+    each key's rows, counted from what the mirror (and quarantine) held, plus each version's
+    inserted rows, less its deleted ones, must stay 0 or 1 after every version (a key with two
+    resulting rows in one version, an insert of a key that exists, a delete of one that does not).
+    Null keys are refused too."""
+    k = [identifier(c) for c in key]
+    null = changes.where(" OR ".join(f"{c} IS NULL" for c in k)).select(COMMIT_VERSION).limit(1).collect()
+    if null:
+        raise SourceError(
+            f"key: version {null[0][0]} of {source} has a row whose key {list(key)} is null; a mirror needs a key "
+            "for every row",
+            parameter="key",
+        )
+    held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
+    held = held.groupBy(*k).agg(F.count(F.lit(1)).alias(_HELD))
+    added = F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(-1)
+    per_version = changes.groupBy(*k, COMMIT_VERSION).agg(
+        F.sum(added).alias(_NET), F.sum(F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(0)).alias("__added")
+    )
+    running = Window.partitionBy(*k).orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    walked = per_version.withColumn(_NET, F.sum(_NET).over(running)).join(held, list(key), "left")
+    count = F.coalesce(F.col(_HELD), F.lit(0)) + F.col(_NET)
+    bad = walked.where((count < 0) | (count > 1) | (F.col("__added") > 1)).orderBy(COMMIT_VERSION).limit(1).collect()
+    if bad:
+        row = bad[0]
+        what = (
+            "two resulting rows"
+            if row["__added"] > 1
+            else "an insert of a key the mirror holds"
+            if (row[_HELD] or 0) + row[_NET] > 1
+            else "a delete of a key the mirror does not hold"
+        )
+        raise SourceError(
+            f"key: version {row[COMMIT_VERSION]} of {source} has {what} ({_key_text(row, key)}): {list(key)} is not "
+            f"the source's primary key, or the mirror no longer matches the source; {FULL_REFRESH} once the key is "
+            "unique",
+            parameter="key",
+        )
+
+
+def _last_rows(changes: DataFrame, key: Sequence[str], *, names: Sequence[str]) -> DataFrame:
+    """Each changed key's row after its last version in the window (none: deleted there)."""
+    k = [identifier(c) for c in key]
+    last = changes.groupBy(*k).agg(F.max(COMMIT_VERSION).alias(_LAST))
+    final = changes.join(last, list(key)).where(
+        (F.col(COMMIT_VERSION) == F.col(_LAST)) & F.col(CHANGE_TYPE).isin(*_ADDED)
+    )
+    return final.select(*(identifier(c) for c in names))
+
+
+def _string_columns(rows: DataFrame, columns: Sequence[str]) -> list[str]:
+    types = dict(rows.dtypes)
+    return [c for c in columns if types[c] == "string"]
+
+
+def _erase_dropped(run: _Run, final: DataFrame, parts: Sequence[KeyedRows | None]) -> dict[str, int]:
+    """Erase from each string column's vocabulary the values the mirror's (and quarantine's)
+    rows of the window's keys held that no row holds after it: not in the new rows, nor in any
+    row outside the window's keys."""
+    spark, options = run.spark, run.options
+    held = [part for part in parts if part is not None]
+    erased: dict[str, int] = {}
+    for column in _string_columns(final, run.columns):
+        c = identifier(column)
+        dropped = _union([part.held.select(F.col(c).alias("key")) for part in held]).where("key IS NOT NULL")
+        dropped = dropped.distinct().join(final.select(F.col(c).alias("key")), "key", "left_anti")
+        if not dropped.limit(1).collect():
+            continue
+        others = [
+            read_snapshot_rows(spark, part.snapshot, backend=part.backend)
+            .join(part.keys, list(part.key), "left_anti")
+            .select(F.col(c).alias("key"))
+            for part in held
+        ]
+        dropped = dropped.join(_union(others), "key", "left_anti")
+        path = _vocabulary_of(run.output, column, options)
+        erased[column] = erase_keys(spark, path, dropped, storage_options=options.storage_options)
+    return erased
+
+
+def _union(frames: Sequence[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
+def _erase_absent(
+    spark: SparkSession, rows: DataFrame, output: str, columns: Sequence[str], options: SyncOptions
+) -> dict[str, int]:
+    """A full refresh's erasure: each string column's vocabulary keys that no source row holds."""
+    erased: dict[str, int] = {}
+    for column in _string_columns(rows, columns):
+        path = _vocabulary_of(output, column, options)
+        if not table_exists(path, storage_options=options.storage_options):
+            continue
+        vocabulary = read_delta(spark, path, storage_options=options.storage_options)
+        present = rows.select(F.col(identifier(column)).cast("string").alias("key"))
+        absent = vocabulary.where("key IS NOT NULL").select("key").join(present, "key", "left_anti")
+        erased[column] = erase_keys(spark, path, absent, storage_options=options.storage_options)
+    return erased
+
+
+def _add(total: JobReport, done: JobReport, version: int) -> None:
+    total.codecs, total.layouts, total.write = done.codecs, done.layouts, done.write
+    total.rows_out += done.rows_out
+    total.rows_rejected += done.rows_rejected
+    total.rows_in = total.rows_out + total.rows_rejected
+    total.source_version = version

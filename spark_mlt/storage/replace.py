@@ -1,0 +1,287 @@
+"""Replacing the rows of some keys of a Delta table in one commit: a mirror's updates and
+deletes.
+
+[`key_rows`][spark_mlt.storage.replace.key_rows] finds the rows a table holds for a set of keys
+(a DataFrame of key values), and [`replace_keys`][spark_mlt.storage.replace.replace_keys]
+commits the table with those rows replaced by new ones (a key without a new row is deleted),
+idempotent by an application transaction:
+
+* ``delta-spark`` (Delta's jars): one ``MERGE INTO`` keyed on the key columns (delete, update,
+  insert), with Delta's idempotent DML settings (``spark.databricks.delta.write.txnAppId`` and
+  ``txnVersion``) for the transaction.
+* ``delta-rs`` (jar-free): only the files that can hold one of the keys are rewritten. The
+  candidates are found from the files' statistics (each key column's ``minValues`` and
+  ``maxValues``, or its partition value) joined with the keys in Spark; their rows less those of
+  the keys, with the new rows, are written by Spark, and one commit removes the candidates and
+  adds the new files. A candidate with a deletion vector is refused (delta-rs cannot name the
+  vector in its remove action): purge it first (``REORG TABLE ... APPLY (PURGE)``). No row
+  passes through the driver; only the candidates' names do.
+
+Changes cluster by key in most tables (new and recent rows change most), so the statistics
+keep the rewrite to few files; keys spread over every file rewrite every file, which is then
+as costly as writing the table again (docs/sync.md).
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import unquote
+
+import pyarrow as pa
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+
+from spark_mlt.codec import MLTCodec
+from spark_mlt.column.sqltext import identifier
+from spark_mlt.errors import ConcurrentWriteError, TableFeatureError
+from spark_mlt.storage import _delta_spark
+from spark_mlt.storage._plan import DeltaWriteResult, ReplacedFile, skipped_write
+from spark_mlt.storage.catalog import Backend
+from spark_mlt.storage.fs import locate
+from spark_mlt.storage.properties import AppTransaction
+from spark_mlt.storage.reader import _read_files, read_snapshot_rows
+from spark_mlt.storage.schema import table_layout
+from spark_mlt.storage.table import WRITE_ID, TableSnapshot, read_snapshot
+from spark_mlt.storage.writer import WriteOptions, write_delta
+
+__all__ = ["KeyedRows", "key_rows", "replace_keys"]
+
+#: Delta's default length of a string's statistics: a longer max may be a truncated one.
+_STATS_PREFIX = 32
+
+
+@dataclass(frozen=True)
+class KeyedRows:
+    """The rows of a table version that can hold a set of keys.
+
+    Attributes:
+        snapshot: the version read.
+        key: the key columns.
+        keys: the keys (a DataFrame of the key columns, distinct).
+        rows: the rows read: the candidate files' (jar-free) or the table's (delta-spark).
+        candidates: the files the jar-free rewrite replaces (empty with delta-spark).
+        backend: the backend that reads and commits.
+    """
+
+    snapshot: TableSnapshot
+    key: tuple[str, ...]
+    keys: DataFrame
+    rows: DataFrame
+    candidates: tuple[ReplacedFile, ...]
+    backend: Backend
+
+    @property
+    def held(self) -> DataFrame:
+        """The rows the version holds for the keys."""
+        return self.rows.join(self.keys, list(self.key), "left_semi")
+
+    @property
+    def kept(self) -> DataFrame:
+        """The rows read that hold none of the keys (what a rewrite keeps)."""
+        return self.rows.join(self.keys, list(self.key), "left_anti")
+
+
+def key_rows(
+    spark: SparkSession, snapshot: TableSnapshot, keys: DataFrame, key: Sequence[str], *, backend: Backend
+) -> KeyedRows:
+    """The rows of ``snapshot`` that can hold one of ``keys`` (see the module's notes).
+
+    Raises:
+        TableFeatureError: jar-free, and a candidate file has a deletion vector.
+
+    Example::
+
+        keyed = key_rows(spark, read_snapshot("/data/mirror"), changed_keys, ["customer_id"], backend="delta-rs")
+    """
+    names = tuple(key)
+    keys = keys.select(*(identifier(k) for k in names)).distinct()
+    if backend == "delta-spark":
+        return KeyedRows(snapshot, names, keys, read_snapshot_rows(spark, snapshot, backend=backend), (), backend)
+    candidates = _candidates(spark, snapshot, keys, names)
+    location = locate(snapshot.path, snapshot.storage_options)
+    if candidates:
+        rows = _read_files(spark, location, snapshot.table, only={c.path for c in candidates})
+    else:
+        rows = read_snapshot_rows(spark, snapshot, backend=backend).limit(0)
+    return KeyedRows(snapshot, names, keys, rows, candidates, backend)
+
+
+def _candidates(
+    spark: SparkSession, snapshot: TableSnapshot, keys: DataFrame, key: tuple[str, ...]
+) -> tuple[ReplacedFile, ...]:
+    """The files whose statistics (or partition values) admit one of ``keys``."""
+    actions = pa.table(snapshot.table.get_add_actions(flatten=True))
+    if not actions.num_rows:
+        return ()
+    if any(name.startswith("deletionVector") for name in actions.column_names):
+        storage = actions.column(
+            next(n for n in actions.column_names if n.startswith("deletionVector.storageType"))
+        ).to_pylist()
+    else:
+        storage = [None] * actions.num_rows
+    layout = table_layout(snapshot.table)
+    physical = layout.physical_names
+    bounds: list[list[Any]] = []
+    fields: list[StructField] = []
+    for i, name in enumerate(key):
+        kind = layout.logical[name].dataType
+        if name in layout.partition_columns:
+            column = f"partition.{physical[name]}"
+            values = actions.column(column).to_pylist() if column in actions.column_names else [None] * actions.num_rows
+            lows, highs = values, values
+        else:
+            low, high = f"min.{physical[name]}", f"max.{physical[name]}"
+            lows = actions.column(low).to_pylist() if low in actions.column_names else [None] * actions.num_rows
+            highs = actions.column(high).to_pylist() if high in actions.column_names else [None] * actions.num_rows
+            if isinstance(kind, StringType):
+                highs = [h if h is None or len(h) < _STATS_PREFIX else None for h in highs]
+        bounds += [lows, highs]
+        fields += [StructField(f"__lo_{i}", kind), StructField(f"__hi_{i}", kind)]
+    schema = StructType([StructField("__file", IntegerType(), False), *fields])
+    table = [(i, *(column[i] for column in bounds)) for i in range(actions.num_rows)]
+    files = spark.createDataFrame(table, schema)
+    condition = None
+    for i, name in enumerate(key):
+        at, floor, ceiling = F.col(identifier(name)), F.col(f"__lo_{i}"), F.col(f"__hi_{i}")
+        admits = (floor.isNull() | (at >= floor)) & (ceiling.isNull() | (at <= ceiling))
+        condition = admits if condition is None else condition & admits
+    hits = sorted(int(r[0]) for r in keys.join(F.broadcast(files), condition).select("__file").distinct().collect())
+    paths = actions.column("path").to_pylist()
+    sizes = actions.column("size_bytes").to_pylist()
+    partition_names = [n for n in actions.column_names if n.startswith("partition.")]
+    chosen = []
+    for i in hits:
+        if storage[i] is not None:
+            raise TableFeatureError(
+                f"the Delta table at {snapshot.path} has a deletion vector on {paths[i]}, a file this write must "
+                "rewrite, and the jar-free path cannot remove a file with one: purge the vectors first "
+                "(REORG TABLE ... APPLY (PURGE)) or use a session with Delta's jars",
+                feature="deletionVectors",
+            )
+        values = {n[len("partition.") :]: _partition_text(actions.column(n)[i].as_py()) for n in partition_names}
+        chosen.append(ReplacedFile(unquote(str(paths[i])), int(sizes[i]), values))
+    return tuple(chosen)
+
+
+def _partition_text(value: Any) -> str | None:
+    """A partition value as the log writes it (delta-rs gives it typed)."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def replace_keys(
+    rows: DataFrame,
+    keyed: KeyedRows,
+    codecs: Mapping[str, MLTCodec],
+    *,
+    transaction: AppTransaction | None,
+    commit_info: Mapping[str, Any],
+    parquet_options: Mapping[str, str] | None = None,
+) -> DeltaWriteResult:
+    """Commit ``keyed.snapshot``'s table with the rows of ``keyed.keys`` replaced by ``rows``
+    (the table's columns; at most one row per key; a key without one is deleted), in one
+    commit that records ``transaction`` (skipped when the table holds it already; None: no
+    transaction, for a rewrite that is idempotent by itself).
+
+    Raises:
+        ConcurrentWriteError: another writer removed a rewritten file meanwhile (jar-free) or
+            kept winning (delta-spark); nothing was committed.
+
+    Example::
+
+        replace_keys(new_rows, keyed, codecs, transaction=AppTransaction("spark-mlt-sync:...", 45),
+                     commit_info={"spark_mlt.job": "sync"})
+    """
+    snapshot = keyed.snapshot
+    if transaction is not None and snapshot.holds(transaction):
+        return skipped_write(snapshot.path, snapshot.version, transaction)
+    if keyed.backend == "delta-spark":
+        return _merge(rows, keyed, transaction, commit_info, parquet_options or {})
+    written = keyed.kept.unionByName(rows.select(*keyed.rows.columns))
+    options = WriteOptions(
+        commit_info=dict(commit_info), parquet_options=dict(parquet_options or {}), backend="delta-rs"
+    )
+    return write_delta(
+        written,
+        snapshot.path,
+        codecs,
+        mode="append",
+        run_id=transaction,
+        options=options,
+        snapshot=snapshot,
+        storage_options=snapshot.storage_options,
+        replaces=keyed.candidates,
+    )
+
+
+_PRESENT = "__spark_mlt_present"
+
+
+def _merge(
+    rows: DataFrame,
+    keyed: KeyedRows,
+    transaction: AppTransaction | None,
+    commit_info: Mapping[str, Any],
+    parquet_options: Mapping[str, str],
+) -> DeltaWriteResult:
+    """``MERGE INTO`` the table with the keys and their new rows, as the transaction."""
+    spark = rows.sparkSession
+    snapshot = keyed.snapshot
+    location = locate(snapshot.path, snapshot.storage_options)
+    columns = list(keyed.rows.columns)
+    source = keyed.keys.join(
+        rows.select(*columns).withColumn(_PRESENT, F.lit(True)), list(keyed.key), "left"
+    ).withColumn(_PRESENT, F.coalesce(F.col(_PRESENT), F.lit(False)))
+    view = f"spark_mlt_merge_{uuid.uuid4().hex[:12]}"
+    source.createOrReplaceTempView(view)
+    on = " AND ".join(f"t.{identifier(k)} = s.{identifier(k)}" for k in keyed.key)
+    sets = ", ".join(f"t.{identifier(c)} = s.{identifier(c)}" for c in columns)
+    names = ", ".join(identifier(c) for c in columns)
+    values = ", ".join(f"s.{identifier(c)}" for c in columns)
+    sql = (
+        f"MERGE INTO {_delta_spark.path_target(location)} t USING {view} s ON {on} "
+        f"WHEN MATCHED AND NOT s.{_PRESENT} THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s.{_PRESENT} THEN INSERT ({names}) VALUES ({values})"
+    )
+    write_id = uuid.uuid4().hex
+    metadata = {**commit_info, WRITE_ID: write_id}
+    conf = {**parquet_options}
+    if transaction is not None:  # Delta's idempotent DML
+        conf["spark.databricks.delta.write.txnAppId"] = transaction.app_id
+        conf["spark.databricks.delta.write.txnVersion"] = str(transaction.version)
+        metadata["spark_mlt.transaction"] = str(transaction)
+    conf["spark.databricks.delta.commitInfo.userMetadata"] = json.dumps(metadata, sort_keys=True)
+    try:
+        with _delta_spark.session_conf(spark, conf):
+            spark.sql(sql).collect()
+    except Exception as error:
+        if _delta_spark.lost_race(error):
+            raise ConcurrentWriteError(
+                f"another writer committed to {location.uri} while the merge ran; nothing of it was committed: "
+                "run it again"
+            ) from error
+        raise
+    finally:
+        spark.catalog.dropTempView(view)
+    after = read_snapshot(location.uri, storage_options=snapshot.storage_options)
+    commit = after.commit_of(write_id, after=snapshot.version)
+    if commit is None:
+        if transaction is not None and after.holds(transaction):
+            return skipped_write(location.uri, after.version, transaction)
+        raise ConcurrentWriteError(
+            f"delta-spark returned from the merge into {location.uri}, but no commit after version "
+            f"{snapshot.version} carries its write id {write_id}: look at the table's history before running it again"
+        )
+    metrics = commit.get("operationMetrics") or {}
+    changed = sum(int(metrics.get(name, "0")) for name in ("numTargetRowsInserted", "numTargetRowsUpdated"))
+    files = int(metrics.get("numTargetFilesAdded", "0"))
+    return DeltaWriteResult(location.uri, int(commit["version"]), changed, files, "delta-spark")
