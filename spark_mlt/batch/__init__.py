@@ -5,6 +5,7 @@ One module per role:
 * ``options``: the jobs' typed options
   ([`TokenizeOptions`][spark_mlt.batch.options.TokenizeOptions],
   [`StreamOptions`][spark_mlt.batch.options.StreamOptions],
+  [`SyncOptions`][spark_mlt.batch.options.SyncOptions],
   [`MovieLensOptions`][spark_mlt.batch.options.MovieLensOptions],
   [`DecodeOptions`][spark_mlt.batch.options.DecodeOptions]), checked when built; each field's help
   is in its metadata.
@@ -13,6 +14,8 @@ One module per role:
   [`tokenize_table`][spark_mlt.batch.tokenize.tokenize_table] and the token layouts.
 * ``stream``: [`tokenize_stream`][spark_mlt.batch.stream.tokenize_stream], the same work on the
   input's new rows as they land; it builds on ``tokenize`` (never the other way round).
+* ``sync``: [`sync_table`][spark_mlt.batch.sync.sync_table], a tokenized mirror that follows its
+  Delta source's inserts, updates, deletes and erasures; it builds on ``tokenize``.
 * ``movielens``: the MovieLens releases, the synthetic generator,
   [`tokenize_movielens`][spark_mlt.batch.movielens.tokenize_movielens].
 * ``decode``: [`decode_table`][spark_mlt.batch.decode.decode_table],
@@ -46,11 +49,19 @@ from spark_mlt.batch.movielens import (
     read_ratings,
     tokenize_movielens,
 )
-from spark_mlt.batch.options import DecodeOptions, JobOptions, MovieLensOptions, StreamOptions, TokenizeOptions
+from spark_mlt.batch.options import (
+    DecodeOptions,
+    JobOptions,
+    MovieLensOptions,
+    StreamOptions,
+    SyncOptions,
+    TokenizeOptions,
+)
 from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session, local_session
 from spark_mlt.batch.stream import tokenize_stream
+from spark_mlt.batch.sync import sync_table
 from spark_mlt.batch.tokenize import split_invalid, tokenize_dataframe, tokenize_table
 from spark_mlt.options import TOKEN_SUFFIX
 
@@ -62,6 +73,7 @@ __all__ = [
     "MovieLensOptions",
     "MovieLensRelease",
     "StreamOptions",
+    "SyncOptions",
     "TokenizeOptions",
     "decode_table",
     "detect_release",
@@ -72,6 +84,7 @@ __all__ = [
     "read_ratings",
     "reproduce_paper",
     "split_invalid",
+    "sync_table",
     "tokenize_dataframe",
     "tokenize_movielens",
     "tokenize_stream",

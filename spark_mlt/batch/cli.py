@@ -56,11 +56,12 @@ from spark_mlt import __version__
 from spark_mlt.batch.decode import decode_table
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.movielens import tokenize_movielens
-from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, StreamOptions, TokenizeOptions
+from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, StreamOptions, SyncOptions, TokenizeOptions
 from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
 from spark_mlt.batch.stream import check_stream_job, tokenize_stream
+from spark_mlt.batch.sync import sync_table
 from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.jars import JVM_EXTENSION, jvm_jar
@@ -172,11 +173,14 @@ def _default_text(field: dataclasses.Field[Any]) -> str:
 
 
 def option_flags(options: type[Any]) -> list[Flag]:
-    """The flags of an options dataclass: one per field, help from ``metadata["help"]``."""
+    """The flags of an options dataclass: one per field, help from ``metadata["help"]``, but the
+    fields the class says its job never takes (``NOT_FLAGS``)."""
     hints = get_type_hints(options)
+    hidden = set(getattr(options, "NOT_FLAGS", ()))
     return [
         Flag(f.name, hints[f.name], str(f.metadata.get("help", "")) + _default_text(f))
         for f in dataclasses.fields(options)
+        if f.name not in hidden
     ]
 
 
@@ -283,6 +287,25 @@ JOBS: dict[str, Job] = {
             "tokenize the input's new files (or a Delta table's new commits) as they land, each row exactly "
             "once (Structured Streaming; needs --checkpoint; appends)",
             check_stream_job,
+        ),
+    ),
+    "sync": Job(
+        sync_table,
+        SyncOptions,
+        {
+            "input": "the source Delta table's path (change data feed on), or a catalog table's name "
+            "(--input-format table)",
+            "output": "the mirror: a Delta table path",
+            "columns": "id columns to tokenize (a b, or a,b)",
+        },
+        "keep a tokenized mirror of a Delta table: its inserts, updates, deletes and erasures, each version once",
+        (
+            "spark-mlt sync --input lake/customers --output out/customers_mlt --columns customer_id email "
+            "--key customer_id",
+            "spark-mlt sync --input lake/customers --output out/customers_mlt --columns customer_id "
+            "--key customer_id --trigger '5 minutes'",
+            "spark-mlt sync --input lake/customers --output out/customers_mlt --columns customer_id "
+            "--key customer_id --full-refresh",
         ),
     ),
     "decode": Job(

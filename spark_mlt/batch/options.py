@@ -20,7 +20,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 from spark_mlt.codec import DEFAULT_SEED
 from spark_mlt.column.layouts import STORAGE_LAYOUTS, StorageLayout
@@ -311,6 +311,10 @@ class SyncOptions(TokenizeOptions):
 
         SyncOptions(key=("customer_id",), handle_invalid="quarantine", trigger="5 minutes")
     """
+
+    #: The batch settings a sync refuses (each commit is idempotent by its source version): no
+    #: flags of ``spark-mlt sync``.
+    NOT_FLAGS: ClassVar[tuple[str, ...]] = ("mode", "run_id", "dry_run", "read_options")
 
     input_format: InputFormat = field(
         default="delta", metadata=_help("delta (input is a Delta table's path) or table (a catalog table's name)")
