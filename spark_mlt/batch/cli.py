@@ -54,6 +54,7 @@ import yaml
 
 from spark_mlt import __version__
 from spark_mlt.batch.decode import decode_table
+from spark_mlt.batch.erase import erase_physically
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.movielens import tokenize_movielens
 from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, StreamOptions, SyncOptions, TokenizeOptions
@@ -354,6 +355,12 @@ _VACUUM_EXAMPLES = (
 )
 
 
+_ERASE_EXAMPLES = (
+    "spark-mlt erase --input out/customers_mlt",
+    "spark-mlt erase --input out/customers_mlt --apply",
+    "spark-mlt erase --input out/customers_mlt --retention-hours 0 --apply",
+)
+
 _JAR_EXAMPLES = (
     "spark-mlt jar",
     "spark-mlt jar --spark-version 3.5.1",
@@ -430,18 +437,29 @@ def _add_table_commands(sub: Any) -> None:
     for name, help_, examples in (
         ("inspect", "print a table's codecs, versions and row count (JSON)", _INSPECT_EXAMPLES),
         ("vacuum", "list (default) or delete orphan and expired files of a table", _VACUUM_EXAMPLES),
+        (
+            "erase",
+            "make a mirror's erasures physical: purge deletion vectors and vacuum the mirror, its quarantine and "
+            "vocabularies (JSON: what is deleted, what is pending and until when)",
+            _ERASE_EXAMPLES,
+        ),
     ):
         command = _add_command(sub, name, help_, examples)
         command.add_argument_group("required").add_argument(
             "--input", required=True, help="Delta table path, or a catalog table's name (db.table)"
         )
-        if name == "vacuum":
+        if name in ("vacuum", "erase"):
             command.add_argument(
                 "--retention-hours", type=int, default=168, help="keep files younger than this (default: 168, 7 days)"
             )
             command.add_argument("--apply", action="store_true", help="delete the files (default: only list them)")
+        if name == "vacuum":
             command.add_argument(
                 "--orphans", action="store_true", help="list the files no table version references, now"
+            )
+        if name == "erase":
+            command.add_argument(
+                "--quarantine", default=None, help="the mirror's quarantine table (default: <input>_quarantine)"
             )
         add_flags(command, [_STORAGE_FLAG])
         _add_verbosity(command)
@@ -675,6 +693,21 @@ def _run_vacuum(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _run_erase(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    options = _storage_options(args)
+    spark = _catalog_session(args, options)
+    report = erase_physically(
+        args.input,
+        quarantine=args.quarantine,
+        retention_hours=args.retention_hours,
+        apply=args.apply,
+        spark=spark,
+        storage_options=options,
+    )
+    print(json.dumps(report, indent=2))
+    return EXIT_OK
+
+
 def _run_jar(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     jar = jvm_jar(args.spark_version)
     print(f"--jars {jar} --conf spark.sql.extensions={JVM_EXTENSION}" if args.submit else jar)
@@ -682,7 +715,8 @@ def _run_jar(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
 
 
 def _handler(command: str) -> Callable[[argparse.Namespace, Mapping[str, Any]], int]:
-    return {"inspect": _run_inspect, "vacuum": _run_vacuum, "jar": _run_jar}.get(command, _run_job)
+    handlers = {"inspect": _run_inspect, "vacuum": _run_vacuum, "erase": _run_erase, "jar": _run_jar}
+    return handlers.get(command, _run_job)
 
 
 def _parse(argv: Sequence[str] | None) -> tuple[argparse.Namespace, dict[str, Any]]:

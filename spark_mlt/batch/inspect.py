@@ -13,6 +13,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_mlt.column import token_layouts
 from spark_mlt.storage import TableSnapshot, read_snapshot
+from spark_mlt.storage.maintenance import pending_erasures
 
 __all__ = ["inspect_table"]
 
@@ -21,8 +22,10 @@ HISTORY_KEYS = ("version", "timestamp", "operation", "spark_mlt.job", "spark_mlt
 
 def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """A table's codecs (p, n, seed, capacity, fingerprint, token layout, packed bits), its
-    version, row count, the streaming writers that committed to it (their ids and last batch)
-    and its last ``history`` commits, as a JSON-ready dict.
+    version, row count, the streaming writers that committed to it (their ids and last batch),
+    the erasures pending a vacuum (files its commits removed that storage still holds, and
+    rows hidden by deletion vectors: see ``pending_erasures``) and its last ``history``
+    commits, as a JSON-ready dict.
 
     Raises:
         MissingTableError: no Delta table at ``path`` (a FileNotFoundError).
@@ -52,6 +55,7 @@ def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str,
         "rows": snapshot.rows,
         "codecs": codecs,
         "streams": _streams(snapshot),
+        "erasures": pending_erasures(path, storage_options=storage_options),
         "history": commits,
     }
 

@@ -25,11 +25,15 @@ with delta-rs. Paths are returned relative to the table either way.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
 from collections.abc import Mapping
+from typing import Any
+from urllib.parse import unquote
 
+import pyarrow as pa
 import pyarrow.fs as pafs
 from pyspark.sql import SparkSession
 
@@ -39,9 +43,12 @@ from spark_mlt.storage._delta_spark import path_target, session_conf
 from spark_mlt.storage.catalog import local_uri, resolve_location, use_delta_spark
 from spark_mlt.storage.features import check_writable
 from spark_mlt.storage.fs import Location, locate
-from spark_mlt.storage.table import open_table
+from spark_mlt.storage.table import open_table, read_snapshot
 
-__all__ = ["orphan_files", "vacuum"]
+__all__ = ["orphan_files", "pending_erasures", "vacuum"]
+
+#: How many of a table's newest commits ``pending_erasures`` reads for the files they removed.
+ERASURE_HISTORY = 10_000
 
 
 def orphan_files(path: str | os.PathLike[str], *, storage_options: Mapping[str, str] | None = None) -> list[str]:
@@ -166,3 +173,55 @@ def _remove_empty_staging(location: Location, *, cutoff: float) -> None:
         times = [info.mtime_ns for info in (folder, *files) if info.mtime_ns is not None]
         if not times or max(times) / 1e9 <= cutoff:
             location.remove_folder(name)
+
+
+def pending_erasures(
+    path: str | os.PathLike[str], *, retention_hours: int = 168, storage_options: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """What of a table's deleted rows is still in its storage, and when it can go: the files
+    its commits removed (an update's, a delete's, a sync's rewritten files) that are still
+    there, each with the time a vacuum with ``retention_hours`` may delete it, and the rows its
+    deletion vectors hide (their bytes stay in the data files until a purge,
+    ``REORG TABLE ... APPLY (PURGE)``, rewrites them). Reads the table's last
+    [`ERASURE_HISTORY`][spark_mlt.storage.maintenance.ERASURE_HISTORY] commits; no Spark.
+
+    Example::
+
+        pending_erasures("/data/customers_mlt")["removed_files"]  # [{"path": ..., "deletable_after": ...}]
+    """
+    location = locate(resolve_location(path), storage_options)
+    snapshot = read_snapshot(location.uri, storage_options=storage_options)
+    held = {unquote(str(p)) for p in pa.table(snapshot.table.get_add_actions(flatten=True)).column("path").to_pylist()}
+    removed: dict[str, int] = {}
+    for commit in snapshot.commits(ERASURE_HISTORY):
+        entry = location.path(f"_delta_log/{commit.version:020d}.json")
+        with location.filesystem.open_input_stream(entry) as stream:
+            lines = stream.read().decode().splitlines()
+        for line in filter(None, lines):
+            action = json.loads(line).get("remove")
+            if action is not None:
+                name = unquote(action["path"])
+                removed.setdefault(name, int(action.get("deletionTimestamp") or commit.timestamp))
+    still = sorted(
+        (name, at) for name, at in removed.items() if name not in held and "://" not in name and location.exists(name)
+    )
+    retention_ms = retention_hours * 3_600_000
+    files = [
+        {
+            "path": name,
+            "removed_at": _iso(at),
+            "deletable_after": _iso(at + retention_ms),
+        }
+        for name, at in still
+    ]
+    hidden = snapshot.records - snapshot.rows
+    return {
+        "removed_files": files,
+        "removed_bytes": sum(location.filesystem.get_file_info(location.path(f["path"])).size or 0 for f in files),
+        "rows_in_deletion_vectors": hidden,
+        "retention_hours": retention_hours,
+    }
+
+
+def _iso(milliseconds: int) -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(milliseconds / 1000))
