@@ -11,6 +11,7 @@ catch the whole family or one kind::
     ├── InvalidIdError                  an id outside the codec's domain (NumPy codec)
     ├── InvalidTokenError               a token vector that is no valid code (NumPy codec)
     ├── SourceError                     a job's input cannot be read as asked (missing file or column)
+    │   └── ChangeFeedError             a source's change data feed cannot cover a sync's next versions
     ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
     ├── MissingJarsError (FileNotFoundError) a checkout's jar cache lacks a line's jars (``make jars``)
     ├── JarVersionError                 the session's spark-mlt jar is of another version than the package
@@ -41,6 +42,7 @@ command can name its own flag instead (``layout`` -> ``--layout``).
 from __future__ import annotations
 
 __all__ = [
+    "ChangeFeedError",
     "CodecFormatError",
     "CodecMismatchError",
     "CodecParameterError",
@@ -111,6 +113,16 @@ class InvalidTokenError(MLTError):
 
 class SourceError(MLTError):
     """A job's input cannot be read as asked: no ratings file, a missing column."""
+
+
+class ChangeFeedError(SourceError):
+    """The change data feed of a sync's source cannot cover the versions it needs next (a log
+    entry or file cleaned up, the feed off, a schema change): the message names the version and
+    the way forward (a full refresh), and ``version`` is that version."""
+
+    def __init__(self, message: str, *, version: int) -> None:
+        super().__init__(message, parameter="input")
+        self.version = version
 
 
 class MissingExtraError(MLTError, ImportError):

@@ -29,6 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "jobs" / "dags"
 DAG_ID = "spark_mlt_movielens"
 INCREMENTAL_ID = "spark_mlt_orders_incremental"
+MIRROR_ID = "spark_mlt_customers_sync"
 SPARK_SUBMIT = "airflow.providers.apache.spark.operators.spark_submit.SparkSubmitOperator"
 
 
@@ -139,6 +140,19 @@ for env in json.loads(sys.argv[2]):
                 for task in incremental.tasks
             },
         }
+    mirror = bag.dags.get("spark_mlt_customers_sync")
+    if mirror is not None:
+        result["mirror"] = {
+            "max_active_runs": mirror.max_active_runs,
+            "tasks": {
+                task.task_id: {
+                    "application": task.application,
+                    "application_args": list(task.application_args or []),
+                    "downstream": sorted(task.downstream_task_ids),
+                }
+                for task in mirror.tasks
+            },
+        }
     results.append(result)
 print("PROBE-JSON " + json.dumps(results))
 """
@@ -190,7 +204,7 @@ def test_dag_parses_without_errors_or_warnings(parsed: list[dict[str, Any]]) -> 
     for result in parsed:
         assert result["import_errors"] == {}
         assert result["warnings"] == []
-        assert result["dag_ids"] == sorted([DAG_ID, INCREMENTAL_ID])
+        assert result["dag_ids"] == sorted([DAG_ID, INCREMENTAL_ID, MIRROR_ID])
         assert result["imported"] == []  # parsing must not need spark_mlt (nor pyspark) on the scheduler
         assert result["dag"] == {"catchup": False, "schedule": "@daily", "max_active_runs": 1}
 
@@ -272,3 +286,20 @@ def test_the_incremental_dag_streams_new_files_available_now(parsed: list[dict[s
     assert run is tokenize_stream
     assert call["stream"].interval is None  # available-now
     assert call["stream"].checkpoint == args[args.index("--checkpoint") + 1]
+
+
+def test_the_mirror_dag_syncs_then_vacuums_the_erasures_with_the_repository_jobs(
+    parsed: list[dict[str, Any]],
+) -> None:
+    """One writer per mirror; the sync runs the sync command by its key, then the erase job
+    vacuums: both are the repository's spark-submit scripts, whose flags the real parser takes."""
+    mirror = parsed[0]["mirror"]
+    assert mirror["max_active_runs"] == 1
+    tasks = mirror["tasks"]
+    assert tasks["sync_customers"]["downstream"] == ["erase_customers"]
+    for task, command in (("sync_customers", "sync"), ("erase_customers", "erase")):
+        application = Path(tasks[task]["application"])
+        assert application.is_file() and f'main(["{command}"' in application.read_text()
+    args = tasks["sync_customers"]["application_args"]
+    assert args[args.index("--key") + 1] == "customer_id"
+    assert "--apply" in tasks["erase_customers"]["application_args"]

@@ -212,3 +212,58 @@ with DAG(
             "quarantine",
         ],
     )
+
+
+# -------------------------------------------------------------------------------- mirror
+# A tokenized mirror of a Delta table that changes (customers: corrected, merged, erased):
+# each run applies the source's changes since the version the mirror holds (its change data
+# feed), in one commit, exactly once: the mirror records the source version it reached, so a
+# retried or overlapping run commits nothing twice. After each sync the erasures are made
+# physical as far as the retention allows: the files the syncs removed more than 7 days ago are
+# vacuumed from the mirror, its quarantine and its vocabularies (docs/sync.md: erasure step by step).
+CUSTOMERS = _variable("spark_mlt_customers_source", f"{SPARK_MLT_HOME}/data/customers")
+CUSTOMERS_MLT = _variable("spark_mlt_customers_output", f"{SPARK_MLT_HOME}/output/customers_mlt")
+
+with DAG(
+    dag_id="spark_mlt_customers_sync",
+    description="Keep a tokenized mirror of a changing Delta table: its updates, deletes and erasures",
+    doc_md="Hourly: the source's changes into the mirror, one commit per run, then the expired files vacuumed.",
+    schedule="@hourly",
+    start_date=datetime(2025, 1, 1, tzinfo=timezone.utc),
+    catchup=False,
+    max_active_runs=1,  # one writer per mirror
+    default_args=default_args,
+    tags=["spark-mlt", "sync", "delta", "erasure"],
+) as mirror:
+    sync_customers = SparkSubmitOperator(
+        task_id="sync_customers",
+        conn_id="spark_default",
+        application=f"{SPARK_MLT_HOME}/jobs/sync_table.py",
+        py_files=PY_FILES,
+        conf=SPARK_CONF,
+        name="spark-mlt-customers-sync",
+        application_args=[
+            "--input",
+            CUSTOMERS,
+            "--output",
+            CUSTOMERS_MLT,
+            "--columns",
+            "customer_id",
+            "email",
+            "--key",
+            "customer_id",
+            "--handle-invalid",
+            "quarantine",
+        ],
+    )
+    erase_customers = SparkSubmitOperator(
+        task_id="erase_customers",
+        conn_id="spark_default",
+        application=f"{SPARK_MLT_HOME}/jobs/erase_mirror.py",
+        py_files=PY_FILES,
+        conf=SPARK_CONF,
+        name="spark-mlt-customers-erase",
+        # the files the syncs removed more than the retention (7 days) ago
+        application_args=["--input", CUSTOMERS_MLT, "--apply"],
+    )
+    sync_customers >> erase_customers

@@ -26,14 +26,22 @@ One module per role, as delta-rs' own Python package is laid out:
   ``_delta_spark`` (Delta's jars).
 * `reader`: [`read_delta`][spark_mlt.storage.reader.read_delta] into Spark, and
   [`read_snapshot_rows`][spark_mlt.storage.reader.read_snapshot_rows] for a snapshot already read.
-* `maintenance`: [`orphan_files`][spark_mlt.storage.maintenance.orphan_files] and
-  [`vacuum`][spark_mlt.storage.maintenance.vacuum].
+* `maintenance`: [`orphan_files`][spark_mlt.storage.maintenance.orphan_files],
+  [`vacuum`][spark_mlt.storage.maintenance.vacuum] and
+  [`pending_erasures`][spark_mlt.storage.maintenance.pending_erasures].
+* `changes`: [`read_changes`][spark_mlt.storage.changes.read_changes], a table's change data
+  feed (delta-spark's, or read from the log without jars), and
+  [`check_feed`][spark_mlt.storage.changes.check_feed], which refuses a range it cannot cover.
+* `replace`: [`key_rows`][spark_mlt.storage.replace.key_rows] and
+  [`replace_keys`][spark_mlt.storage.replace.replace_keys]: the rows of some keys replaced in one
+  commit (``MERGE``, or a jar-free rewrite of the files that hold them).
 * `vocabulary`: append-only key vocabularies.
 """
 
 from __future__ import annotations
 
 from spark_mlt.errors import (
+    ChangeFeedError,
     CodecMismatchError,
     ConcurrentWriteError,
     ConstraintViolationError,
@@ -49,7 +57,8 @@ from spark_mlt.errors import (
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
 from spark_mlt.storage.catalog import is_table_name, use_delta_spark
 from spark_mlt.storage.fs import StorageOptions, redact, s3a_conf
-from spark_mlt.storage.maintenance import orphan_files, vacuum
+from spark_mlt.storage.changes import check_feed, read_changes
+from spark_mlt.storage.maintenance import orphan_files, pending_erasures, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
     FORMAT_PROPERTY,
@@ -62,7 +71,15 @@ from spark_mlt.storage.properties import (
 )
 from spark_mlt.storage.reader import read_appended, read_delta, read_snapshot_rows
 from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
-from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, keys_for_ids, planned_size, read_vocabulary
+from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
+from spark_mlt.storage.vocabulary import (
+    assign_ids,
+    check_vocabulary,
+    erase_keys,
+    keys_for_ids,
+    planned_size,
+    read_vocabulary,
+)
 from spark_mlt.storage.writer import (
     DATA_PAGE_VERSIONS,
     DataPageVersion,
@@ -81,11 +98,13 @@ __all__ = [
     "VOCABULARY_PROPERTY_PREFIX",
     "WRITE_MODES",
     "AppTransaction",
+    "ChangeFeedError",
     "CodecMismatchError",
     "ConcurrentWriteError",
     "ConstraintViolationError",
     "DataPageVersion",
     "DeltaWriteResult",
+    "KeyedRows",
     "MissingCodecError",
     "MissingTableError",
     "StorageError",
@@ -100,14 +119,19 @@ __all__ = [
     "WriteOptions",
     "assign_ids",
     "check_data_page_version",
+    "check_feed",
     "check_mode",
     "check_run_id",
     "check_vocabulary",
+    "erase_keys",
     "is_table_name",
+    "key_rows",
     "keys_for_ids",
     "orphan_files",
+    "pending_erasures",
     "planned_size",
     "read_appended",
+    "read_changes",
     "read_codecs",
     "read_delta",
     "read_properties",
@@ -115,6 +139,7 @@ __all__ = [
     "read_snapshot_rows",
     "read_vocabulary",
     "redact",
+    "replace_keys",
     "s3a_conf",
     "snapshot_for_write",
     "table_exists",
