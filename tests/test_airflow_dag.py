@@ -299,7 +299,8 @@ def test_the_mirror_dag_syncs_then_vacuums_the_erasures_with_the_repository_jobs
     assert tasks["sync_customers"]["downstream"] == ["erase_customers"]
     for task, command in (("sync_customers", "sync"), ("erase_customers", "erase")):
         application = Path(tasks[task]["application"])
-        assert application.is_file() and f'main(["{command}"' in application.read_text()
+        assert application.is_file()
+        assert f'main(["{command}"' in application.read_text()
     args = tasks["sync_customers"]["application_args"]
     assert args[args.index("--key") + 1] == "customer_id"
     assert "--apply" in tasks["erase_customers"]["application_args"]
