@@ -139,13 +139,16 @@ bench-scale: $(STAMP) ## Tokenize + decode-verify 5M and 50M rows; the driver's 
 bench-stream: $(STAMP) ## Benchmark the streaming tokenize job (available-now and continuous) against the batch job on the same files
 	$(BIN)/python benchmarks/benchmark_stream.py $(BENCH_ARGS)
 
+bench-sync: $(STAMP) ## Benchmark a mirror's jar-free sync of a 1% change (clustered and uniform keys) against a full re-tokenize (10M rows; BENCH_ARGS=--quick: 1M)
+	$(BIN)/python benchmarks/benchmark_sync.py $(BENCH_ARGS)
+
 bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated
 	$(BIN)/python benchmarks/benchmark_paper.py $(BENCH_ARGS)
 
 paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*) else synthetic; SPARK_MLT_PAPER_EPOCHS=fixed for the paper's epochs
 	$(BIN)/python jobs/paper_demo.py
 
-bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper ## Run every benchmark
+bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper ## Run every benchmark
 
 dist: $(STAMP) jvm ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
 	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
@@ -187,4 +190,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java jars jvm zoo demo paper venv test test-slow test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-paper dist docs clean
+.PHONY: help check-java jars jvm zoo demo paper venv test test-slow test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper dist docs clean

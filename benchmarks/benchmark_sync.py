@@ -1,0 +1,427 @@
+"""Benchmark: a mirror's sync of a 1% change against a full re-tokenize of its source.
+
+A CDF-enabled source Delta table of ``--rows`` orders (``order_id`` bigint, the key, ascending
+as an append-only warehouse table holds it; ``customer_id`` bigint, tokenized; ``amount``
+double; ``status`` string) is written by Spark in ``--files`` files, each a contiguous range of
+keys (delta-rs commit, local[2]). Its mirror is created by a first ``sync_table`` (a full
+refresh), in one of two layouts (``--layouts``):
+
+* ``as-read``: as the full refresh writes it in a default session. Spark packs the source's
+  files into read tasks by size, not by key, so on local[2] the mirror holds 2 files that
+  each span nearly every key: every change then rewrites the whole mirror.
+* ``by-file``: the same refresh with ``spark.sql.files.openCostInBytes`` set high for it, so
+  each source file is its own task and the mirror keeps the source's key ranges (one file per
+  range): what a refresh written in key order would give.
+
+Then a 1% change is committed to the source in three versions: updates of 0.8% of the rows
+(status, amount and customer_id) and deletes of 0.1% (delta-rs ``update`` and ``delete``, which
+write the change data files), and inserts of 0.1% new orders (ids above the latest, Spark +
+delta-rs append). The updated and deleted keys are either ``clustered`` (the most recent 2% of
+the orders, where a real table's changes fall) or ``uniform`` (spread over every key); the new
+orders are new ids in both (``--scenarios``).
+
+Timed on that version: (a) ``sync_table`` of the window (jar-free: the mirror's files whose
+statistics admit a changed key are rewritten) and (b) a full re-tokenize of the source
+(``tokenize_table`` into another table); printed are both, the ratio full/sync, the sync's
+phases (``JobReport.seconds``, plus the candidate search and the rewrite, timed around
+``key_rows`` and ``replace_keys``), and the driver's memory before and during each: resident
+memory of the Python process and of the JVM (``VmRSS``, and ``VmHWM`` after a reset through
+``/proc/<pid>/clear_refs``; on local[2] the JVM is the driver and the executors) and the
+JVM's old generation (its peak usage, reset first). After the sync the mirror's row count must
+equal the source's, and a sample of keys (changed and unchanged) must hold the same rows and
+tokens.
+
+Each (scenario, layout) pair syncs its own copy of the source and of the mirror, so every
+sync applies the same window.
+
+Run: ``make bench-sync`` or ``python benchmarks/benchmark_sync.py --quick``;
+``python benchmarks/benchmark_sync.py --rows 10000000 --scenarios clustered --layouts by-file``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from deltalake import DeltaTable
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+import spark_mlt.batch.sync as sync_module
+from spark_mlt.batch import SyncOptions, TokenizeOptions, local_session, sync_table, tokenize_dataframe, tokenize_table
+from spark_mlt.storage import WriteOptions, read_delta, read_snapshot, write_delta
+
+COLUMNS = ["customer_id"]
+KEY = "order_id"
+P, N = 13, 6  # the same codec for every run (13^6 > 2M customers): no sizing pass
+CUSTOMERS = 2_000_000
+CDF = {"delta.enableChangeDataFeed": "true"}
+#: One read task per source file: each mirror file keeps its source file's key range.
+BY_FILE_CONF = {"spark.sql.files.openCostInBytes": str(1 << 40)}
+LAYOUTS = ("as-read", "by-file")
+SCENARIOS = ("clustered", "uniform")
+SEARCH = "candidate search (key_rows)"
+REWRITE = "rewrite + commit (replace_keys)"
+
+
+def _orders(spark: SparkSession, start: int, end: int, parts: int) -> DataFrame:
+    """Orders ``start .. end - 1``: ``parts`` contiguous ranges of ids (spark.range's partitions)."""
+    ids = F.col("id")
+    return spark.range(start, end, 1, parts).select(
+        ids.alias(KEY),
+        F.abs(F.xxhash64(ids) % CUSTOMERS).alias("customer_id"),
+        (F.abs(F.xxhash64(ids, F.lit(1))) % 100_000 / 100.0).alias("amount"),
+        F.lit("placed").alias("status"),
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """The predicates of a 1% change over keys ``0 .. rows - 1``: updates (0.8%), deletes (0.1%,
+    disjoint from the updates) and inserts (0.1%, new ids from ``rows``)."""
+
+    rows: int
+    scenario: str
+
+    @property
+    def recent(self) -> int:
+        """The first of the most recent 2% of the orders."""
+        return self.rows - self.rows // 50
+
+    def updated(self) -> str:
+        if self.scenario == "clustered":
+            return f"{KEY} >= {self.recent} AND {KEY} % 5 < 2"  # 40% of the recent 2%
+        return f"{KEY} % 125 = 7"
+
+    def deleted(self) -> str:
+        if self.scenario == "clustered":
+            return f"{KEY} >= {self.recent} AND {KEY} % 20 = 2"  # 5% of the recent 2%
+        return f"{KEY} % 1000 = 3"
+
+    @property
+    def inserted(self) -> tuple[int, int]:
+        return self.rows, self.rows + self.rows // 1000
+
+    def sample(self, size: int, seed: int = 5) -> list[int]:
+        """Keys to compare after the sync: updated, deleted, inserted and unchanged ones."""
+        rng = np.random.default_rng(seed)
+        keys = rng.integers(0, self.rows, size * 20)
+        if self.scenario == "clustered":
+            keys = np.concatenate((keys, rng.integers(self.recent, self.rows, size * 20)))
+        updated = keys[self._mask(keys, "updated")][:size]
+        deleted = keys[self._mask(keys, "deleted")][:size]
+        low, high = self.inserted
+        inserted = rng.integers(low, high, size)
+        unchanged = rng.integers(0, self.rows, size)
+        return sorted({int(k) for k in np.concatenate((updated, deleted, inserted, unchanged))})
+
+    def _mask(self, keys: np.ndarray, which: str) -> np.ndarray:
+        """Which of ``keys`` the ``updated`` (or deleted) predicate takes."""
+        if self.scenario == "clustered":
+            residue = keys % 5 < 2 if which == "updated" else keys % 20 == 2
+            mask: np.ndarray = (keys >= self.recent) & residue
+        else:
+            mask = keys % 125 == 7 if which == "updated" else keys % 1000 == 3
+        return mask
+
+
+def apply_change(spark: SparkSession, source: str, change: Change) -> dict[str, Any]:
+    """Commit ``change`` to the source in three versions (update, delete, insert), with a
+    correct change data feed: delta-rs writes the change files of its update and delete, and an
+    append's added files are its inserts."""
+    table = DeltaTable(source)
+    started = time.perf_counter()
+    updates = {
+        "status": "'shipped'",
+        "amount": "amount + 1.0",
+        "customer_id": f"(customer_id + 1) % {CUSTOMERS}",
+    }
+    updated = table.update(updates=updates, predicate=change.updated())
+    deleted = table.delete(change.deleted())
+    low, high = change.inserted
+    inserts = _orders(spark, low, high, 1).withColumn("status", F.lit("new"))
+    write_delta(inserts, source, mode="append")
+    return {
+        "updated": int(updated["num_updated_rows"]),
+        "deleted": int(deleted["num_deleted_rows"]),
+        "inserted": high - low,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+class Memory:
+    """The driver's memory: the Python process's and the JVM's resident set (current and the
+    high-water mark since the last ``reset``) and the JVM's old generation (peak since ``reset``)."""
+
+    def __init__(self, spark: SparkSession) -> None:
+        jvm = spark._jvm
+        assert jvm is not None, "a classic session (the JVM in this process's reach)"
+        self.jvm = jvm
+        self.jvm_pid = int(self.jvm.java.lang.ProcessHandle.current().pid())
+        self.pools = [
+            pool
+            for pool in self.jvm.java.lang.management.ManagementFactory.getMemoryPoolMXBeans()
+            if str(pool.getType().toString()) == "Heap memory"
+        ]
+        self.old = [p for p in self.pools if any(w in str(p.getName()) for w in ("Old", "Tenured"))]
+        self.hwm_reset = True
+
+    def _status(self, pid: int, field_name: str) -> float:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith(field_name + ":"):
+                    return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def _old_used(self) -> float:
+        return sum(int(p.getUsage().getUsed()) for p in self.old) / 2**20
+
+    def reset(self) -> dict[str, float]:
+        """The current figures; then the high-water marks start again from them."""
+        self.jvm.java.lang.System.gc()
+        for pid in (os.getpid(), self.jvm_pid):
+            try:
+                with open(f"/proc/{pid}/clear_refs", "w") as refs:
+                    refs.write("5")  # resets VmHWM to the current resident set
+            except OSError:
+                self.hwm_reset = False
+        now = {
+            "python_rss": self._status(os.getpid(), "VmRSS"),
+            "jvm_rss": self._status(self.jvm_pid, "VmRSS"),
+            "jvm_old": self._old_used(),
+        }
+        for pool in self.pools:
+            pool.resetPeakUsage()
+        return now
+
+    def peaks(self) -> dict[str, float]:
+        return {
+            "python_rss": self._status(os.getpid(), "VmHWM"),
+            "jvm_rss": self._status(self.jvm_pid, "VmHWM"),
+            "jvm_old": sum(int(p.getPeakUsage().getUsed()) for p in self.old) / 2**20,
+        }
+
+
+@dataclass
+class Probe:
+    """Times of the steps of a sync that no ``JobReport`` phase holds whole, and the candidates."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    candidates: int = 0
+
+    @contextmanager
+    def installed(self) -> Iterator[None]:
+        """The sync module's ``key_rows`` and ``replace_keys``, timed while the context lasts."""
+        labels = {"key_rows": SEARCH, "replace_keys": REWRITE}
+        originals = {name: getattr(sync_module, name) for name in labels}
+        for name, label in labels.items():
+            setattr(sync_module, name, self._timed(label, originals[name]))
+        try:
+            yield
+        finally:
+            for name, function in originals.items():
+                setattr(sync_module, name, function)
+
+    def _timed(self, label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = function(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
+            if label == SEARCH:
+                self.candidates += len(result.candidates)
+            return result
+
+        return run
+
+
+def _files(path: str) -> tuple[int, float]:
+    """A table's files and the mean share of the key range a file's statistics span."""
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pydict()
+    lows, highs = actions[f"min.{KEY}"], actions[f"max.{KEY}"]
+    span = max(highs) - min(lows) + 1
+    return len(lows), float(np.mean([(h - lo + 1) / span for lo, h in zip(lows, highs, strict=True)]))
+
+
+def _verify(spark: SparkSession, source: str, mirror: str, keys: list[int], report: Any) -> tuple[int, int, int]:
+    """Rows in the source and the mirror (from their logs), and the sample's mismatches (rows
+    and tokens: the source's rows tokenized as the sync tokenized them)."""
+    wanted = F.broadcast(spark.createDataFrame([(k,) for k in keys], f"{KEY} bigint"))
+    picked = read_delta(spark, source).join(wanted, KEY)
+    source_rows = tokenize_dataframe(picked, report.codecs, layouts=report.layouts)
+    mirror_rows = read_delta(spark, mirror).join(wanted, KEY).select(*source_rows.columns)
+    mismatches = source_rows.exceptAll(mirror_rows).count() + mirror_rows.exceptAll(source_rows).count()
+    return read_snapshot(source).rows, read_snapshot(mirror).rows, mismatches
+
+
+@contextmanager
+def _conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
+    for key, value in conf.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key in conf:
+            spark.conf.unset(key)
+
+
+def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = run()
+    return time.perf_counter() - started, result
+
+
+def _mib(before: dict[str, float], peak: dict[str, float]) -> str:
+    return (
+        f"Python RSS {before['python_rss']:.0f} -> peak {peak['python_rss']:.0f} MiB, "
+        f"JVM RSS {before['jvm_rss']:.0f} -> peak {peak['jvm_rss']:.0f} MiB, "
+        f"JVM old gen {before['jvm_old']:.0f} -> peak {peak['jvm_old']:.0f} MiB"
+    )
+
+
+def _warm_up(spark: SparkSession, work: Path) -> None:
+    """The JVM's first queries of each kind (class loading, code generation) are timed by nobody."""
+    source, mirror = str(work / "warm_src"), str(work / "warm_mirror")
+    write_delta(_orders(spark, 0, 20_000, 2), source, options=WriteOptions(properties=CDF))
+    options = SyncOptions(key=(KEY,), p=P, n=N)
+    sync_table(spark, source, mirror, COLUMNS, options)
+    apply_change(spark, source, Change(20_000, "clustered"))
+    sync_table(spark, source, mirror, COLUMNS, options)
+    tokenize_table(spark, source, str(work / "warm_full"), COLUMNS, TokenizeOptions(input_format="delta", p=P, n=N))
+
+
+@dataclass
+class Bench:
+    """One benchmark run: its session, folder, source and mirrors."""
+
+    spark: SparkSession
+    work: Path
+    rows: int
+    sample: int
+    memory: Memory
+    options: SyncOptions = field(default_factory=lambda: SyncOptions(key=(KEY,), p=P, n=N))
+    mirrors: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def base(self) -> str:
+        return str(self.work / "source")
+
+    def build(self, files: int, layouts: list[str]) -> None:
+        """The source, and its mirror in each layout (a first sync: a full refresh)."""
+        spark = self.spark
+        seconds, _ = _timed(
+            lambda: write_delta(_orders(spark, 0, self.rows, files), self.base, options=WriteOptions(properties=CDF))
+        )
+        print(f"source: {self.rows:,} rows in {_files(self.base)[0]} files (CDF on), written in {seconds:.1f} s")
+        for layout in layouts:
+            mirror = self.mirrors[layout] = str(self.work / f"mirror_{layout}")
+            with _conf(spark, BY_FILE_CONF if layout == "by-file" else {}):
+                seconds, _ = _timed(functools.partial(sync_table, spark, self.base, mirror, COLUMNS, self.options))
+            count, span = _files(mirror)
+            print(
+                f"mirror ({layout}): first sync (full refresh) {seconds:.1f} s; {count} files, each spanning "
+                f"{span:.0%} of the key range on average",
+                flush=True,
+            )
+
+    def run(self, scenario: str, layout: str) -> tuple[str, str, bool]:
+        """The change of ``scenario`` synced into a copy of the ``layout`` mirror, and the
+        same source version tokenized again: a table row, the details, and whether it checked."""
+        spark, memory = self.spark, self.memory
+        source, mirror, full = (str(self.work / f"{kind}_{scenario}_{layout}") for kind in ("source", "mirror", "full"))
+        shutil.copytree(self.base, source)
+        shutil.copytree(self.mirrors[layout], mirror)
+        try:
+            change = Change(self.rows, scenario)
+            applied = apply_change(spark, source, change)
+            probe = Probe()
+            before = memory.reset()
+            with probe.installed():
+                sync_s, report = _timed(lambda: sync_table(spark, source, mirror, COLUMNS, self.options))
+            sync_peak = memory.peaks()
+            source_rows, mirror_rows, mismatches = _verify(spark, source, mirror, change.sample(self.sample), report)
+            full_before = memory.reset()
+            refresh = TokenizeOptions(input_format="delta", mode="overwrite", p=P, n=N)
+            full_s, _ = _timed(lambda: tokenize_table(spark, source, full, COLUMNS, refresh))
+            full_peak = memory.peaks()
+        finally:
+            for path in (source, mirror, full):
+                shutil.rmtree(path, ignore_errors=True)
+        expected = self.rows - applied["deleted"] + applied["inserted"]
+        good = mismatches == 0 and source_rows == mirror_rows == expected
+        total_files = _files(self.mirrors[layout])[0]
+        row = (
+            f"| {self.rows:,} | {scenario} | {layout} | {probe.candidates} of {total_files} | {sync_s:.1f} | "
+            f"{full_s:.1f} | {full_s / sync_s:.1f}x |"
+        )
+        phases = {**report.seconds, **probe.seconds}
+        outside = sync_s - sum(report.seconds.values()) - probe.seconds.get(SEARCH, 0.0)
+        detail = (
+            f"{scenario}, {layout}: change applied in {applied['seconds']:.1f} s ({applied['updated']:,} updated, "
+            f"{applied['deleted']:,} deleted, {applied['inserted']:,} inserted)\n"
+            "    sync phases: "
+            + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
+            + f"; outside them (counts, snapshots) {outside:.1f} s\n"
+            f"    verify: source {source_rows:,} rows, mirror {mirror_rows:,} (expected {expected:,}), "
+            f"sample mismatches {mismatches}: {'ok' if good else 'FAILED'}\n"
+            f"    memory during the sync: {_mib(before, sync_peak)}\n"
+            f"    memory during the full re-tokenize: {_mib(full_before, full_peak)}"
+        )
+        return row, detail, good
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--rows", type=int, default=10_000_000, help="source rows (default 10M)")
+    parser.add_argument("--quick", action="store_true", help="1M rows")
+    parser.add_argument("--files", type=int, default=64, help="the source's files (default 64)")
+    parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
+    parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
+    parser.add_argument("--sample", type=int, default=500, help="keys of each kind compared after the sync")
+    parser.add_argument("--driver-memory", default="4g", help="JVM heap of the local driver (default: 4g)")
+    parser.add_argument("--work", help="a folder for the tables (default: a temporary one, removed)")
+    args = parser.parse_args(argv)
+    conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory}
+    spark = local_session("spark-mlt-bench-sync", extra_conf=conf, log_level="ERROR")
+    work = Path(args.work or tempfile.mkdtemp(prefix="mlt-sync-"))
+    work.mkdir(parents=True, exist_ok=True)
+    rows = 1_000_000 if args.quick else args.rows
+    bench = Bench(spark, work, rows, args.sample, Memory(spark))
+    results = []
+    try:
+        _warm_up(spark, work)
+        print(f"PySpark {spark.version}, local[2], driver memory {args.driver_memory}", flush=True)
+        bench.build(args.files, args.layouts)
+        print("\n| rows | scenario | mirror layout | files rewritten | sync s | full re-tokenize s | full/sync |")
+        print("|---|---|---|---|---|---|---|", flush=True)
+        for scenario in args.scenarios:
+            for layout in args.layouts:
+                results.append(bench.run(scenario, layout))
+                print(results[-1][0], flush=True)
+        print()
+        for _, detail, _ in results:
+            print(detail)
+        if not bench.memory.hwm_reset:
+            print("(could not reset VmHWM through /proc/<pid>/clear_refs: the RSS peaks are the processes' own)")
+    finally:
+        spark.stop()
+        if not args.work:
+            shutil.rmtree(work, ignore_errors=True)
+    return 0 if all(good for _, _, good in results) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
