@@ -73,6 +73,7 @@ from spark_mlt.storage import (
     token_write_options,
     write_delta,
 )
+from spark_mlt.storage._plan import _nullable
 from spark_mlt.storage.catalog import Backend, resolve_location
 from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, FULL_REFRESH, check_feed, read_changes
 from spark_mlt.storage.reader import read_snapshot_rows
@@ -206,12 +207,18 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
         run.report,
     )
     version = source.version
+    if mirror is not None:
+        _check_columns(mirror, source, columns)
     backend = job_backend(report.capabilities or Capabilities.of(spark))
     rows = read_delta(spark, source.path, version=version, storage_options=options.storage_options, backend=backend)
-    rows = rows.persist(_KEEP_LEVEL)
+    # the mirror's files in key ranges: a window's changed keys then fall into few of them
+    rows = rows.repartitionByRange(*(identifier(c) for c in options.key)).persist(_KEEP_LEVEL)
     try:
         with phase(report, "check the key"):
             _check_unique(rows, options.key, f"version {version} of {source.path}")
+        # before the mirror's commit: a run killed after it finds nothing left to do
+        with phase(report, "erase"):
+            report.erased = _erase_absent(spark, rows, output, columns, options)
         mode: WriteMode = "overwrite" if mirror is not None else "error"
         snapshot = snapshot_for_write(
             output, mode, storage_options=options.storage_options, spark=spark, backend=backend
@@ -234,11 +241,26 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             transaction=AppTransaction(app, version),
             quarantine_mode="overwrite" if mirror is not None else "append",
         )
-        with phase(report, "erase"):
-            report.erased = _erase_absent(spark, rows, output, columns, options)
     finally:
         rows.unpersist()
     _add(report, done, version)
+
+
+def _check_columns(mirror: TableSnapshot, source: TableSnapshot, columns: Sequence[str]) -> None:
+    """Refuses a full refresh whose source's columns (names, types) are no longer the mirror's:
+    its overwrite keeps the mirror's schema, and would fail only after the vocabularies were
+    changed. Checked before anything is written."""
+    tokens = {f"{c}{TOKEN_SUFFIX}" for c in columns}
+    held = [(f.name, _nullable(f.type)) for f in mirror.schema if f.name not in tokens]
+    now = [(f.name, _nullable(f.type)) for f in source.schema]
+    if dict(held) != dict(now):  # the order aside: a partitioned mirror may hold its partition columns last
+        raise MLTError(
+            f"output: the source {source.path}'s columns changed since the mirror {mirror.path} was written "
+            f"({', '.join(f'{n} {t}' for n, t in held)} -> {', '.join(f'{n} {t}' for n, t in now)}); a full refresh "
+            "rewrites the mirror's rows, not its schema: sync into a new output path (the vocabularies carry "
+            "over with --vocabulary-dir), or remove the mirror and its quarantine first",
+            parameter="output",
+        )
 
 
 def _tokenize_options(options: SyncOptions, mode: WriteMode) -> TokenizeOptions:
@@ -292,12 +314,21 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         else None
     )
     tokens: DataFrame | None = None
+    keyed: KeyedRows | None = None
+    keys = changes.select(*(identifier(c) for c in key)).distinct().persist(_KEEP_LEVEL)
     try:
-        keys = changes.select(*(identifier(c) for c in key)).distinct().persist(_KEEP_LEVEL)
-        keyed = key_rows(spark, mirror, keys, key, backend=backend)
+        # the rows of the files that can hold the keys: read once for the checks, the erasure and the rewrite
+        keyed = key_rows(spark, mirror, keys, key, backend=backend).persist(_KEEP_LEVEL)
         side = key_rows(spark, quarantine, keys, key, backend=backend) if quarantine is not None else None
         with phase(report, "check the changes"):
-            _check_changes(changes, keyed.held, side.held if side is not None else None, key, source.path)
+            _check_changes(
+                changes,
+                keyed.held,
+                _held_at(run, side, keys, app=app, after=after),
+                key,
+                source.path,
+                skipped_rows=options.handle_invalid == "skip",
+            )
         final = _last_rows(changes, key, names=source.schema.names)
         with phase(report, "vocabularies"):
             with_ids, sources, _ = _key_ids(spark, final, columns, output, options)
@@ -323,65 +354,116 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             "spark_mlt.source_versions": f"{after + 1}-{until}",
         }
         with phase(report, "erase"):
-            report.erased = _erase_dropped(run, final, [keyed, side])
-        transaction = AppTransaction(app, until)
+            report.erased = _erase_dropped(run, final, [keyed, side], changes)
+        deleted = _deleted(final, [keyed, side])  # before the commits remove the files it reads
         with phase(report, "commit"):
-            if options.handle_invalid == "quarantine" and rejected is not None:
-                q_info = {**info, "spark_mlt.quarantine_of": output}
-                q_transaction = AppTransaction(f"{app}:quarantine", until)
-                if side is not None:
-                    replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info)
-                else:
-                    write_delta(
-                        rejected,
-                        quarantine_path,
-                        {},
-                        mode="append",
-                        run_id=q_transaction,
-                        options=WriteOptions(commit_info=q_info, backend=backend),
-                        storage_options=options.storage_options,
-                    )
-            parquet = token_write_options(
-                good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=options.data_page_version
-            )
-            report.write = replace_keys(
-                good, keyed, report.codecs, transaction=transaction, commit_info=info, parquet_options=parquet
-            )
-        written = tokens.agg(
-            F.count(F.lit(1)).alias("rows"),
-            F.count(F.col(REASON_COLUMN)).alias("rejected")
-            if REASON_COLUMN in tokens.columns
-            else F.lit(0).alias("rejected"),
-        ).first()
-        deleted = keys.count() - (final.count())
-        if not report.write.skipped and written is not None:
-            report.rows_out += int(written["rows"]) - int(written["rejected"])
-            report.rows_rejected += int(written["rejected"])
-            report.rows_deleted += deleted
-        report.rows_in = report.rows_out + report.rows_rejected
+            _commit_window(run, good, rejected, keyed, side, app=app, until=until, info=info)
+        _count(report, tokens, deleted)
         report.source_version = until
     finally:
         changes.unpersist()
+        keys.unpersist()
+        if keyed is not None:
+            keyed.rows.unpersist()
         if tokens is not None:
             tokens.unpersist()
 
 
+def _commit_window(
+    run: _Run,
+    good: DataFrame,
+    rejected: DataFrame | None,
+    keyed: KeyedRows,
+    side: KeyedRows | None,
+    *,
+    app: str,
+    until: int,
+    info: dict[str, str],
+) -> None:
+    """A window's two commits: the quarantine's rows of its keys replaced (or its first rows),
+    then the mirror's, each with its transaction at source version ``until``."""
+    options, report, output = run.options, run.report, run.output
+    backend = run.backend
+    quarantine_path = options.quarantine or f"{output.rstrip('/')}_quarantine"
+    transaction = AppTransaction(app, until)
+    if options.handle_invalid == "quarantine" and rejected is not None:
+        q_info = {**info, "spark_mlt.quarantine_of": output}
+        q_transaction = AppTransaction(f"{app}:quarantine", until)
+        if side is not None:
+            replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info)
+        else:
+            write_delta(
+                rejected,
+                quarantine_path,
+                {},
+                mode="append",
+                run_id=q_transaction,
+                options=WriteOptions(commit_info=q_info, backend=backend),
+                storage_options=options.storage_options,
+            )
+    parquet = token_write_options(
+        good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=options.data_page_version
+    )
+    report.write = replace_keys(
+        good, keyed, report.codecs, transaction=transaction, commit_info=info, parquet_options=parquet
+    )
+
+
+def _held_at(run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, after: int) -> DataFrame | None:
+    """The quarantine's rows of the window's keys as they were when the mirror reached version
+    ``after``: ``side``'s, unless a sync stopped between the quarantine's commit of a window and
+    the mirror's left the quarantine ahead; then those of its version before the first such
+    commit (none: that commit created it). What the window's changes are checked against."""
+    if side is None:
+        return None
+    quarantine = side.snapshot
+    reached = quarantine.table.transaction_version(f"{app}:quarantine")
+    if reached is None or reached <= after:
+        return side.held
+    first = quarantine.version
+    for commit in quarantine.commits():  # newest first: the commits ahead of the mirror, then older ones
+        version = commit.metadata.get("spark_mlt.source_version")
+        if commit.metadata.get("spark_mlt.quarantine_of") is None or version is None or int(version) <= after:
+            break
+        first = commit.version
+    if first == 0:
+        return None
+    before = read_snapshot(quarantine.path, version=first - 1, storage_options=run.options.storage_options)
+    return key_rows(run.spark, before, keys, side.key, backend=side.backend).held
+
+
+def _count(report: JobReport, tokens: DataFrame, deleted: int) -> None:
+    """Add a window's rows (``tokens``: valid and rejected) and deleted keys to ``report``,
+    unless its commit was there already."""
+    written = tokens.agg(
+        F.count(F.lit(1)).alias("rows"),
+        F.count(F.col(REASON_COLUMN)).alias("rejected")
+        if REASON_COLUMN in tokens.columns
+        else F.lit(0).alias("rejected"),
+    ).first()
+    if report.write is not None and not report.write.skipped and written is not None:
+        report.rows_out += int(written["rows"]) - int(written["rejected"])
+        report.rows_rejected += int(written["rejected"])
+        report.rows_deleted += deleted
+    report.rows_in = report.rows_out + report.rows_rejected
+
+
 def _check_changes(
-    changes: DataFrame, mirror: DataFrame, quarantine: DataFrame | None, key: Sequence[str], source: str
+    changes: DataFrame,
+    mirror: DataFrame,
+    quarantine: DataFrame | None,
+    key: Sequence[str],
+    source: str,
+    *,
+    skipped_rows: bool = False,
 ) -> None:
     """Refuses a window whose changes do not fit a primary key over the rows the mirror holds:
     each key's rows, counted from what the mirror (and quarantine) held, plus each version's
     inserted rows, less its deleted ones, must stay 0 or 1 after every version (a key with two
-    resulting rows in one version, an insert of a key that exists, a delete of one that does not).
-    Null keys are refused too."""
+    resulting rows in one version, an insert of a key that exists, a delete of one that does not;
+    with ``skipped_rows`` (``handle_invalid="skip"``: rows of invalid ids are in neither table) a
+    key may be missing). Null keys are refused too."""
     k = [identifier(c) for c in key]
-    null = changes.where(" OR ".join(f"{c} IS NULL" for c in k)).select(COMMIT_VERSION).limit(1).collect()
-    if null:
-        raise SourceError(
-            f"key: version {null[0][0]} of {source} has a row whose key {list(key)} is null; a mirror needs a key "
-            "for every row",
-            parameter="key",
-        )
     held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
     held = held.groupBy(*k).agg(F.count(F.lit(1)).alias(_HELD))
     added = F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(-1)
@@ -391,7 +473,20 @@ def _check_changes(
     running = Window.partitionBy(*k).orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, Window.currentRow)
     walked = per_version.withColumn(_NET, F.sum(_NET).over(running)).join(held, list(key), "left")
     count = F.coalesce(F.col(_HELD), F.lit(0)) + F.col(_NET)
-    bad = walked.where((count < 0) | (count > 1) | (F.col("__added") > 1)).orderBy(COMMIT_VERSION).limit(1).collect()
+    null = F.lit(False)
+    for c in k:
+        null = null | F.col(c).isNull()
+    broken = null | (count > 1) | (F.col("__added") > 1)
+    if not skipped_rows:
+        broken = broken | (count < 0)
+    marked = walked.withColumn("__null", null).where(broken)
+    bad = marked.orderBy(F.col("__null").desc(), COMMIT_VERSION).limit(1).collect()  # one job: null keys first
+    if bad and bad[0]["__null"]:
+        raise SourceError(
+            f"key: version {bad[0][COMMIT_VERSION]} of {source} has a row whose key {list(key)} is null; a mirror "
+            "needs a key for every row",
+            parameter="key",
+        )
     if bad:
         row = bad[0]
         what = (
@@ -419,21 +514,35 @@ def _last_rows(changes: DataFrame, key: Sequence[str], *, names: Sequence[str]) 
     return final.select(*(identifier(c) for c in names))
 
 
+def _deleted(final: DataFrame, parts: Sequence[KeyedRows | None]) -> int:
+    """How many keys the mirror (or quarantine) held that no row holds after the window: a key
+    inserted and deleted within the window was never held, so is not counted."""
+    held = [part for part in parts if part is not None]
+    k = [identifier(c) for c in held[0].key]
+    keys = _union([part.held.select(*k) for part in held])
+    return keys.join(final.select(*k), list(held[0].key), "left_anti").count()
+
+
 def _string_columns(rows: DataFrame, columns: Sequence[str]) -> list[str]:
     types = dict(rows.dtypes)
     return [c for c in columns if types[c] == "string"]
 
 
-def _erase_dropped(run: _Run, final: DataFrame, parts: Sequence[KeyedRows | None]) -> dict[str, int]:
+def _erase_dropped(
+    run: _Run, final: DataFrame, parts: Sequence[KeyedRows | None], changes: DataFrame
+) -> dict[str, int]:
     """Erase from each string column's vocabulary the values the mirror's (and quarantine's)
-    rows of the window's keys held that no row holds after it: not in the new rows, nor in any
-    row outside the window's keys."""
+    rows of the window's keys held, or the window's changes carried (a run killed after its
+    vocabulary appends gave its new rows' values ids), that no row holds after it: not in the
+    new rows, nor in any row outside the window's keys."""
     spark, options = run.spark, run.options
     held = [part for part in parts if part is not None]
     erased: dict[str, int] = {}
     for column in _string_columns(final, run.columns):
         c = identifier(column)
-        dropped = _union([part.held.select(F.col(c).alias("key")) for part in held]).where("key IS NOT NULL")
+        seen = [part.held.select(F.col(c).alias("key")) for part in held]
+        seen.append(changes.select(F.col(c).alias("key")))
+        dropped = _union(seen).where("key IS NOT NULL")
         dropped = dropped.distinct().join(final.select(F.col(c).alias("key")), "key", "left_anti")
         if not dropped.limit(1).collect():
             continue

@@ -56,8 +56,8 @@ from spark_mlt.errors import (
 )
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
 from spark_mlt.storage.catalog import is_table_name, use_delta_spark
-from spark_mlt.storage.fs import StorageOptions, redact, s3a_conf
 from spark_mlt.storage.changes import check_feed, read_changes
+from spark_mlt.storage.fs import StorageOptions, redact, s3a_conf
 from spark_mlt.storage.maintenance import orphan_files, pending_erasures, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
@@ -70,8 +70,8 @@ from spark_mlt.storage.properties import (
     vocabulary_properties,
 )
 from spark_mlt.storage.reader import read_appended, read_delta, read_snapshot_rows
-from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
+from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
 from spark_mlt.storage.vocabulary import (
     assign_ids,
     check_vocabulary,

@@ -33,12 +33,12 @@ from typing import Any, Literal
 from urllib.parse import unquote
 
 import numpy as np
-from deltalake import DeltaTable
+from deltalake import DeltaTable, Schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
 
-from spark_mlt.errors import SourceError
+from spark_mlt.errors import ChangeFeedError, MissingTableError
 from spark_mlt.storage.catalog import Backend, resolve_location, use_delta_spark
 from spark_mlt.storage.deletions import _masks, _runs
 from spark_mlt.storage.features import check_readable
@@ -71,15 +71,6 @@ _READ = "__spark_mlt_read"
 _ROW = "__spark_mlt_row"
 _KEEP = "__spark_mlt_keep"
 _SHIFT = 1 << 40
-
-
-class ChangeFeedError(SourceError):
-    """The change data feed of a source table cannot cover the range a reader needs: the
-    message names the version and the way forward (a full refresh). ``version`` is that version."""
-
-    def __init__(self, message: str, *, version: int) -> None:
-        super().__init__(message, parameter="input")
-        self.version = version
 
 
 @dataclass(frozen=True)
@@ -139,8 +130,9 @@ def check_feed(
 
     Raises:
         ChangeFeedError: naming the first version that cannot be covered and why: its log entry
-            is gone, the feed was off (not yet on at ``after``, or turned off), the schema or
-            partitioning changed, or a file its changes need was vacuumed.
+            (or ``after``'s) is gone, the feed was off at it (off at ``after`` and not turned on
+            by then, as delta-spark's reader decides, or turned off), the schema or partitioning
+            changed, or a file its changes need was vacuumed.
         TableFeatureError: the table uses a feature the jar-free reader cannot read exactly.
 
     Example::
@@ -148,42 +140,48 @@ def check_feed(
         check_feed("/data/customers", after=41, until=45)
     """
     location = locate(resolve_location(path), storage_options)
-    start = open_table(location.uri, version=after, storage_options=storage_options)
+    start = _open_at(location, after, storage_options)
     if spark_version is not None:
         check_readable(start, location.uri, spark_version=spark_version)
     layout = table_layout(start)
     metadata = start.metadata()
-    if not _cdf_on(metadata.configuration):
-        raise ChangeFeedError(
-            f"input {location.uri}: the change data feed was off at version {after}, which the mirror holds, so "
-            f"the changes after it were not recorded (turn it on with ALTER TABLE ... SET TBLPROPERTIES "
-            f"('delta.enableChangeDataFeed' = 'true') for the changes to come); {FULL_REFRESH}",
-            version=after + 1,
-        )
-    schema, partitions = start.schema().to_json(), list(metadata.partition_columns)
+    schema, partitions = start.schema(), list(metadata.partition_columns)
+    on = _cdf_on(metadata.configuration)  # the feed's state in force, version by version (as delta-spark reads it)
     feed = FeedRange(location, after, until, layout)
     physical = {p: logical for logical, p in layout.physical_names.items()}
     for version in range(after + 1, until + 1):
         actions = _entry(location, version)
+        turned_off = False
         for action in actions:
             meta = action.get("metaData")
             if meta is None:
                 continue
-            if not _cdf_on(meta.get("configuration") or {}):
-                raise ChangeFeedError(
-                    f"input {location.uri}: version {version} turned the change data feed off, so later changes "
-                    f"are not recorded; turn it on again and {FULL_REFRESH}",
-                    version=version,
-                )
+            turned_off = on and not _cdf_on(meta.get("configuration") or {})
+            on = _cdf_on(meta.get("configuration") or {})
             if (
-                _schema_of(meta["schemaString"]) != _schema_of(schema)
+                Schema.from_json(meta["schemaString"]) != schema
                 or list(meta.get("partitionColumns") or []) != partitions
             ):
                 raise ChangeFeedError(
                     f"input {location.uri}: version {version} changed the table's schema or partitioning (a column "
-                    f"added, renamed or dropped), which a mirror cannot follow change by change; {FULL_REFRESH}",
+                    f"added, renamed or dropped), which a mirror cannot follow change by change; {FULL_REFRESH} "
+                    "(into a new output path when its columns changed: a full refresh keeps the mirror's schema)",
                     version=version,
                 )
+        if turned_off:
+            raise ChangeFeedError(
+                f"input {location.uri}: version {version} turned the change data feed off, so later changes "
+                f"are not recorded; turn it on again and {FULL_REFRESH}",
+                version=version,
+            )
+        if not on:
+            raise ChangeFeedError(
+                f"input {location.uri}: the change data feed was off at version {version} (off at version {after}, "
+                f"which the mirror holds, and not turned on before it), so its changes were not recorded (turn it on "
+                f"with ALTER TABLE ... SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true') for the changes to "
+                f"come); {FULL_REFRESH}",
+                version=version,
+            )
         _add_version(feed, version, actions, physical, storage_options)
     for read in [*feed.data, *feed.cdc]:
         if not _exists(location, read.path):
@@ -195,10 +193,19 @@ def check_feed(
     return feed
 
 
-def _schema_of(text: str) -> Any:
-    """A schema document without its metadata's volatile parts (none are volatile today: the
-    whole document, parsed, so key order does not matter)."""
-    return json.loads(text)
+def _open_at(location: Location, version: int, storage_options: Mapping[str, str] | None) -> DeltaTable:
+    """The table at ``version``, the one a reader holds; a ``ChangeFeedError`` when the log no
+    longer reaches back to it (cleaned up after a later checkpoint)."""
+    try:
+        return open_table(location.uri, version=version, storage_options=storage_options)
+    except MissingTableError:
+        open_table(location.uri, storage_options=storage_options)  # no table at all: that error
+        raise ChangeFeedError(
+            f"input {location.uri}: the log no longer reaches back to version {version}, which the mirror holds "
+            f"(its entry is older than the table's log retention, delta.logRetentionDuration), so the changes of "
+            f"version {version + 1} on cannot be read; {FULL_REFRESH}",
+            version=version + 1,
+        ) from None
 
 
 def _exists(location: Location, path: str) -> bool:
@@ -310,7 +317,7 @@ def read_changes(
     if feed is None:
         feed = check_feed(path, after, until, storage_options=storage_options, spark_version=spark.version)
     location = feed.location
-    if use_delta_spark(spark, backend):
+    if use_delta_spark(spark, backend) and until > after:  # Delta refuses an empty range
         rows = (
             spark.read.format("delta")
             .option("readChangeFeed", "true")

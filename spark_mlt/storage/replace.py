@@ -24,6 +24,7 @@ as costly as writing the table again (docs/sync.md).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import uuid
 from collections.abc import Mapping, Sequence
@@ -32,6 +33,7 @@ from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StringType, StructField, StructType
@@ -74,6 +76,10 @@ class KeyedRows:
     rows: DataFrame
     candidates: tuple[ReplacedFile, ...]
     backend: Backend
+
+    def persist(self, level: StorageLevel) -> KeyedRows:
+        """The same, its rows kept at ``level`` (read once for every use; unpersist ``rows`` after)."""
+        return dataclasses.replace(self, rows=self.rows.persist(level))
 
     @property
     def held(self) -> DataFrame:
@@ -206,6 +212,9 @@ def replace_keys(
     if keyed.backend == "delta-spark":
         return _merge(rows, keyed, transaction, commit_info, parquet_options or {})
     written = keyed.kept.unionByName(rows.select(*keyed.rows.columns))
+    # in key order (ranges sized by adaptive execution): a rewrite keeps the table's files
+    # clustered by key, so that the next changes' keys again fall into few of them
+    written = written.repartitionByRange(*(identifier(k) for k in keyed.key))
     options = WriteOptions(
         commit_info=dict(commit_info), parquet_options=dict(parquet_options or {}), backend="delta-rs"
     )

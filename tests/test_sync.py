@@ -1,0 +1,514 @@
+"""A tokenized mirror that follows its source Delta table (``spark-mlt sync``), jar-free: the
+change data feed read from the log, each key's last change applied, erasure, gaps and refusals.
+
+The sources are written and changed through delta-rs (``write_deltalake``, ``DeltaTable``'s DML),
+with the change data feed on; the tables written are read back through delta-rs too (no Spark
+job), so that the Spark work of a test is its syncs'.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, Field, write_deltalake
+from pyspark.sql import SparkSession
+
+import spark_mlt.batch.sync as sync_module
+from spark_mlt import MLTError, SourceError
+from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table
+from spark_mlt.batch.cli import main
+from spark_mlt.batch.options import SyncOptions
+from spark_mlt.batch.report import JobReport
+from spark_mlt.batch.sync import SYNC_APP_PREFIX, sync_table
+from spark_mlt.batch.tokenize import tokenize_table
+from spark_mlt.storage.changes import ChangeFeedError, check_feed, read_changes
+from spark_mlt.storage.replace import replace_keys
+from spark_mlt.storage.vocabulary import check_vocabulary
+
+CDF = {"delta.enableChangeDataFeed": "true"}
+#: Fixed codecs (13**3 = 2197 ids), so that a mirror and a fresh tokenize share them.
+P, N = 13, 3
+COLUMNS = ["cid", "email"]
+FRESH = TokenizeOptions(p=P, n=N, input_format="delta", handle_invalid="quarantine")
+
+Row = tuple[int | None, str | None, int | None]
+
+
+def _customers(rows: Sequence[Row]) -> pa.Table:
+    """Rows of ``(k, email, cid)``."""
+    k, email, cid = zip(*rows, strict=True) if rows else ((), (), ())
+    return pa.table(
+        {"k": pa.array(k, pa.int64()), "email": pa.array(email, pa.string()), "cid": pa.array(cid, pa.int64())}
+    )
+
+
+def _create(path: Path, rows: Sequence[Row], *, cdf: bool = True) -> str:
+    write_deltalake(str(path), _customers(rows), configuration=CDF if cdf else None)
+    return str(path)
+
+
+def _append(path: str, rows: Sequence[Row], mode: str = "append") -> None:
+    write_deltalake(path, _customers(rows), mode=mode)  # type: ignore[call-overload]
+
+
+def _version(path: str) -> int:
+    return DeltaTable(path).version()
+
+
+def _read(path: str | Path, *, drop: Sequence[str] = ()) -> list[tuple[Any, ...]]:
+    """A table's rows (columns in name order, less ``drop``), sorted, read through delta-rs."""
+    table = DeltaTable(str(path)).to_pyarrow_table()
+    names = sorted(n for n in table.column_names if n not in drop)
+    return sorted((tuple(row[n] for n in names) for row in table.to_pylist()), key=repr)
+
+
+def _last_commit(path: str) -> list[dict[str, Any]]:
+    entry = Path(path) / "_delta_log" / f"{_version(path):020d}.json"
+    return [json.loads(line) for line in entry.read_text().splitlines() if line.strip()]
+
+
+def _app_id(source: str) -> str:
+    return SYNC_APP_PREFIX + DeltaTable(source).metadata().id
+
+
+# -- the change reader ---------------------------------------------------------------------------
+
+
+def _feed(spark: SparkSession, path: str, after: int, until: int) -> Counter[tuple[Any, ...]]:
+    """``read_changes``'s rows, as a multiset of (column, value) pairs."""
+    rows = read_changes(spark, path, after, until, backend="delta-rs").collect()
+    return Counter(tuple(sorted(row.asDict().items())) for row in rows)
+
+
+def _delta_rs_feed(path: str, after: int, until: int) -> Counter[tuple[Any, ...]]:
+    """delta-rs's own change data feed of the same commits, in the same form."""
+    table = pa.table(DeltaTable(path).load_cdf(starting_version=after + 1, ending_version=until))
+    rows = table.drop_columns(["_commit_timestamp"]).to_pylist()
+    return Counter(tuple(sorted({**row, "_commit_version": int(row["_commit_version"])}.items())) for row in rows)
+
+
+@pytest.mark.compat  # the jar-free reader rests on Spark's _metadata.row_index and file_path
+def test_the_jar_free_change_reader_returns_the_rows_delta_rs_feed_returns(spark: SparkSession, tmp_path: Path) -> None:
+    """Updates, deletes, a merge, an append and an overwrite, on a plain source and on one
+    partitioned by the column an update changes (the key moves between partitions)."""
+    plain = _create(tmp_path / "plain", [(k, f"e{k % 3}", 100 + k) for k in range(6)])
+    write_deltalake(
+        str(tmp_path / "parted"),
+        pa.table({"k": pa.array(range(6), pa.int64()), "part": [f"p{k % 2}" for k in range(6)]}),
+        partition_by=["part"],
+        configuration=CDF,
+    )
+    parted = str(tmp_path / "parted")
+    for path, moved in ((plain, {"email": "'moved'"}), (parted, {"part": "'p9'"})):
+        DeltaTable(path).update(predicate="k = 1", updates=moved)  # v1: the partitioned key moves to p9
+        DeltaTable(path).delete("k = 2 OR k = 5")  # v2
+        new = _customers([(3, "upd", 3), (7, "new", 7)])
+        if path == parted:
+            new = pa.table({"k": pa.array([3, 7], pa.int64()), "part": ["p0", "p1"]})  # 3 moves from p1 to p0
+        merge = DeltaTable(path).merge(new, "t.k = s.k", source_alias="s", target_alias="t")
+        merge.when_matched_update_all().when_not_matched_insert_all().execute()  # v3: an upsert
+        more = (
+            _customers([(8, "x", 8)]) if path == plain else pa.table({"k": pa.array([8], pa.int64()), "part": ["p1"]})
+        )
+        write_deltalake(path, more, mode="append")  # v4
+        DeltaTable(path).delete("k = 8")  # v5: a whole file's only row
+        last = _customers([(0, "o", 0), (9, "n", 9)])
+        if path == parted:
+            last = pa.table({"k": pa.array([0, 9], pa.int64()), "part": ["p0", "p9"]})
+        write_deltalake(path, last, mode="overwrite")  # v6
+        assert _version(path) == 6
+        for after, until in ((0, 6), (2, 4)):
+            expected = _delta_rs_feed(path, after, until)
+            assert expected, (path, after, until)
+            assert _feed(spark, path, after, until) == expected, (path, after, until)
+
+
+@pytest.mark.compat  # deletion vectors: the reader numbers the rows of a file with _metadata.row_index
+def test_a_delete_by_deletion_vectors_reads_as_the_deleted_rows_only(spark: SparkSession, tmp_path: Path) -> None:
+    """The zoo's ``cdf`` table (delta-spark 4.4): ids 0..99 inserted at version 1, ``DELETE
+    WHERE id % 4 = 0`` by deletion vectors at version 2, no change files."""
+    path = tmp_path / "cdf"
+    shutil.copytree(Path(__file__).parent / "data" / "zoo" / "tables" / "cdf", path)
+    deletes = read_changes(spark, str(path), 1, 2, backend="delta-rs").collect()
+    assert sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in deletes) == [
+        (i, "delete", 2) for i in range(0, 100, 4)
+    ]
+    both = Counter(
+        (r["id"], r["_change_type"], r["_commit_version"])
+        for r in read_changes(spark, str(path), 0, 2, backend="delta-rs").collect()
+    )
+    assert both == Counter([(i, "insert", 1) for i in range(100)] + [(i, "delete", 2) for i in range(0, 100, 4)])
+
+
+# -- the mirror ----------------------------------------------------------------------------------
+
+
+def _sync(spark: SparkSession, source: str, mirror: str, columns: Sequence[str] = COLUMNS, **options: Any) -> JobReport:
+    """A sync of ``columns`` (an id column without a vocabulary: fewer Spark jobs)."""
+    opts = SyncOptions(**{"key": ("k",), "p": P, "n": N, "handle_invalid": "quarantine", **options})
+    return sync_table(spark, source, mirror, columns, opts)
+
+
+@dataclass
+class _Step:
+    """What one sync of the customers' scenario left: its report, the mirror's and a fresh
+    tokenize's rows and quarantines, the source's rows, the decoded mirror's mismatches and the
+    email vocabulary."""
+
+    report: JobReport
+    mirror: list[tuple[Any, ...]]
+    fresh: list[tuple[Any, ...]]
+    quarantine: list[tuple[Any, ...]]
+    fresh_quarantine: list[tuple[Any, ...]]
+    kept: list[tuple[Any, ...]]
+    source: list[tuple[Any, ...]]
+    mismatches: int | None
+    vocabulary: dict[int, str | None]
+    vocabulary_path: str
+
+
+def _vocabulary(path: str) -> dict[int, str | None]:
+    return {row["id"]: row["key"] for row in DeltaTable(path).to_pyarrow_table().to_pylist()}
+
+
+def _step(spark: SparkSession, report: JobReport, source: str, mirror: str, fresh: str | None) -> _Step:
+    """The state after a sync (with a fresh tokenize of the source into ``fresh``)."""
+    if fresh is not None:
+        tokenize_table(spark, source, fresh, COLUMNS, FRESH)
+    kept = [r[:3] for r in _read(mirror, drop=["cid_mlt", "email_mlt"])]
+    rejected = [r[:3] for r in _read(f"{mirror}_quarantine", drop=["mlt_reason"])]
+    return _Step(
+        report,
+        _read(mirror, drop=["email_mlt"]),  # string tokens aside: their ids depend on the vocabulary's history
+        _read(fresh, drop=["email_mlt"]) if fresh else [],
+        _read(f"{mirror}_quarantine"),
+        _read(f"{fresh}_quarantine") if fresh else [],
+        sorted([*kept, *rejected], key=repr),
+        _read(source),
+        decode_table(spark, mirror, DecodeOptions(verify=True)).mismatches if fresh else None,
+        _vocabulary(f"{mirror}_vocab/email"),
+        f"{mirror}_vocab/email",
+    )
+
+
+@pytest.fixture(scope="module")
+def customers(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> list[_Step]:
+    """A customers table synced three times: created; a window of updates, deletes, an upsert,
+    an insert deleted again, a double update, an id leaving the codec's range and one coming
+    back; a window that overwrites the table (and a sync with nothing new)."""
+    tmp = tmp_path_factory.mktemp("customers")
+    source, mirror = str(tmp / "customers"), str(tmp / "mirror")
+    _create(
+        tmp / "customers",
+        [
+            (0, "a@x", 100),
+            (1, "b@x", 101),
+            (2, "a@x", 102),
+            (3, "c@x", 103),
+            (4, "e@x", 104),
+            (5, "d@x", 105),
+            (6, "f@x", 106),
+            (7, "g@x", 5000),
+        ],
+    )
+    steps = [_step(spark, _sync(spark, source, mirror), source, mirror, None)]
+
+    DeltaTable(source).update(predicate="k = 1", updates={"email": "'c@x'"})  # v1: no row holds b@x now
+    DeltaTable(source).update(predicate="k = 3", updates={"cid": "9000"})  # v2: out of the codec's range
+    DeltaTable(source).delete("k = 0 OR k = 4")  # v3: 2 holds a@x still; no row holds e@x
+    upsert = DeltaTable(source).merge(
+        _customers([(5, "d@x", 205), (8, "f@x", 108), (7, "g@x", 107)]), "t.k = s.k", source_alias="s", target_alias="t"
+    )
+    upsert.when_matched_update_all().when_not_matched_insert_all().execute()  # v4: 7 comes back in range
+    _append(source, [(9, "d@x", 109)])  # v5
+    DeltaTable(source).delete("k = 9")  # v6: inserted and deleted in one window, never in the mirror
+    DeltaTable(source).update(predicate="k = 2", updates={"cid": "202"})  # v7
+    DeltaTable(source).update(predicate="k = 2", updates={"cid": "302"})  # v8
+    steps.append(_step(spark, _sync(spark, source, mirror), source, mirror, str(tmp / "fresh8")))
+
+    overwrite = [(1, "c@x", 101), (2, "a@x", 402), (3, "c@x", 103), (6, "f@x", 106), (10, "z@x", 6000)]
+    _append(source, [*overwrite, (11, "y@x", 111)], "overwrite")  # v9: 5, 7, 8 gone; 3 back in range
+    steps.append(_step(spark, _sync(spark, source, mirror), source, mirror, str(tmp / "fresh9")))
+
+    tables = [mirror, f"{mirror}_quarantine", f"{mirror}_vocab/email"]
+    versions = [_version(t) for t in tables]
+    again = _sync(spark, source, mirror)
+    assert [_version(t) for t in tables] == versions  # nothing committed
+    steps.append(_step(spark, again, source, mirror, None))
+    return steps
+
+
+def test_the_mirror_equals_a_fresh_tokenize_at_each_source_version(customers: list[_Step]) -> None:
+    """After each window the mirror and its quarantine hold what a fresh tokenize of the source
+    holds, and decode back to the source's rows; a sync with nothing new commits nothing."""
+    created, window, overwritten, again = customers
+    assert (created.report.source_version, created.report.rows_out, created.report.rows_rejected) == (0, 7, 1)
+    assert created.kept == created.source
+    for step in (window, overwritten):
+        assert step.mirror == step.fresh
+        assert step.quarantine == step.fresh_quarantine
+        assert step.mismatches == 0
+        assert step.kept == step.source
+    report = window.report  # 1, 2, 5, 7, 8 in the mirror, 3 in the quarantine; 0 and 4 deleted
+    assert (report.source_version, report.rows_out, report.rows_rejected, report.rows_deleted) == (8, 5, 1, 2)
+    report = overwritten.report  # every row rewritten; 5, 7, 8 deleted; 10 in the quarantine
+    assert (report.source_version, report.rows_out, report.rows_rejected, report.rows_deleted) == (9, 5, 1, 3)
+    assert (again.report.source_version, again.report.write, again.report.rows_in) == (9, None, 0)
+    assert (again.mirror, again.quarantine) == (overwritten.mirror, overwritten.quarantine)
+
+
+def test_an_email_no_row_holds_leaves_the_vocabulary_and_its_id_is_never_given_again(
+    spark: SparkSession, customers: list[_Step]
+) -> None:
+    """Erasure: an email no row holds any more keeps its id, keyless; an email another row
+    still holds stays; a new email gets an id after every id ever given (the erased ones')."""
+    created, window, overwritten, _ = customers
+    ids = {key: id for id, key in created.vocabulary.items()}
+    assert window.report.erased == {"email": 2}
+    assert window.vocabulary == {**created.vocabulary, ids["b@x"]: None, ids["e@x"]: None}
+    assert max(created.vocabulary) == ids["e@x"]  # the largest id is an erased one's
+    assert overwritten.report.erased == {"email": 2}  # d@x and g@x; f@x is 6's still
+    new = {key: id for id, key in overwritten.vocabulary.items() if id not in window.vocabulary}
+    assert set(new) == {"y@x", "z@x"}
+    assert min(new.values()) == max(created.vocabulary) + 1
+    assert overwritten.vocabulary == {
+        **window.vocabulary,
+        ids["d@x"]: None,
+        ids["g@x"]: None,
+        **{i: k for k, i in new.items()},
+    }
+    check_vocabulary(spark, overwritten.vocabulary_path)
+
+
+# -- gaps in the feed ----------------------------------------------------------------------------
+
+
+def _refused_at(error: pytest.ExceptionInfo[ChangeFeedError], version: int) -> None:
+    assert error.value.version == version
+    assert f"version {version}" in str(error.value)
+    assert "--full-refresh" in str(error.value)
+
+
+def _copy(source: str, to: Path) -> str:
+    shutil.copytree(source, to)
+    return str(to)
+
+
+def test_the_feed_refuses_a_range_it_cannot_cover(tmp_path: Path) -> None:
+    """A column added, the feed turned off, or off at the version held and not turned on by the
+    next, the log cleaned up past the version held, a file vacuumed: ``check_feed`` names the
+    first version it cannot cover and the way forward, before any row is read. Another property
+    set is no gap."""
+    source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 2)])
+
+    appended = _copy(source, tmp_path / "appended")  # a column added by an append that merges schemas
+    more = _customers([(3, "c@x", 3)]).append_column("city", pa.array(["x"]))
+    write_deltalake(appended, more, mode="append", schema_mode="merge")
+    with pytest.raises(ChangeFeedError) as error:
+        check_feed(appended, 0, 1)
+    _refused_at(error, 1)
+
+    properties = _copy(source, tmp_path / "properties")  # another property set: no gap, no change
+    DeltaTable(properties).alter.set_table_properties({"delta.logRetentionDuration": "interval 60 days"})
+    assert check_feed(properties, 0, 1).changed_versions == []
+
+    off = _copy(source, tmp_path / "off")  # the feed turned off for a commit, then on again
+    DeltaTable(off).alter.set_table_properties({"delta.enableChangeDataFeed": "false"})
+    _append(off, [(3, "c@x", 3)])
+    DeltaTable(off).alter.set_table_properties(CDF)
+    with pytest.raises(ChangeFeedError) as error:
+        check_feed(off, 0, 3)
+    _refused_at(error, 1)
+
+    late = _create(tmp_path / "late", [(1, "a@x", 1)], cdf=False)  # off at the version held
+    _append(late, [(2, "b@x", 2)])  # v1: not recorded
+    DeltaTable(late).alter.set_table_properties(CDF)  # v2
+    DeltaTable(late).update(predicate="k = 1", updates={"cid": "2"})  # v3
+    with pytest.raises(ChangeFeedError) as error:
+        check_feed(late, 0, 3)
+    _refused_at(error, 1)
+    assert check_feed(late, 1, 3).changed_versions == [3]  # turned on by the version after the one held
+
+    cleaned = _copy(source, tmp_path / "cleaned")  # the log cleaned up to a checkpoint, the version held too
+    _append(cleaned, [(3, "c@x", 3)])
+    _append(cleaned, [(4, "d@x", 4)])
+    DeltaTable(cleaned).create_checkpoint()
+    for version in (0, 1):
+        (Path(cleaned) / "_delta_log" / f"{version:020d}.json").unlink()
+    with pytest.raises(ChangeFeedError) as error:
+        check_feed(cleaned, 0, 2)
+    _refused_at(error, 1)
+
+    vacuumed = _copy(source, tmp_path / "vacuumed")  # the file version 1 added, which version 2 removed
+    _append(vacuumed, [(3, "c@x", 3)])
+    _append(vacuumed, [(1, "a@x", 1)], "overwrite")
+    assert DeltaTable(vacuumed).vacuum(retention_hours=0, enforce_retention_duration=False, dry_run=False)
+    with pytest.raises(ChangeFeedError) as error:
+        check_feed(vacuumed, 0, 2)
+    _refused_at(error, 1)
+
+
+def test_a_gap_stops_the_sync_until_a_full_refresh_rebuilds_the_mirror(spark: SparkSession, tmp_path: Path) -> None:
+    """A column added, a log entry gone: the sync stops at the version; a full refresh rebuilds
+    the mirror and its quarantine in one commit each, or, when the source's columns changed,
+    refuses before it writes anything (its overwrite keeps the mirror's schema)."""
+    source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 5000)])
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror)  # holds version 0 of the source, and of each copy below (same table id)
+
+    schema = _copy(source, tmp_path / "schema")
+    DeltaTable(schema).update(predicate="k = 2", updates={"cid": "2"})
+    DeltaTable(schema).alter.add_columns([Field("city", "string", nullable=True)])
+    with pytest.raises(ChangeFeedError) as error:
+        _sync(spark, schema, mirror)
+    _refused_at(error, 2)
+
+    gone = _copy(source, tmp_path / "gone")  # a log entry cleaned up (a checkpoint after it keeps it readable)
+    _append(gone, [(3, "c@x", 3)])
+    DeltaTable(gone).update(predicate="k = 2", updates={"cid": "2"})  # back in the codec's range
+    DeltaTable(gone).create_checkpoint()
+    (Path(gone) / "_delta_log" / f"{1:020d}.json").unlink()
+    with pytest.raises(ChangeFeedError) as error:
+        _sync(spark, gone, mirror)
+    _refused_at(error, 1)
+
+    tables = [mirror, f"{mirror}_quarantine", f"{mirror}_vocab/email"]
+    versions = [_version(t) for t in tables]
+    with pytest.raises(MLTError, match=r"columns changed .* k int64, email string, cid int64, city string\)"):
+        _sync(spark, schema, mirror, full_refresh=True)
+    assert [_version(t) for t in tables] == versions  # refused before anything is written
+
+    refreshed = _sync(spark, gone, mirror, full_refresh=True)
+    assert refreshed.source_version == 2
+    assert [_version(t) for t in tables[:2]] == [versions[0] + 1, versions[1] + 1]  # one commit each
+    tokenize_table(spark, gone, str(tmp_path / "fresh"), COLUMNS, FRESH)
+    assert _read(mirror, drop=["email_mlt"]) == _read(tmp_path / "fresh", drop=["email_mlt"])
+    assert _read(f"{mirror}_quarantine") == []  # 2 came back in range
+    assert _sync(spark, gone, mirror).write is None  # the mirror holds the latest version now
+
+
+# -- the key -------------------------------------------------------------------------------------
+
+
+def test_a_key_that_is_not_the_sources_primary_key_is_refused(spark: SparkSession, tmp_path: Path) -> None:
+    source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 2)])
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror, ["cid"])
+    _append(source, [(1, "again@x", 3)])  # v1: a second row of key 1
+    with pytest.raises(SourceError, match=r"version 1 of .* an insert of a key the mirror holds \(k=1\)"):
+        _sync(spark, source, mirror, ["cid"])
+    with pytest.raises(SourceError, match=r"version 1 of .* has 2 rows with the key k=1"):
+        _sync(spark, source, mirror, ["cid"], full_refresh=True)
+    DeltaTable(source).delete("k = 1")
+    _append(source, [(None, "null@x", 4)])  # v3: a row without a key
+    with pytest.raises(SourceError, match=r"version 3 of .* has a row whose key \['k'\] is null"):
+        _sync(spark, source, mirror, ["cid"])
+    with pytest.raises(SourceError, match=r"version 3 of .* has a row whose key \['k'\] is null"):
+        _sync(spark, source, mirror, ["cid"], full_refresh=True)
+    assert _read(mirror, drop=["cid_mlt", "email_mlt"]) == [(1, "a@x", 1), (2, "b@x", 2)]  # as at version 0
+
+
+# -- the jar-free rewrite ------------------------------------------------------------------------
+
+
+def test_a_sync_rewrites_only_the_files_that_hold_changed_keys(spark: SparkSession, tmp_path: Path) -> None:
+    """A mirror partitioned by key range (one file each): an update of two keys of one range
+    commits the removal of that range's file only, its rewrite, and the source version."""
+    source = str(tmp_path / "customers")
+    for r in range(4):
+        rows = _customers([(k, f"{k}@x", k) for k in range(10 * r, 10 * r + 10)])
+        rows = rows.append_column("r", pa.array([r] * 10, pa.int64()))
+        write_deltalake(source, rows, mode="append", configuration=CDF if r == 0 else None)
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror, ["cid"], partition_by=("r",))
+    files = DeltaTable(mirror).file_uris()
+    assert len(files) == 4
+    DeltaTable(source).update(predicate="k = 21 OR k = 22", updates={"cid": "cid + 100"})
+    report = _sync(spark, source, mirror, ["cid"])
+    assert report.rows_out == 2
+    actions = _last_commit(mirror)
+    removed = [a["remove"] for a in actions if "remove" in a]
+    added = [a["add"] for a in actions if "add" in a]
+    assert [r["partitionValues"] for r in removed] == [{"r": "2"}]
+    assert added
+    assert all(a["partitionValues"] == {"r": "2"} for a in added)
+    assert sum(json.loads(a["stats"])["numRecords"] for a in added) == 10
+    assert [(a["txn"]["appId"], a["txn"]["version"]) for a in actions if "txn" in a] == [(_app_id(source), 4)]
+    assert {(cid, k) for cid, _, k, _ in _read(mirror, drop=["cid_mlt", "email_mlt"]) if cid != k} == {
+        (121, 21),
+        (122, 22),
+    }
+
+
+# -- options and the CLI -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "parameter"),
+    [
+        ({}, "key"),
+        ({"key": ("k",), "input_format": "parquet"}, "input_format"),
+        ({"key": ("k",), "mode": "append"}, "mode"),
+        ({"key": ("k",), "run_id": "nightly"}, "run_id"),
+        ({"key": ("k",), "dry_run": True}, "dry_run"),
+    ],
+)
+def test_sync_options_refuse_batch_settings(options: dict[str, Any], parameter: str) -> None:
+    with pytest.raises(MLTError) as error:
+        SyncOptions(**options)
+    assert error.value.parameter == parameter
+    assert str(error.value).startswith(f"{parameter}:")
+
+
+def test_the_cli_syncs_a_mirror(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 2)])
+    argv = ["sync", "--input", source, "--output", str(tmp_path / "mirror"), "--columns", "cid", "--key", "k"]
+    assert main(argv) == 0
+    assert "spark-mlt sync: rows in 2, out 2, rejected 0, deleted 0, source version 0" in capsys.readouterr().out
+    DeltaTable(source).delete("k = 2")
+    assert main(argv) == 0
+    assert "rows in 0, out 0, rejected 0, deleted 1, source version 1" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as usage:
+        main([*argv, "--mode", "append"])  # a batch run's option: not one of sync's
+    assert usage.value.code == 2
+
+
+class _StoppedError(Exception):
+    """The sync stopped before the mirror's commit."""
+
+
+def test_a_sync_stopped_between_the_quarantines_commit_and_the_mirrors_resumes(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quarantine committed a window (a key moved into it), the mirror did not: the next run
+    checks the key against the quarantine as the mirror's version left it, and finishes."""
+    source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 2), (3, "c@x", 5000)])
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror, ["cid"])
+    DeltaTable(source).update(predicate="k = 1", updates={"cid": "9000"})  # to the quarantine
+    commits = []
+
+    def quarantine_only(*args: Any, **kwargs: Any) -> Any:
+        if commits:
+            raise _StoppedError
+        commits.append(replace_keys(*args, **kwargs))
+        return commits[-1]
+
+    monkeypatch.setattr(sync_module, "replace_keys", quarantine_only)
+    with pytest.raises(_StoppedError):
+        _sync(spark, source, mirror, ["cid"])
+    monkeypatch.undo()
+    assert sorted(r[2] for r in _read(f"{mirror}_quarantine")) == [1, 3]  # committed: ahead of the mirror
+    DeltaTable(source).delete("k = 2")  # lands meanwhile
+    resumed = _sync(spark, source, mirror, ["cid"])
+    assert (resumed.source_version, resumed.rows_deleted) == (2, 1)
+    assert _read(mirror) == []
+    assert sorted(r[2] for r in _read(f"{mirror}_quarantine")) == [1, 3]

@@ -1,0 +1,182 @@
+"""A sync killed between any two of its commits and run again: the mirror ends as a fresh
+tokenization of its source, every row exactly once; and a sync on an object store."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyspark.sql import SparkSession
+
+from spark_mlt.batch import TokenizeOptions, tokenize_table
+from spark_mlt.batch.options import SyncOptions
+from spark_mlt.batch.sync import sync_table
+from spark_mlt.column import mlt_decode, token_layouts
+from spark_mlt.storage import StorageOptions, read_codecs, read_delta
+from tests.support import s3 as local_s3
+from tests.support.sync_jobs import COLUMNS, SYNC
+
+SYNC_JOBS = Path(__file__).parent / "support" / "sync_jobs.py"
+#: how a fresh batch run tokenizes the sync's columns (tests/support/sync_jobs.py)
+FRESH = TokenizeOptions(p=13, n=3, input_format="delta", handle_invalid="quarantine")
+CAPACITY = 13**3  # larger ids go to the quarantine
+CDF = {"delta.enableChangeDataFeed": "true"}
+#: the only row that holds it (k = 7) is deleted: the email leaves the vocabulary
+ERASED = "only@example.com"
+
+
+def _rows(ks: list[int], ids: list[int], emails: list[str]) -> pa.Table:
+    return pa.table(
+        {
+            "k": pa.array(ks, pa.int64()),
+            "customer_id": pa.array(ids, pa.int64()),
+            "email": pa.array(emails, pa.string()),
+        }
+    )
+
+
+def _store(storage: StorageOptions | None) -> dict[str, str] | None:
+    """delta-rs' own calls take a dict."""
+    return None if storage is None else dict(storage)
+
+
+def _insert(source: str, rows: list[tuple[int, int, str]]) -> None:
+    ks, ids, emails = (list(c) for c in zip(*rows, strict=True))
+    write_deltalake(source, _rows(ks, ids, emails), mode="append")
+
+
+def _source(path: str, rows: list[tuple[int, int, str]], storage: StorageOptions | None = None) -> DeltaTable:
+    ks, ids, emails = (list(c) for c in zip(*rows, strict=True))
+    write_deltalake(path, _rows(ks, ids, emails), configuration=CDF, storage_options=_store(storage))
+    return DeltaTable(path, storage_options=_store(storage))
+
+
+def _run_sync(source: Path, output: Path, kill_at: str | None) -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, str(SYNC_JOBS), str(source), str(output), *([kill_at] if kill_at else [])]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
+
+
+def _table(path: Path | str, storage: StorageOptions | None = None) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = DeltaTable(str(path), storage_options=_store(storage)).to_pyarrow_table().to_pylist()
+    return rows
+
+
+def _decoded(
+    spark: SparkSession, path: str, storage: StorageOptions | None = None
+) -> list[tuple[int, int | None, str | None]]:
+    """Each row's key with its tokens decoded: the id, and the email through the vocabulary."""
+    codecs = read_codecs(path, storage_options=storage)
+    table = read_delta(spark, path, storage_options=storage)
+    layouts = token_layouts(table.schema, codecs)
+    ids = table.select(
+        "k",
+        *(mlt_decode(f"{c}_mlt", codecs[c], layout=layouts[c]).alias(c) for c in COLUMNS),
+    ).collect()
+    vocabulary = {row["id"]: row["key"] for row in _table(f"{path}_vocab/email", storage)}
+    return sorted((row["k"], row["customer_id"], vocabulary.get(row["email"])) for row in ids)
+
+
+def _without(rows: list[dict[str, Any]], column: str) -> list[tuple[Any, ...]]:
+    return sorted(tuple(v for c, v in sorted(row.items()) if c != column) for row in rows)
+
+
+@pytest.mark.slow
+def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Synced once; then updates (one making an id invalid: to the quarantine), deletes (one of
+    the only row holding an email) and inserts; then the sync is killed (SIGKILL) after the
+    vocabulary appends, after the erasure, after the quarantine's commit and before the mirror's,
+    with more changes landing while it is down; then it runs to the end: the mirror and the
+    quarantine are what a fresh tokenize of the source's latest version writes (the string
+    tokens, whose ids depend on history, compared decoded), each source row exactly once, the
+    erased email gone from the vocabulary, like every key no row holds (new100: appended by the
+    killed run, its row deleted before the restart), and no id given twice."""
+    source, output = tmp_path / "customers", tmp_path / "customers_mlt"
+    first = [(k, 100 + k, f"u{k % 6}@example.com") for k in range(30)]
+    first[7] = (7, 107, ERASED)
+    first[29] = (29, 5_000, "u5@example.com")  # invalid from the start
+    table = _source(str(source), first)
+    assert sync_table(spark, str(source), str(output), COLUMNS, SYNC).rows_rejected == 1  # here: one JVM fewer
+
+    def changes_a() -> None:
+        table.update({"customer_id": "9000"}, predicate="k = 1")  # to the quarantine
+        table.update({"email": "'new2@example.com'"}, predicate="k = 2")  # a new key
+        table.delete("k = 7 OR k = 3")  # k = 7: the only row with ERASED
+        _insert(str(source), [(100, 300, "new100@example.com"), (101, 7_777, "u1@example.com")])
+
+    def changes_b() -> None:
+        table.update({"customer_id": "50"}, predicate="k = 29")  # out of the quarantine
+        table.delete("k = 100")  # its email may be in the vocabulary already
+        _insert(str(source), [(102, 302, "u2@example.com")])
+
+    def changes_c() -> None:
+        table.update({"email": "'u5@example.com'"}, predicate="k = 4")
+        table.delete("k = 101")  # inserted to the quarantine, and gone
+        _insert(str(source), [(103, 6_000, "new103@example.com")])
+
+    def changes_d() -> None:
+        table.update({"customer_id": "200"}, predicate="k = 5")
+        table.delete("k = 6")
+
+    changes_a()
+    for kill_at, more in (
+        ("vocabulary", changes_b),
+        ("erasure", changes_c),
+        ("quarantine", changes_d),
+        ("before-commit", lambda: _insert(str(source), [(104, 304, "u0@example.com")])),
+    ):
+        killed = _run_sync(source, output, kill_at)
+        assert killed.returncode == -signal.SIGKILL, f"{kill_at}: {killed.stderr[-3000:]}"
+        more()  # lands while the sync is down
+    finished = _run_sync(source, output, None)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert json.loads(finished.stdout.splitlines()[-1])["source_version"] == DeltaTable(str(source)).version()
+
+    expected = tmp_path / "fresh"
+    tokenize_table(spark, str(source), str(expected), COLUMNS, FRESH)
+    mirror, fresh = _table(output), _table(expected)
+    assert _without(mirror, "email_mlt") == _without(fresh, "email_mlt")
+    assert _decoded(spark, str(output)) == sorted((r["k"], r["customer_id"], r["email"]) for r in fresh)
+    quarantine = _table(f"{output}_quarantine")
+    assert sorted(quarantine, key=lambda r: r["k"]) == sorted(_table(f"{expected}_quarantine"), key=lambda r: r["k"])
+    latest = DeltaTable(str(source)).to_pyarrow_table().to_pylist()
+    held = Counter(row["k"] for row in mirror + quarantine)
+    assert held == Counter(row["k"] for row in latest)  # every source row exactly once
+    assert {row["k"] for row in quarantine} == {row["k"] for row in latest if row["customer_id"] >= CAPACITY}
+    vocabulary = _table(f"{output}_vocab/email")
+    keys = [row["key"] for row in vocabulary if row["key"] is not None]
+    assert ERASED not in keys
+    assert len({row["id"] for row in vocabulary}) == len(vocabulary)  # no id given twice
+    assert len(set(keys)) == len(keys)
+    assert set(keys) == {row["email"] for row in latest}  # no key that no row holds
+
+
+@pytest.mark.compat  # like the stream's S3 test: the s3a settings differ between lines
+def test_a_sync_keeps_its_mirror_on_s3(spark: SparkSession, s3: local_s3.MotoServer) -> None:
+    """Source and mirror on the local S3 server: a first sync, an update and a delete, a second
+    sync; the mirror holds the source's rows with their tokens."""
+    bucket, storage = s3.bucket("sync"), local_s3.storage_options()
+    source, output = f"s3://{bucket}/customers", f"s3://{bucket}/customers_mlt"
+    table = _source(source, [(1, 11, "a@example.com"), (2, 12, "b@example.com"), (3, 13, "c@example.com")], storage)
+    options = SyncOptions(p=13, n=3, handle_invalid="quarantine", key=("k",), storage_options=storage)
+    first = sync_table(spark, source, output, COLUMNS, options)
+    assert (first.rows_out, first.source_version) == (3, 0)
+    table.update({"customer_id": "21", "email": "'d@example.com'"}, predicate="k = 2")
+    table.delete("k = 3")
+    second = sync_table(spark, source, output, COLUMNS, options)
+    assert (second.source_version, second.rows_deleted, second.erased) == (2, 1, {"email": 2})
+    rows = sorted((r["k"], r["customer_id"], r["email"]) for r in _table(source, storage))
+    assert rows == [(1, 11, "a@example.com"), (2, 21, "d@example.com")]
+    assert sorted((r["k"], r["customer_id"], r["email"]) for r in _table(output, storage)) == rows
+    assert _decoded(spark, output, storage) == rows
