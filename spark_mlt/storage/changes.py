@@ -36,9 +36,10 @@ import numpy as np
 from deltalake import DeltaTable, Schema
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
 from spark_mlt.errors import ChangeFeedError, MissingTableError
+from spark_mlt.storage._local import local_frame
 from spark_mlt.storage.catalog import Backend, resolve_location, use_delta_spark
 from spark_mlt.storage.deletions import _masks, _runs
 from spark_mlt.storage.features import check_readable
@@ -379,13 +380,19 @@ def _scan(
         )
         for index, read in enumerate(reads)
     ]
-    files = spark.createDataFrame(table, schema)
+    files = local_frame(spark, table, schema)
     rows = scan.join(F.broadcast(files), _FILE)
     filtered = [index for index, read in enumerate(reads) if read.keep != "all"]
     if filtered:
         runs = [(index, *reads[index].runs) for index in filtered]
-        runs_schema = "r int, s array<bigint>, l array<bigint>"
-        marked = spark.createDataFrame(runs, runs_schema).select("r", F.inline(F.arrays_zip("s", "l")))
+        runs_schema = StructType(
+            [
+                StructField("r", IntegerType(), False),
+                StructField("s", ArrayType(LongType(), False), False),
+                StructField("l", ArrayType(LongType(), False), False),
+            ]
+        )
+        marked = local_frame(spark, runs, runs_schema).select("r", F.inline(F.arrays_zip("s", "l")))
         first = F.col("r").cast("long") * F.lit(_SHIFT) + F.col("s")
         listed = marked.select(F.explode(F.sequence(first, first + F.col("l") - F.lit(1))).alias("__spark_mlt_at"))
         listed = listed.withColumn("__spark_mlt_listed", F.lit(True))

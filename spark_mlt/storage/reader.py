@@ -40,6 +40,7 @@ from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, Stru
 
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import SourceError, TableError, TableFeatureError
+from spark_mlt.storage._local import local_frame
 from spark_mlt.storage.catalog import BACKENDS, Backend, resolve_location, use_delta_spark
 from spark_mlt.storage.deletions import deleted_runs
 from spark_mlt.storage.features import check_readable
@@ -240,7 +241,7 @@ def _files_frame(
         ]
     )
     rows = [(_file_key(_spark_file(location, p)), i, *values[i]) for i, p in enumerate(paths)]
-    return spark.createDataFrame(rows, schema)
+    return local_frame(spark, rows, schema)
 
 
 def _without_deleted(
@@ -265,7 +266,7 @@ def _without_deleted(
             StructField("l", ArrayType(LongType(), False), False),
         ]
     )
-    runs = spark.createDataFrame(deleted.files, schema).select("f", F.inline(F.arrays_zip("s", "l")))
+    runs = local_frame(spark, deleted.files, schema).select("f", F.inline(F.arrays_zip("s", "l")))
     first = F.col("f") * F.lit(_FILE_SHIFT) + F.col("s")
     gone = runs.select(F.explode(F.sequence(first, first + F.col("l") - F.lit(1))).alias(_ROW))
     if deleted.rows <= BROADCAST_DELETED_ROWS:

@@ -42,6 +42,7 @@ from spark_mlt.codec import MLTCodec
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import ConcurrentWriteError, TableFeatureError
 from spark_mlt.storage import _delta_spark
+from spark_mlt.storage._local import local_frame
 from spark_mlt.storage._plan import DeltaWriteResult, ReplacedFile, skipped_write
 from spark_mlt.storage.catalog import Backend
 from spark_mlt.storage.fs import locate
@@ -150,7 +151,7 @@ def _candidates(
         fields += [StructField(f"__lo_{i}", kind), StructField(f"__hi_{i}", kind)]
     schema = StructType([StructField("__file", IntegerType(), False), *fields])
     table = [(i, *(column[i] for column in bounds)) for i in range(actions.num_rows)]
-    files = spark.createDataFrame(table, schema)
+    files = local_frame(spark, table, schema)
     condition = None
     for i, name in enumerate(key):
         at, floor, ceiling = F.col(identifier(name)), F.col(f"__lo_{i}"), F.col(f"__hi_{i}")

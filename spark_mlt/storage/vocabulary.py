@@ -31,9 +31,11 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_mlt.errors import VocabularyError
 from spark_mlt.storage._delta_spark import path_target, session_conf
+from spark_mlt.storage._local import local_frame
 from spark_mlt.storage.catalog import Backend, use_delta_spark
 from spark_mlt.storage.fs import locate
 from spark_mlt.storage.reader import read_delta
@@ -145,7 +147,9 @@ def number_keys(spark: SparkSession, keys: DataFrame, start: int) -> DataFrame |
     for bucket, size in sizes:
         firsts.append((bucket, first))
         first += size
-    offsets = spark.createDataFrame(firsts, "bucket bigint, first bigint")
+    offsets = local_frame(
+        spark, firsts, StructType([StructField("bucket", LongType()), StructField("first", LongType())])
+    )
     within = F.row_number().over(Window.partitionBy("bucket").orderBy("key")) - F.lit(1)
     numbered = keys.join(F.broadcast(offsets), "bucket")
     return numbered.select("key", (F.col("first") + within).cast("bigint").alias("id"))
