@@ -183,7 +183,7 @@ def pending_erasures(
     there, each with the time a vacuum with ``retention_hours`` may delete it, and the rows its
     deletion vectors hide (their bytes stay in the data files until a purge,
     ``REORG TABLE ... APPLY (PURGE)``, rewrites them). Reads the table's last
-    [`ERASURE_HISTORY`][spark_mlt.storage.maintenance.ERASURE_HISTORY] commits; no Spark.
+    ``ERASURE_HISTORY`` (10,000) commits; no Spark.
 
     Example::
 
