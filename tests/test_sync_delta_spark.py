@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -215,8 +216,15 @@ class History:
 OPTIONS = SyncOptions(key=("id",), p=P, n=N)
 
 
+def _needs_delta_jars(spark: SparkSession) -> None:
+    """A module fixture is set up before the autouse skip of a ``delta_spark`` test: it skips itself."""
+    if os.environ.get("SPARK_MLT_TEST_DELTA_SPARK") != "1" or not Capabilities.of(spark).delta_jars:
+        pytest.skip("needs Delta's jars: run with SPARK_MLT_TEST_DELTA_SPARK=1 after `make jars`")
+
+
 @pytest.fixture(scope="module")
 def history(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> History:
+    _needs_delta_jars(spark)
     root = tmp_path_factory.mktemp("sync")
     source = str(root / "source")
     _create(spark, source, dvs=True, partitioned=True)
@@ -334,6 +342,7 @@ def sources(spark: SparkSession, history: History, tmp_path_factory: pytest.Temp
     """Sources that delta-spark wrote with the whole history: the sync tests' (deletion
     vectors on, partitioned: an UPDATE moves keys to another partition) and one with deletion
     vectors off (so ``cdc`` files), not partitioned."""
+    _needs_delta_jars(spark)
     path = str(tmp_path_factory.mktemp("sources") / "cdc")
     _create(spark, path, dvs=False)
     for step in _history(spark, path):
