@@ -48,7 +48,7 @@ delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
 if [[ $delta_spark_depth == smoke ]]; then
     delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended" tests/test_delta_spark.py)
 else
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py)
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_sync_delta_spark.py)
 fi
 echo "== compat tests ($depth)"
 # the generated statistics tables (tests/test_stats.py): more examples than make test's 8
