@@ -152,44 +152,39 @@ def _source_snapshot(spark: SparkSession, input: str, options: SyncOptions) -> T
 
 
 def _sync_once(run: _Run, *, refresh: bool) -> None:
-    spark, input, output, columns, options, report = (
-        run.spark,
-        run.input,
-        run.output,
-        run.columns,
-        run.options,
-        run.report,
-    )
+    spark, options, report = run.spark, run.options, run.report
     started = time.perf_counter()
-    source = _source_snapshot(spark, input, options)
+    source = _source_snapshot(spark, run.input, options)
     names = source.schema.names
-    missing = [c for c in [*columns, *options.key] if c not in names]
+    missing = [c for c in [*run.columns, *options.key] if c not in names]
     if missing:
         raise SourceError(
             f"columns or key name column(s) {missing} not in the source; it has {names}", parameter="columns"
         )
     app = sync_app_id(source)
     backend = job_backend(report.capabilities or Capabilities.of(spark))
-    mirror = snapshot_for_write(output, "append", storage_options=options.storage_options, spark=spark, backend=backend)
+    mirror = snapshot_for_write(
+        run.output, "append", storage_options=options.storage_options, spark=spark, backend=backend
+    )
     held = None if mirror is None else mirror.table.transaction_version(app)
     if refresh or mirror is None or (held is None and mirror.created_empty):
         _refresh(run, source=source, mirror=mirror, app=app)
     elif held is None:
         raise MLTError(
-            f"output: the mirror {output} holds no sync of the source {source.path} (table id "
+            f"output: the mirror {run.output} holds no sync of the source {source.path} (table id "
             f"{source.table.metadata().id}): it was written by another job, or the source was replaced; "
             f"{FULL_REFRESH}",
             parameter="output",
         )
     elif held >= source.version:
-        log.info("sync: %s holds source version %d, the latest: nothing to do", output, held)
+        log.info("sync: %s holds source version %d, the latest: nothing to do", run.output, held)
         report.source_version = held
         return
     else:
         _apply_window(run, mirror=mirror, after=held, source=source, app=app)
     log.info(
         "sync: %s now holds source version %s (%.1f s): %s",
-        output,
+        run.output,
         report.source_version,
         time.perf_counter() - started,
         report.summary(),
@@ -198,17 +193,10 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
 
 def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, app: str) -> None:
     """The mirror rebuilt from the source at its version, in one commit (and its quarantine's)."""
-    spark, input, output, columns, options, report = (
-        run.spark,
-        run.input,
-        run.output,
-        run.columns,
-        run.options,
-        run.report,
-    )
+    spark, options, report = run.spark, run.options, run.report
     version = source.version
     if mirror is not None:
-        _check_columns(mirror, source, columns)
+        _check_columns(mirror, source, run.columns)
     backend = job_backend(report.capabilities or Capabilities.of(spark))
     rows = read_delta(spark, source.path, version=version, storage_options=options.storage_options, backend=backend)
     # the mirror's files in key ranges: a window's changed keys then fall into few of them
@@ -218,22 +206,22 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             _check_unique(rows, options.key, f"version {version} of {source.path}")
         # before the mirror's commit: a run killed after it finds nothing left to do
         with phase(report, "erase"):
-            report.erased = _erase_absent(spark, rows, output, columns, options)
+            report.erased = _erase_absent(spark, rows, run.output, run.columns, options)
         mode: WriteMode = "overwrite" if mirror is not None else "error"
         snapshot = snapshot_for_write(
-            output, mode, storage_options=options.storage_options, spark=spark, backend=backend
+            run.output, mode, storage_options=options.storage_options, spark=spark, backend=backend
         )
         refreshing = _tokenize_options(options, mode)
         info = {
             "spark_mlt.job": "sync",
-            "spark_mlt.input": input,
+            "spark_mlt.input": run.input,
             "spark_mlt.sync": "full refresh",
             "spark_mlt.source_version": str(version),
         }
         done = tokenize_frame(
             rows,
-            output,
-            columns,
+            run.output,
+            run.columns,
             refreshing,
             snapshot=snapshot,
             report=JobReport(capabilities=report.capabilities),

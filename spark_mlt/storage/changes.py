@@ -41,7 +41,7 @@ from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, Stru
 from spark_mlt.errors import ChangeFeedError, MissingTableError
 from spark_mlt.storage._local import local_frame
 from spark_mlt.storage.catalog import Backend, resolve_location, use_delta_spark
-from spark_mlt.storage.deletions import _masks, _runs
+from spark_mlt.storage.deletions import _runs, keep_masks
 from spark_mlt.storage.features import check_readable
 from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.reader import _file_key, _spark_file, exact_files
@@ -98,7 +98,6 @@ class FeedRange:
     layout: TableLayout
     data: list[_Read] = field(default_factory=list)
     cdc: list[_Read] = field(default_factory=list)
-    changed_versions: list[int] = field(default_factory=list)
 
 
 def _entry(location: Location, version: int) -> list[dict[str, Any]]:
@@ -230,7 +229,6 @@ def _add_version(
     cdc = [a["cdc"] for a in actions if "cdc" in a]
     if cdc:
         feed.cdc += [_Read(unquote(a["path"]), version, None, partition(a)) for a in cdc]
-        feed.changed_versions.append(version)
         return
     adds = {unquote(a["add"]["path"]): a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)}
     removes = {
@@ -240,13 +238,12 @@ def _add_version(
     }
     if not adds and not removes:
         return
-    feed.changed_versions.append(version)
     masks: dict[int, dict[str, np.ndarray]] = {}
 
     def mask(at: int, path: str) -> np.ndarray:
         if at not in masks:
             table = open_table(feed.location.uri, version=at, storage_options=storage_options)
-            masks[at] = _keep_masks(table, feed.location.uri)
+            masks[at] = keep_masks(table, feed.location.uri)
         return masks[at].get(path, np.ones(0, dtype=bool))
 
     for path, add in adds.items():
@@ -280,20 +277,6 @@ def _with_vector(read: _Read, action: Mapping[str, Any], mask: Any, at: int) -> 
     if not starts.size:
         return read
     return _Read(read.path, read.version, read.change, read.partition, "except", (starts.tolist(), lengths.tolist()))
-
-
-def _keep_masks(table: DeltaTable, location: str) -> dict[str, np.ndarray]:
-    """The keep mask of each file of the version ``table`` holds that has a deletion vector,
-    by path relative to the table (decoded)."""
-    masks = _masks(table, location)
-    root = unquote(table.table_uri).rstrip("/") + "/"
-    found: dict[str, np.ndarray] = {}
-    selection = masks.column("selection_vector")
-    for index, uri in enumerate(masks.column("filepath").to_pylist()):
-        path = unquote(str(uri))
-        relative = path[len(root) :] if path.startswith(root) else path
-        found[relative] = selection[index].values.to_numpy(zero_copy_only=False).astype(bool, copy=False)
-    return found
 
 
 def read_changes(

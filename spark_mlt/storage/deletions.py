@@ -28,7 +28,7 @@ from deltalake.exceptions import DeltaError
 
 from spark_mlt.errors import TableError, TableFeatureError
 
-__all__ = ["MAX_DELETED_RUNS", "DeletedRuns", "deleted_row_count", "deleted_runs"]
+__all__ = ["MAX_DELETED_RUNS", "DeletedRuns", "deleted_row_count", "deleted_runs", "keep_masks"]
 
 #: The most runs of deleted rows a jar-free read puts into its query plan.
 MAX_DELETED_RUNS = 5_000_000
@@ -80,21 +80,14 @@ def deleted_runs(table: DeltaTable, file_ids: Mapping[str, int], location: str) 
         TableFeatureError: delta-rs cannot read the vectors, or they hold more than
             [`MAX_DELETED_RUNS`][spark_mlt.storage.deletions.MAX_DELETED_RUNS] runs.
     """
-    masks = _masks(table, location)
-    root = unquote(table.table_uri).rstrip("/") + "/"
     files: list[tuple[int, list[int], list[int]]] = []
     rows = runs = 0
-    paths = masks.column("filepath").to_pylist()
-    selection = masks.column("selection_vector")
-    for index, uri in enumerate(paths):
-        path = unquote(str(uri))
-        relative = path[len(root) :] if path.startswith(root) else path
+    for relative, mask in keep_masks(table, location).items():
         if relative not in file_ids:
             raise TableError(
-                f"the Delta table at {location} has a deletion vector for {path}, which its version "
+                f"the Delta table at {location} has a deletion vector for {relative}, which its version "
                 f"{table.version()} does not list; nothing was read"
             )
-        mask = selection[index].values.to_numpy(zero_copy_only=False).astype(bool, copy=False)
         starts, lengths = _runs(mask)
         if starts.size:
             files.append((file_ids[relative], starts.tolist(), lengths.tolist()))
@@ -108,6 +101,20 @@ def deleted_runs(table: DeltaTable, file_ids: Mapping[str, int], location: str) 
                 feature="deletionVectors",
             )
     return DeletedRuns(files, rows)
+
+
+def keep_masks(table: DeltaTable, location: str) -> dict[str, np.ndarray]:
+    """The keep mask of each file of the version ``table`` holds that has a deletion vector, by
+    path relative to the table (decoded; an absolute path stays absolute)."""
+    masks = _masks(table, location)
+    root = unquote(table.table_uri).rstrip("/") + "/"
+    selection = masks.column("selection_vector")
+    found: dict[str, np.ndarray] = {}
+    for index, uri in enumerate(masks.column("filepath").to_pylist()):
+        path = unquote(str(uri))
+        relative = path[len(root) :] if path.startswith(root) else path
+        found[relative] = selection[index].values.to_numpy(zero_copy_only=False).astype(bool, copy=False)
+    return found
 
 
 def deleted_row_count(table: DeltaTable, location: str) -> int:
