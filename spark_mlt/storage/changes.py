@@ -96,6 +96,7 @@ class FeedRange:
     after: int
     until: int
     layout: TableLayout
+    changed_versions: list[int] = field(default_factory=list)
     data: list[_Read] = field(default_factory=list)
     cdc: list[_Read] = field(default_factory=list)
 
@@ -229,6 +230,7 @@ def _add_version(
     cdc = [a["cdc"] for a in actions if "cdc" in a]
     if cdc:
         feed.cdc += [_Read(unquote(a["path"]), version, None, partition(a)) for a in cdc]
+        feed.changed_versions.append(version)
         return
     adds = {unquote(a["add"]["path"]): a["add"] for a in actions if "add" in a and a["add"].get("dataChange", True)}
     removes = {
@@ -238,6 +240,7 @@ def _add_version(
     }
     if not adds and not removes:
         return
+    feed.changed_versions.append(version)
     masks: dict[int, dict[str, np.ndarray]] = {}
 
     def mask(at: int, path: str) -> np.ndarray:
