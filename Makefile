@@ -7,6 +7,10 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-dev
 PYTEST_ARGS ?=
+# test processes (pytest-xdist), each given whole modules so that a module's fixtures are built
+# once; each starts its own Spark session. 1: one process, as plain pytest runs
+PYTEST_WORKERS ?= 2
+XDIST = $(if $(filter-out 0 1,$(PYTEST_WORKERS)),-n $(PYTEST_WORKERS) --dist loadfile)
 
 help: ## List the commands
 	@grep -E '^[a-zA-Z_-]+:.*?## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*?## "}; {printf "  \033[36m%-16s\033[0m %s\n", $$1, $$2}'
@@ -85,11 +89,11 @@ zoo: check-java ## Rebuild the committed table zoo (tests/data/zoo) with PySpark
 # those next (.ci/run: make test-slow), on the same line
 test: check-java $(STAMP) jvm ## Run the test suite but the slow and exhaustive tests, which CI runs (fetches the line's s3a jars first)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(XDIST) $(PYTEST_ARGS)
 
 test-slow: check-java $(STAMP) jvm ## Run the slow and exhaustive tests make test leaves out (CI runs them after make test)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "slow or exhaustive" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -m "slow or exhaustive" $(XDIST) $(PYTEST_ARGS)
 
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own
 # jar, stack and Delta 3.2, gets every compat and delta_spark test; every other line a smoke run
@@ -103,7 +107,7 @@ test-compat: check-java jvm ## Run the compatibility tests on older PySpark line
 	@$(MAKE) --no-print-directory jars JARS_LINE="$(foreach line,$(COMPAT_LINES),$(basename $(line)))"
 	@for line in $(COMPAT_LINES); do \
 	    COMPAT_DEPTH=$(call depth,$(FULL_LINES)) DELTA_SPARK_DEPTH=$(call depth,$(DELTA_SPARK_FULL_LINES)) \
-	        PYTHON=$(PYTHON) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
+	        PYTHON=$(PYTHON) PYTEST_WORKERS=$(PYTEST_WORKERS) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
 	done
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)

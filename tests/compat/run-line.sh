@@ -10,9 +10,13 @@
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
 # Delta round trips, the stream and the file statistics. DELTA_SPARK_DEPTH=full (the default)
 # runs every delta_spark test; smoke, delta-spark writing, and reading our tables of each feature.
+# PYTEST_WORKERS (default 2) test processes (pytest-xdist) share each run, whole modules each.
 set -euo pipefail
 version=$1
 shift
+workers=${PYTEST_WORKERS:-2}
+xdist=()
+if ((workers > 1)); then xdist=(-n "$workers" --dist loadfile); fi
 venv=$(tests/compat/venv.sh "$version")
 "$venv/bin/python" -c "import pyspark, pandas, numpy, pyarrow, deltalake; print(f'== pyspark {pyspark.__version__}, pandas {pandas.__version__}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, deltalake {deltalake.__version__}')"
 line=$("$venv/bin/python" -c 'from spark_mlt.jars import jar_line; print(jar_line())')
@@ -53,14 +57,14 @@ fi
 echo "== compat tests ($depth)"
 # the generated statistics tables (tests/test_stats.py): more examples than make test's 8
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-16} \
-    "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "$@" "${tests[@]}"
+    "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" "${tests[@]}"
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     echo "== delta-spark on Spark $line ($delta_spark_depth)"
     started=$SECONDS
     SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
         SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-4} \
-        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "$@" "${delta_spark[@]}"
+        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "${xdist[@]}" "$@" "${delta_spark[@]}"
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
 else
     echo "== no delta-spark for Spark $line (no .jars/spark-$line/delta: make jars JARS_GROUPS=delta)"
