@@ -309,7 +309,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         keyed = key_rows(spark, mirror, keys, key, backend=backend).persist(_KEEP_LEVEL)
         side = key_rows(spark, quarantine, keys, key, backend=backend) if quarantine is not None else None
         with phase(report, "check the changes"):
-            _check_changes(
+            deleted = _check_changes(
                 changes,
                 keyed.held,
                 _held_at(run, side, keys, app=app, after=after),
@@ -343,7 +343,6 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         }
         with phase(report, "erase"):
             report.erased = _erase_dropped(run, final, [keyed, side], changes)
-        deleted = _deleted(final, [keyed, side])  # before the commits remove the files it reads
         with phase(report, "commit"):
             _commit_window(run, good, rejected, keyed, side, app=app, until=until, info=info)
         _count(report, tokens, deleted)
@@ -444,13 +443,15 @@ def _check_changes(
     source: str,
     *,
     skipped_rows: bool = False,
-) -> None:
+) -> int:
     """Refuses a window whose changes do not fit a primary key over the rows the mirror holds:
     each key's rows, counted from what the mirror (and quarantine) held, plus each version's
     inserted rows, less its deleted ones, must stay 0 or 1 after every version (a key with two
     resulting rows in one version, an insert of a key that exists, a delete of one that does not;
     with ``skipped_rows`` (``handle_invalid="skip"``: rows of invalid ids are in neither table) a
-    key may be missing). Null keys are refused too."""
+    key may be missing). Null keys are refused too. Returns how many keys the mirror (or
+    quarantine) held that no row holds after the window (a key inserted and deleted within it
+    was never held, so is not counted)."""
     k = [identifier(c) for c in key]
     held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
     held = held.groupBy(*k).agg(F.count(F.lit(1)).alias(_HELD))
@@ -458,17 +459,37 @@ def _check_changes(
     per_version = changes.groupBy(*k, COMMIT_VERSION).agg(
         F.sum(added).alias(_NET), F.sum(F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(0)).alias("__added")
     )
-    running = Window.partitionBy(*k).orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    walked = per_version.withColumn(_NET, F.sum(_NET).over(running)).join(held, list(key), "left")
-    count = F.coalesce(F.col(_HELD), F.lit(0)) + F.col(_NET)
+    by_key = Window.partitionBy(*k)
+    running = by_key.orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    walked = (
+        per_version.withColumn("__total", F.sum(_NET).over(by_key))
+        .withColumn("__last", F.col(COMMIT_VERSION) == F.max(COMMIT_VERSION).over(by_key))
+        .withColumn(_NET, F.sum(_NET).over(running))
+        .join(held, list(key), "left")
+        .withColumn(_HELD, F.coalesce(F.col(_HELD), F.lit(0)))
+    )
+    count = F.col(_HELD) + F.col(_NET)
     null = F.lit(False)
     for c in k:
         null = null | F.col(c).isNull()
     broken = null | (count > 1) | (F.col("__added") > 1)
     if not skipped_rows:
         broken = broken | (count < 0)
-    marked = walked.withColumn("__null", null).where(broken)
-    bad = marked.orderBy(F.col("__null").desc(), COMMIT_VERSION).limit(1).collect()  # one job: null keys first
+    # one job: the first broken row (null keys first, then by version) and the deleted keys
+    first = F.struct(
+        F.when(null, 0).otherwise(1).alias("__order"),
+        F.col(COMMIT_VERSION),
+        F.when(null, True).otherwise(False).alias("__null"),
+        *(F.col(c) for c in k),
+        F.col(_HELD),
+        F.col(_NET),
+        F.col("__added"),
+    )
+    gone = F.col("__last") & (F.col(_HELD) > 0) & (F.col(_HELD) + F.col("__total") == 0)
+    result = walked.agg(
+        F.min(F.when(broken, first)).alias("bad"), F.sum(F.when(gone, 1).otherwise(0)).alias("deleted")
+    ).first()
+    bad = [result["bad"]] if result is not None and result["bad"] is not None else []
     if bad and bad[0]["__null"]:
         raise SourceError(
             f"key: version {bad[0][COMMIT_VERSION]} of {source} has a row whose key {list(key)} is null; a mirror "
@@ -481,7 +502,7 @@ def _check_changes(
             "two resulting rows"
             if row["__added"] > 1
             else "an insert of a key the mirror holds"
-            if (row[_HELD] or 0) + row[_NET] > 1
+            if row[_HELD] + row[_NET] > 1
             else "a delete of a key the mirror does not hold"
         )
         raise SourceError(
@@ -490,6 +511,7 @@ def _check_changes(
             "unique",
             parameter="key",
         )
+    return int(result["deleted"] or 0) if result is not None else 0
 
 
 def _last_rows(changes: DataFrame, key: Sequence[str], *, names: Sequence[str]) -> DataFrame:
@@ -500,15 +522,6 @@ def _last_rows(changes: DataFrame, key: Sequence[str], *, names: Sequence[str]) 
         (F.col(COMMIT_VERSION) == F.col(_LAST)) & F.col(CHANGE_TYPE).isin(*_ADDED)
     )
     return final.select(*(identifier(c) for c in names))
-
-
-def _deleted(final: DataFrame, parts: Sequence[KeyedRows | None]) -> int:
-    """How many keys the mirror (or quarantine) held that no row holds after the window: a key
-    inserted and deleted within the window was never held, so is not counted."""
-    held = [part for part in parts if part is not None]
-    k = [identifier(c) for c in held[0].key]
-    keys = _union([part.held.select(*k) for part in held])
-    return keys.join(final.select(*k), list(held[0].key), "left_anti").count()
 
 
 def _string_columns(rows: DataFrame, columns: Sequence[str]) -> list[str]:
