@@ -329,9 +329,10 @@ def _why_absent(column: StatsColumn, stat: str, other: Any, raw_max: Any, footer
     kind = column.kind
     if isinstance(kind, ArrayType | MapType):
         return "null count of an array or a map (a footer counts its elements' nulls)"
-    if stat == "maxValues" and isinstance(other, str) and other.endswith("\ufffd") and isinstance(raw_max, bytes):
-        if raw_max > other.encode("utf-8"):  # Delta 3.2 truncates "\U0010ffff" * 40 below its maximum
-            return "older Delta's U+FFFD tie-breaker below the column's maximum (no upper bound)"
+    # Delta 3.2 truncates "\U0010ffff" * 40 to a maximum below the column's: no upper bound
+    tie_breaker = stat == "maxValues" and isinstance(other, str) and other.endswith("\ufffd")
+    if tie_breaker and isinstance(raw_max, bytes) and raw_max > other.encode("utf-8"):
+        return "older Delta's U+FFFD tie-breaker below the column's maximum (no upper bound)"
     if isinstance(kind, _FLOATS) and not math.isfinite(float(other)):
         return "NaN or infinite float bound"
     if isinstance(kind, _TIMES):
