@@ -8,6 +8,7 @@ job), so that the Spark work of a test is its syncs'.
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 from collections import Counter
@@ -450,6 +451,37 @@ def test_a_sync_rewrites_only_the_files_that_hold_changed_keys(spark: SparkSessi
     }
 
 
+def _ranges(path: str) -> list[tuple[int, int, int]]:
+    """Each file's key range and rows, from the log's statistics, in key order."""
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pydict()
+    return sorted(zip(actions["min.k"], actions["max.k"], actions["num_records"], strict=True))
+
+
+def test_the_mirrors_files_are_key_ranges_of_at_most_file_rows_rows(spark: SparkSession, tmp_path: Path) -> None:
+    """A refresh of a source whose files interleave keys writes the mirror in disjoint key
+    ranges of at most ``file_rows`` rows (through the email vocabulary's join); a window
+    replaces the one range its keys fall into, with ranges as small."""
+    source = str(tmp_path / "customers")
+    odd, even = [k for k in range(40) if k % 2], [k for k in range(40) if not k % 2]
+    for keys in (odd[::-1], even):
+        write_deltalake(source, _customers([(k, f"{k}@x", k) for k in keys]), mode="append", configuration=CDF)
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror, file_rows=10)
+    ranges = _ranges(mirror)
+    assert sum(rows for _, _, rows in ranges) == 40
+    assert all(rows <= 10 for _, _, rows in ranges)
+    assert all(high < low for (_, high, _), (low, _, _) in itertools.pairwise(ranges))  # disjoint
+    DeltaTable(source).update(predicate="k = 21 OR k = 22", updates={"email": "'new@x'"})
+    _sync(spark, source, mirror, file_rows=10)
+    removed = [a["remove"] for a in _last_commit(mirror) if "remove" in a]
+    assert len(removed) == 1
+    after = _ranges(mirror)
+    assert sum(rows for _, _, rows in after) == 40
+    assert all(rows <= 10 for _, _, rows in after)
+    assert all(high < low for (_, high, _), (low, _, _) in itertools.pairwise(after))
+    assert len(set(after) - set(ranges)) <= 2  # the replaced range, rewritten
+
+
 # -- options and the CLI -------------------------------------------------------------------------
 
 
@@ -461,6 +493,7 @@ def test_a_sync_rewrites_only_the_files_that_hold_changed_keys(spark: SparkSessi
         ({"key": ("k",), "mode": "append"}, "mode"),
         ({"key": ("k",), "run_id": "nightly"}, "run_id"),
         ({"key": ("k",), "dry_run": True}, "dry_run"),
+        ({"key": ("k",), "file_rows": 0}, "file_rows"),
     ],
 )
 def test_sync_options_refuse_batch_settings(options: dict[str, Any], parameter: str) -> None:

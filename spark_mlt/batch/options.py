@@ -330,6 +330,13 @@ class SyncOptions(TokenizeOptions):
             "form) or an interval such as '5 minutes' (continuous)"
         ),
     )
+    file_rows: int = field(
+        default=1_000_000,
+        metadata=_help(
+            "the most rows a mirror file holds (each file a range of keys): a window rewrites the files of its "
+            "keys, so smaller files make a window cheaper and reads of the mirror dearer"
+        ),
+    )
     full_refresh: bool = field(
         default=False,
         metadata=_help(
@@ -354,6 +361,9 @@ class SyncOptions(TokenizeOptions):
                 f"full_refresh must be True or False; got {self.full_refresh!r}", parameter="full_refresh"
             )
         trigger_seconds(self.trigger)
+        if self.file_rows is None:
+            raise MLTError("file_rows must be a positive whole number; got None", parameter="file_rows")
+        _check_positive("file_rows", self.file_rows)
         for name, refused in (
             ("mode", self.mode != "error"),
             ("run_id", self.run_id is not None),

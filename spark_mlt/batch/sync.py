@@ -199,8 +199,7 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
         _check_columns(mirror, source, run.columns)
     backend = job_backend(report.capabilities or Capabilities.of(spark))
     rows = read_delta(spark, source.path, version=version, storage_options=options.storage_options, backend=backend)
-    # the mirror's files in key ranges: a window's changed keys then fall into few of them
-    rows = rows.repartitionByRange(*(identifier(c) for c in options.key)).persist(_KEEP_LEVEL)
+    rows = rows.persist(_KEEP_LEVEL)
     try:
         with phase(report, "check the key"):
             _check_unique(rows, options.key, f"version {version} of {source.path}")
@@ -228,10 +227,17 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             commit_info=info,
             transaction=AppTransaction(app, version),
             quarantine_mode="overwrite" if mirror is not None else "append",
+            files=_mirror_files(options),
         )
     finally:
         rows.unpersist()
     _add(report, done, version)
+
+
+def _mirror_files(options: SyncOptions) -> WriteOptions:
+    """The mirror's files: key ranges of at most ``file_rows`` rows each, so that a window's
+    changed keys fall into few small files."""
+    return WriteOptions(cluster_by=options.key, max_file_rows=options.file_rows)
 
 
 def _check_columns(mirror: TableSnapshot, source: TableSnapshot, columns: Sequence[str]) -> None:
@@ -392,7 +398,13 @@ def _commit_window(
         good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=options.data_page_version
     )
     report.write = replace_keys(
-        good, keyed, report.codecs, transaction=transaction, commit_info=info, parquet_options=parquet
+        good,
+        keyed,
+        report.codecs,
+        transaction=transaction,
+        commit_info=info,
+        parquet_options=parquet,
+        max_file_rows=options.file_rows,
     )
 
 

@@ -226,7 +226,12 @@ def write_tokens(
         mode=options.mode,
         run_id=options.run_id if transaction is None else transaction,
         snapshot=snapshot,
-        options=dataclasses.replace(write, partition_by=options.partition_by, parquet_options=parquet, backend=backend),
+        options=dataclasses.replace(
+            write,
+            partition_by=options.partition_by,
+            parquet_options=parquet,
+            backend=backend,
+        ),
         storage_options=options.storage_options,
     )
     report.rows_out = report.write.rows
@@ -423,6 +428,7 @@ def tokenize_frame(
     commit_info: Mapping[str, str] | None = None,
     transaction: AppTransaction | None = None,
     quarantine_mode: WriteMode = "append",
+    files: WriteOptions | None = None,
 ) -> JobReport:
     """Tokenize ``df``'s id columns into the Delta table ``output`` as it was found
     (``snapshot``): string keys through their vocabularies, codecs kept or sized, invalid ids
@@ -437,7 +443,8 @@ def tokenize_frame(
     where no observation reports the write: Connect on Spark 3.5). A kept partition that is lost
     is computed again from the same input and the committed vocabularies, which give the same rows.
     ``quarantine_mode``: how the rejected rows go to the quarantine (a mirror's full refresh
-    overwrites it)."""
+    overwrites it); ``files``: how the table's files are laid out (``cluster_by``,
+    ``max_file_rows``: a mirror's key ranges)."""
     opts, report = options, report or JobReport()
     if report.capabilities is None:
         report.capabilities = Capabilities.of(df.sparkSession)
@@ -445,7 +452,12 @@ def tokenize_frame(
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(df.sparkSession, df, columns, output, opts)
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
-    write = WriteOptions(commit_info=info, properties=properties)
+    write = WriteOptions(
+        commit_info=info,
+        properties=properties,
+        cluster_by=files.cluster_by if files else (),
+        max_file_rows=files.max_file_rows if files else None,
+    )
     with phase(report, "tokenize and write"):
         tokens = tokenize_dataframe(
             df,

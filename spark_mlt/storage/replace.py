@@ -192,11 +192,13 @@ def replace_keys(
     transaction: AppTransaction | None,
     commit_info: Mapping[str, Any],
     parquet_options: Mapping[str, str] | None = None,
+    max_file_rows: int | None = None,
 ) -> DeltaWriteResult:
     """Commit ``keyed.snapshot``'s table with the rows of ``keyed.keys`` replaced by ``rows``
     (the table's columns; at most one row per key; a key without one is deleted), in one
     commit that records ``transaction`` (skipped when the table holds it already; None: no
-    transaction, for a rewrite that is idempotent by itself).
+    transaction, for a rewrite that is idempotent by itself). The rewritten files hold key
+    ranges of at most ``max_file_rows`` rows (None: no limit).
 
     Raises:
         ConcurrentWriteError: another writer removed a rewritten file meanwhile (jar-free) or
@@ -211,13 +213,17 @@ def replace_keys(
     if transaction is not None and snapshot.holds(transaction):
         return skipped_write(snapshot.path, snapshot.version, transaction)
     if keyed.backend == "delta-spark":
-        return _merge(rows, keyed, transaction, commit_info, parquet_options or {})
+        files = {"spark.sql.files.maxRecordsPerFile": str(max_file_rows)} if max_file_rows else {}
+        return _merge(rows, keyed, transaction, commit_info, {**(parquet_options or {}), **files})
     written = keyed.kept.unionByName(rows.select(*keyed.rows.columns))
-    # in key order (ranges sized by adaptive execution): a rewrite keeps the table's files
-    # clustered by key, so that the next changes' keys again fall into few of them
-    written = written.repartitionByRange(*(identifier(k) for k in keyed.key))
+    # in key ranges: a rewrite keeps the table's files clustered by key, so that the next
+    # changes' keys again fall into few of them
     options = WriteOptions(
-        commit_info=dict(commit_info), parquet_options=dict(parquet_options or {}), backend="delta-rs"
+        commit_info=dict(commit_info),
+        parquet_options=dict(parquet_options or {}),
+        backend="delta-rs",
+        cluster_by=keyed.key,
+        max_file_rows=max_file_rows,
     )
     return write_delta(
         written,

@@ -47,6 +47,7 @@ from pyspark.sql.types import StructType
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import layout_of
+from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError, TableError, TableFeatureError
 from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
@@ -98,6 +99,10 @@ class WriteOptions:
         parquet_options: options for Spark's Parquet writer (see
             [`token_write_options`][spark_mlt.storage.writer.token_write_options]).
         backend: ``"auto"`` (delta-spark when the session has the jars, else delta-rs).
+        cluster_by: columns whose ranges the files hold: the rows are range-partitioned and
+            sorted by them before the write (a mirror's key), so that each file's statistics
+            span a narrow range.
+        max_file_rows: the most rows a file holds (Spark's ``maxRecordsPerFile``; None: no limit).
     """
 
     commit_info: Mapping[str, Any] = field(default_factory=dict)
@@ -105,6 +110,8 @@ class WriteOptions:
     partition_by: Sequence[str] = ()
     parquet_options: Mapping[str, str] = field(default_factory=dict)
     backend: Backend = "auto"
+    cluster_by: Sequence[str] = ()
+    max_file_rows: int | None = None
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, BACKENDS)
@@ -114,6 +121,15 @@ class WriteOptions:
                 f"partition_by must be column names; got {self.partition_by!r}", parameter="partition_by"
             )
         object.__setattr__(self, "partition_by", names)
+        clustered = (self.cluster_by,) if isinstance(self.cluster_by, str) else tuple(self.cluster_by)
+        if not all(isinstance(name, str) and name for name in clustered):
+            raise MLTTypeError(f"cluster_by must be column names; got {self.cluster_by!r}", parameter="cluster_by")
+        object.__setattr__(self, "cluster_by", clustered)
+        rows = self.max_file_rows
+        if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 1):
+            raise MLTError(
+                f"max_file_rows must be a positive whole number or None; got {rows!r}", parameter="max_file_rows"
+            )
 
 
 def snapshot_for_write(
@@ -249,6 +265,9 @@ def write_delta(
                 "replaces: files are replaced by the jar-free backend, in a table that exists", parameter="replaces"
             )
         plan = dataclasses.replace(plan, replaces=tuple(replaces))
+    if call.options.cluster_by:
+        ranges = [identifier(name) for name in call.options.cluster_by]
+        df = df.repartitionByRange(*ranges).sortWithinPartitions(*ranges)
     return _delta_spark.write(df, plan) if backend == "delta-spark" else _delta_rs.write(df, plan)
 
 
@@ -303,7 +322,10 @@ def _write_plan(
         properties={**call.options.properties, **codec_properties(stored)},
         commit_info=info,
         transaction=txn,
-        parquet_options=dict(call.options.parquet_options),
+        parquet_options={
+            **call.options.parquet_options,
+            **({"maxRecordsPerFile": str(call.options.max_file_rows)} if call.options.max_file_rows else {}),
+        },
         snapshot=snapshot,
     )
 
