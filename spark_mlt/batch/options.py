@@ -361,9 +361,12 @@ class SyncOptions(TokenizeOptions):
                 f"full_refresh must be True or False; got {self.full_refresh!r}", parameter="full_refresh"
             )
         trigger_seconds(self.trigger)
-        if self.file_rows is None:
-            raise MLTError("file_rows must be a positive whole number; got None", parameter="file_rows")
-        _check_positive("file_rows", self.file_rows)
+        rows = self.file_rows
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise MLTError(
+                f"file_rows: the most rows a mirror file holds must be a positive whole number; got {rows!r}",
+                parameter="file_rows",
+            )
         for name, refused in (
             ("mode", self.mode != "error"),
             ("run_id", self.run_id is not None),
