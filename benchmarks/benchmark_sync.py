@@ -3,15 +3,9 @@
 A CDF-enabled source Delta table of ``--rows`` orders (``order_id`` bigint, the key, ascending
 as an append-only warehouse table holds it; ``customer_id`` bigint, tokenized; ``amount``
 double; ``status`` string) is written by Spark in ``--files`` files, each a contiguous range of
-keys (delta-rs commit, local[2]). Its mirror is created by a first ``sync_table`` (a full
-refresh), in one of two layouts (``--layouts``):
-
-* ``as-read``: as the full refresh writes it in a default session. Spark packs the source's
-  files into read tasks by size, not by key, so on local[2] the mirror holds 2 files that
-  each span nearly every key: every change then rewrites the whole mirror.
-* ``by-file``: the same refresh with ``spark.sql.files.openCostInBytes`` set high for it, so
-  each source file is its own task and the mirror keeps the source's key ranges (one file per
-  range): what a refresh written in key order would give.
+keys (delta-rs commit, local[2]). A mirror is created by a first ``sync_table`` (a full
+refresh) for each mirror file size (``--file-rows``, ``SyncOptions.file_rows``): its files are
+key ranges of at most that many rows, so a window rewrites the ranges its keys fall into.
 
 Then a 1% change is committed to the source in three versions: updates of 0.8% of the rows
 (status, amount and customer_id) and deletes of 0.1% (delta-rs ``update`` and ``delete``, which
@@ -31,11 +25,11 @@ JVM's old generation (its peak usage, reset first). After the sync the mirror's 
 equal the source's, and a sample of keys (changed and unchanged) must hold the same rows and
 tokens.
 
-Each (scenario, layout) pair syncs its own copy of the source and of the mirror, so every
+Each (scenario, file size) pair syncs its own copy of the source and of the mirror, so every
 sync applies the same window.
 
 Run: ``make bench-sync`` or ``python benchmarks/benchmark_sync.py --quick``;
-``python benchmarks/benchmark_sync.py --rows 10000000 --scenarios clustered --layouts by-file``.
+``python benchmarks/benchmark_sync.py --rows 10000000 --scenarios clustered --file-rows 250000 1000000``.
 """
 
 from __future__ import annotations
@@ -67,9 +61,6 @@ KEY = "order_id"
 P, N = 13, 6  # the same codec for every run (13^6 > 2M customers): no sizing pass
 CUSTOMERS = 2_000_000
 CDF = {"delta.enableChangeDataFeed": "true"}
-#: One read task per source file: each mirror file keeps its source file's key range.
-BY_FILE_CONF = {"spark.sql.files.openCostInBytes": str(1 << 40)}
-LAYOUTS = ("as-read", "by-file")
 SCENARIOS = ("clustered", "uniform")
 SEARCH = "candidate search (key_rows)"
 REWRITE = "rewrite + commit (replace_keys)"
@@ -267,6 +258,40 @@ def _verify(spark: SparkSession, source: str, mirror: str, keys: list[int], repo
     return read_snapshot(source).rows, read_snapshot(mirror).rows, mismatches
 
 
+def _timed(self, label: str, function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            started = time.perf_counter()
+            try:
+                result = function(*args, **kwargs)
+            finally:
+                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
+            if label == SEARCH:
+                self.candidates += len(result.candidates)
+            return result
+
+        return run
+
+
+def _files(path: str) -> tuple[int, float]:
+    """A table's files and the mean share of the key range a file's statistics span."""
+    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pydict()
+    lows, highs = actions[f"min.{KEY}"], actions[f"max.{KEY}"]
+    span = max(highs) - min(lows) + 1
+    return len(lows), float(np.mean([(h - lo + 1) / span for lo, h in zip(lows, highs, strict=True)]))
+
+
+def _verify(spark: SparkSession, source: str, mirror: str, keys: list[int], report: Any) -> tuple[int, int, int]:
+    """Rows in the source and the mirror (from their logs), and the sample's mismatches (rows
+    and tokens: the source's rows tokenized as the sync tokenized them)."""
+    wanted = F.broadcast(spark.createDataFrame([(k,) for k in keys], f"{KEY} bigint"))
+    picked = read_delta(spark, source).join(wanted, KEY)
+    source_rows = tokenize_dataframe(picked, report.codecs, layouts=report.layouts)
+    mirror_rows = read_delta(spark, mirror).join(wanted, KEY).select(*source_rows.columns)
+    mismatches = source_rows.exceptAll(mirror_rows).count() + mirror_rows.exceptAll(source_rows).count()
+    return read_snapshot(source).rows, read_snapshot(mirror).rows, mismatches
+
+
 @contextmanager
 def _conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
     for key, value in conf.items():
@@ -312,45 +337,47 @@ class Bench:
     rows: int
     sample: int
     memory: Memory
-    options: SyncOptions = field(default_factory=lambda: SyncOptions(key=(KEY,), p=P, n=N))
-    mirrors: dict[str, str] = field(default_factory=dict)
+    mirrors: dict[int, str] = field(default_factory=dict)
+
+    def options(self, file_rows: int) -> SyncOptions:
+        return SyncOptions(key=(KEY,), p=P, n=N, file_rows=file_rows)
 
     @property
     def base(self) -> str:
         return str(self.work / "source")
 
-    def build(self, files: int, layouts: list[str]) -> None:
-        """The source, and its mirror in each layout (a first sync: a full refresh)."""
+    def build(self, files: int, sizes: list[int]) -> None:
+        """The source, and its mirror of each file size (a first sync: a full refresh)."""
         spark = self.spark
         seconds, _ = _timed(
             lambda: write_delta(_orders(spark, 0, self.rows, files), self.base, options=WriteOptions(properties=CDF))
         )
         print(f"source: {self.rows:,} rows in {_files(self.base)[0]} files (CDF on), written in {seconds:.1f} s")
-        for layout in layouts:
-            mirror = self.mirrors[layout] = str(self.work / f"mirror_{layout}")
-            with _conf(spark, BY_FILE_CONF if layout == "by-file" else {}):
-                seconds, _ = _timed(functools.partial(sync_table, spark, self.base, mirror, COLUMNS, self.options))
+        for size in sizes:
+            mirror = self.mirrors[size] = str(self.work / f"mirror_{size}")
+            options = self.options(size)
+            seconds, _ = _timed(functools.partial(sync_table, spark, self.base, mirror, COLUMNS, options))
             count, span = _files(mirror)
             print(
-                f"mirror ({layout}): first sync (full refresh) {seconds:.1f} s; {count} files, each spanning "
-                f"{span:.0%} of the key range on average",
+                f"mirror (files of at most {size:,} rows): first sync (full refresh) {seconds:.1f} s; {count} files, "
+                f"each spanning {span:.0%} of the key range on average",
                 flush=True,
             )
 
-    def run(self, scenario: str, layout: str) -> tuple[str, str, bool]:
-        """The change of ``scenario`` synced into a copy of the ``layout`` mirror, and the
+    def run(self, scenario: str, size: int) -> tuple[str, str, bool]:
+        """The change of ``scenario`` synced into a copy of the mirror of ``size``-row files, and the
         same source version tokenized again: a table row, the details, and whether it checked."""
         spark, memory = self.spark, self.memory
-        source, mirror, full = (str(self.work / f"{kind}_{scenario}_{layout}") for kind in ("source", "mirror", "full"))
+        source, mirror, full = (str(self.work / f"{kind}_{scenario}_{size}") for kind in ("source", "mirror", "full"))
         shutil.copytree(self.base, source)
-        shutil.copytree(self.mirrors[layout], mirror)
+        shutil.copytree(self.mirrors[size], mirror)
         try:
             change = Change(self.rows, scenario)
             applied = apply_change(spark, source, change)
             probe = Probe()
             before = memory.reset()
             with probe.installed():
-                sync_s, report = _timed(lambda: sync_table(spark, source, mirror, COLUMNS, self.options))
+                sync_s, report = _timed(lambda: sync_table(spark, source, mirror, COLUMNS, self.options(size)))
             sync_peak = memory.peaks()
             source_rows, mirror_rows, mismatches = _verify(spark, source, mirror, change.sample(self.sample), report)
             full_before = memory.reset()
@@ -362,16 +389,16 @@ class Bench:
                 shutil.rmtree(path, ignore_errors=True)
         expected = self.rows - applied["deleted"] + applied["inserted"]
         good = mismatches == 0 and source_rows == mirror_rows == expected
-        total_files = _files(self.mirrors[layout])[0]
+        total_files = _files(self.mirrors[size])[0]
         row = (
-            f"| {self.rows:,} | {scenario} | {layout} | {probe.candidates} of {total_files} | {sync_s:.1f} | "
+            f"| {self.rows:,} | {scenario} | {size:,} | {probe.candidates} of {total_files} | {sync_s:.1f} | "
             f"{full_s:.1f} | {full_s / sync_s:.1f}x |"
         )
         phases = {**report.seconds, **probe.seconds}
         outside = sync_s - sum(report.seconds.values()) - probe.seconds.get(SEARCH, 0.0)
         detail = (
-            f"{scenario}, {layout}: change applied in {applied['seconds']:.1f} s ({applied['updated']:,} updated, "
-            f"{applied['deleted']:,} deleted, {applied['inserted']:,} inserted)\n"
+            f"{scenario}, files of {size:,} rows: change applied in {applied['seconds']:.1f} s "
+            f"({applied['updated']:,} updated, {applied['deleted']:,} deleted, {applied['inserted']:,} inserted)\n"
             "    sync phases: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
             + f"; outside them (counts, snapshots) {outside:.1f} s\n"
@@ -389,7 +416,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1M rows")
     parser.add_argument("--files", type=int, default=64, help="the source's files (default 64)")
     parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
-    parser.add_argument("--layouts", nargs="+", choices=LAYOUTS, default=list(LAYOUTS))
+    parser.add_argument(
+        "--file-rows",
+        type=int,
+        nargs="+",
+        default=[SyncOptions.file_rows],
+        help="the mirrors' most rows per file (SyncOptions.file_rows; default: its default), one mirror each",
+    )
     parser.add_argument("--sample", type=int, default=500, help="keys of each kind compared after the sync")
     parser.add_argument("--driver-memory", default="4g", help="JVM heap of the local driver (default: 4g)")
     parser.add_argument("--work", help="a folder for the tables (default: a temporary one, removed)")
@@ -403,13 +436,16 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     try:
         _warm_up(spark, work)
-        print(f"PySpark {spark.version}, local[2], driver memory {args.driver_memory}", flush=True)
-        bench.build(args.files, args.layouts)
-        print("\n| rows | scenario | mirror layout | files rewritten | sync s | full re-tokenize s | full/sync |")
+        print(
+            f"PySpark {spark.version}, local[2], driver memory {args.driver_memory}",
+            flush=True,
+        )
+        bench.build(args.files, args.file_rows)
+        print("\n| rows | scenario | mirror file rows | files rewritten | sync s | full re-tokenize s | full/sync |")
         print("|---|---|---|---|---|---|---|", flush=True)
         for scenario in args.scenarios:
-            for layout in args.layouts:
-                results.append(bench.run(scenario, layout))
+            for size in args.file_rows:
+                results.append(bench.run(scenario, size))
                 print(results[-1][0], flush=True)
         print()
         for _, detail, _ in results:
