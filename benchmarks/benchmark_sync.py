@@ -258,51 +258,6 @@ def _verify(spark: SparkSession, source: str, mirror: str, keys: list[int], repo
     return read_snapshot(source).rows, read_snapshot(mirror).rows, mismatches
 
 
-def _timed(self, label: str, function: Callable[..., Any]) -> Callable[..., Any]:
-        @functools.wraps(function)
-        def run(*args: Any, **kwargs: Any) -> Any:
-            started = time.perf_counter()
-            try:
-                result = function(*args, **kwargs)
-            finally:
-                self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
-            if label == SEARCH:
-                self.candidates += len(result.candidates)
-            return result
-
-        return run
-
-
-def _files(path: str) -> tuple[int, float]:
-    """A table's files and the mean share of the key range a file's statistics span."""
-    actions = pa.table(DeltaTable(path).get_add_actions(flatten=True)).to_pydict()
-    lows, highs = actions[f"min.{KEY}"], actions[f"max.{KEY}"]
-    span = max(highs) - min(lows) + 1
-    return len(lows), float(np.mean([(h - lo + 1) / span for lo, h in zip(lows, highs, strict=True)]))
-
-
-def _verify(spark: SparkSession, source: str, mirror: str, keys: list[int], report: Any) -> tuple[int, int, int]:
-    """Rows in the source and the mirror (from their logs), and the sample's mismatches (rows
-    and tokens: the source's rows tokenized as the sync tokenized them)."""
-    wanted = F.broadcast(spark.createDataFrame([(k,) for k in keys], f"{KEY} bigint"))
-    picked = read_delta(spark, source).join(wanted, KEY)
-    source_rows = tokenize_dataframe(picked, report.codecs, layouts=report.layouts)
-    mirror_rows = read_delta(spark, mirror).join(wanted, KEY).select(*source_rows.columns)
-    mismatches = source_rows.exceptAll(mirror_rows).count() + mirror_rows.exceptAll(source_rows).count()
-    return read_snapshot(source).rows, read_snapshot(mirror).rows, mismatches
-
-
-@contextmanager
-def _conf(spark: SparkSession, conf: dict[str, str]) -> Iterator[None]:
-    for key, value in conf.items():
-        spark.conf.set(key, value)
-    try:
-        yield
-    finally:
-        for key in conf:
-            spark.conf.unset(key)
-
-
 def _timed(run: Callable[[], Any]) -> tuple[float, Any]:
     started = time.perf_counter()
     result = run()
