@@ -226,12 +226,7 @@ def write_tokens(
         mode=options.mode,
         run_id=options.run_id if transaction is None else transaction,
         snapshot=snapshot,
-        options=dataclasses.replace(
-            write,
-            partition_by=options.partition_by,
-            parquet_options=parquet,
-            backend=backend,
-        ),
+        options=dataclasses.replace(write, partition_by=options.partition_by, parquet_options=parquet, backend=backend),
         storage_options=options.storage_options,
     )
     report.rows_out = report.write.rows
