@@ -489,9 +489,8 @@ def _check_changes(
         broken = broken | (count < 0)
     # one job: the first broken row (null keys first, then by version) and the deleted keys
     first = F.struct(
-        F.when(null, 0).otherwise(1).alias("__order"),
+        (~null).alias("__keyed"),  # false first
         F.col(COMMIT_VERSION),
-        F.when(null, True).otherwise(False).alias("__null"),
         *(F.col(c) for c in k),
         F.col(_HELD),
         F.col(_NET),
@@ -501,15 +500,15 @@ def _check_changes(
     result = walked.agg(
         F.min(F.when(broken, first)).alias("bad"), F.sum(F.when(gone, 1).otherwise(0)).alias("deleted")
     ).first()
-    bad = [result["bad"]] if result is not None and result["bad"] is not None else []
-    if bad and bad[0]["__null"]:
+    bad = result["bad"] if result is not None else None
+    if bad is not None and not bad["__keyed"]:
         raise SourceError(
-            f"key: version {bad[0][COMMIT_VERSION]} of {source} has a row whose key {list(key)} is null; a mirror "
+            f"key: version {bad[COMMIT_VERSION]} of {source} has a row whose key {list(key)} is null; a mirror "
             "needs a key for every row",
             parameter="key",
         )
-    if bad:
-        row = bad[0]
+    if bad is not None:
+        row = bad
         what = (
             "two resulting rows"
             if row["__added"] > 1

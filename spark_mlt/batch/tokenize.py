@@ -438,8 +438,8 @@ def tokenize_frame(
     where no observation reports the write: Connect on Spark 3.5). A kept partition that is lost
     is computed again from the same input and the committed vocabularies, which give the same rows.
     ``quarantine_mode``: how the rejected rows go to the quarantine (a mirror's full refresh
-    overwrites it); ``files``: how the table's files are laid out (``cluster_by``,
-    ``max_file_rows``: a mirror's key ranges)."""
+    overwrites it); ``files``: how the table's files are laid out (a mirror's key ranges:
+    ``cluster_by``, ``max_file_rows``)."""
     opts, report = options, report or JobReport()
     if report.capabilities is None:
         report.capabilities = Capabilities.of(df.sparkSession)
@@ -447,12 +447,7 @@ def tokenize_frame(
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(df.sparkSession, df, columns, output, opts)
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
-    write = WriteOptions(
-        commit_info=info,
-        properties=properties,
-        cluster_by=files.cluster_by if files else (),
-        max_file_rows=files.max_file_rows if files else None,
-    )
+    write = dataclasses.replace(files or WriteOptions(), commit_info=info, properties=properties)
     with phase(report, "tokenize and write"):
         tokens = tokenize_dataframe(
             df,
