@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
 
@@ -15,6 +16,7 @@ import pytest
 from spark_mlt import MLTError, __version__
 from spark_mlt.batch import DecodeOptions, MovieLensOptions, TokenizeOptions
 from spark_mlt.batch.cli import (
+    ERROR_PREFIX,
     EXIT_MISMATCH,
     EXIT_USAGE,
     JOBS,
@@ -29,7 +31,7 @@ from spark_mlt.batch.cli import (
     main,
 )
 from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.session import is_local
+from spark_mlt.batch.session import is_local, spark_defaults
 from spark_mlt.errors import OptionError, TableExistsError
 from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 
@@ -232,7 +234,7 @@ def test_version_and_exit_codes_are_those_documented(capsys: pytest.CaptureFixtu
         main(["--version"])
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == f"spark-mlt {__version__}"
-    assert __version__ == "0.1.0"  # the package metadata's, from pyproject.toml
+    assert __version__ == metadata.version("spark-mlt")  # the package metadata's, from pyproject.toml
     help_text = build_parser().format_help()
     for code, meaning in [
         (0, "success"),
@@ -262,3 +264,47 @@ def test_a_missing_local_input_fails_before_spark_starts(capsys: pytest.CaptureF
     assert main(["tokenize", "--input", missing, "--columns", "a", "--output", str(tmp_path / "o"), "-q"]) == 1
     assert capsys.readouterr().err.strip() == f"spark-mlt: error: SourceError: --input {missing!r} does not exist"
     assert logging.getLogger("spark_mlt").level == logging.WARNING  # -q
+
+
+def test_every_error_line_starts_with_the_one_prefix(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """argparse's errors (a bad choice, a missing flag), the conf file's and the job's all print
+    ``spark-mlt: error: ...`` as their last stderr line, whatever the command."""
+    for argv in (["tokenize", "--layout", "diagonal"], ["decode"], ["-x"]):
+        with pytest.raises(SystemExit) as exited:
+            main(argv)
+        assert exited.value.code == EXIT_USAGE
+        assert capsys.readouterr().err.splitlines()[-1].startswith(ERROR_PREFIX), argv
+    config = tmp_path / "job.yaml"
+    config.write_text("input: in\noutput: out\nformat: csv\n")
+    assert main(["movielens", "--config", str(config)]) == EXIT_USAGE
+    assert capsys.readouterr().err.strip().startswith(f"{ERROR_PREFIX}movielens: unknown option(s) ['format']")
+
+
+def test_verbosity_flags_work_before_the_command_and_add_up_with_those_after(tmp_path: Path) -> None:
+    missing = str(tmp_path / "nothing.parquet")
+    job = ["tokenize", "--input", missing, "--columns", "a", "--output", str(tmp_path / "o")]
+    assert main(["-q", *job]) == 1
+    assert logging.getLogger("spark_mlt").level == logging.WARNING
+    assert main(["-v", *job, "-q"]) == 1
+    assert logging.getLogger("spark_mlt").level == logging.INFO
+    assert main(["-qq", *job]) == 1
+    assert logging.getLogger("spark_mlt").level == logging.ERROR
+
+
+def test_the_spark_defaults_file_is_read_as_spark_reads_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``key value``, ``key=value`` and ``key: value`` lines, comments left out; SPARK_CONF_DIR
+    wins over SPARK_HOME/conf, and no file means no settings."""
+    home = tmp_path / "home"
+    (home / "conf").mkdir(parents=True)
+    (home / "conf" / "spark-defaults.conf").write_text("spark.master yarn\n")
+    monkeypatch.delenv("SPARK_CONF_DIR", raising=False)
+    monkeypatch.setenv("SPARK_HOME", str(home))
+    assert spark_defaults() == ({"spark.master": "yarn"}, home / "conf" / "spark-defaults.conf")
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    monkeypatch.setenv("SPARK_CONF_DIR", str(conf_dir))
+    assert spark_defaults() == ({}, None)
+    text = "# comment\n! also one\n\nspark.master   spark://h:7077\nspark.a=1\nspark.b : two words\n"
+    (conf_dir / "spark-defaults.conf").write_text(text)
+    settings, _ = spark_defaults()
+    assert settings == {"spark.master": "spark://h:7077", "spark.a": "1", "spark.b": "two words"}

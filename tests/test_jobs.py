@@ -167,8 +167,11 @@ def test_cli_runs_jobs_with_a_config_file_and_flags_override_it(
     assert main(["movielens", "--config", str(config), "--output", output]) == 0
     assert read_codecs(output)["userId"].p == 11
     assert "spark-mlt movielens: rows in 200, out 200" in capsys.readouterr().out
-    assert main(["decode", "--input", output, "--verify"]) == 0
-    assert "mismatches 0" in capsys.readouterr().out
+    assert main(["-q", "decode", "--input", output, "--verify", "--json"]) == 0  # -q before the command too
+    report = json.loads(capsys.readouterr().out)  # the whole of stdout is the report
+    assert (report["rows_in"], report["mismatches"], report["write"]) == (200, 0, None)
+    assert report["columns"]["userId"]["p"] == 11
+    assert report["columns"]["userId"]["fingerprint"] == read_codecs(output)["userId"].fingerprint
     assert main(["inspect", "--input", output]) == 0
     inspected = json.loads(capsys.readouterr().out)
     assert inspected["rows"] == 200
@@ -462,3 +465,26 @@ def test_a_quiet_run_prints_its_report_and_no_spark_lines(tmp_path: Path) -> Non
     )
     noise = [line for line in completed.stderr.splitlines() if line and "incubator modules" not in line]
     assert noise == []
+
+
+def test_the_cli_runs_on_the_master_of_the_spark_defaults_file_and_says_so(tmp_path: Path) -> None:
+    """As ``pyspark`` and ``spark-sql`` do, ``spark-mlt`` without ``--master`` runs on the
+    ``spark.master`` of ``$SPARK_CONF_DIR/spark-defaults.conf``, and logs the master the session
+    has (a new process: the tests' session is running already)."""
+    conf_dir = tmp_path / "conf"
+    conf_dir.mkdir()
+    (conf_dir / "spark-defaults.conf").write_text(
+        "# a cluster's defaults\nspark.master    local[1]\nspark.ui.enabled=false\n"
+    )
+    source = tmp_path / "orders.parquet"
+    pq.write_table(pa.table({"user_id": [3, 1, 2]}), source)
+    env = {**os.environ, "SPARK_CONF_DIR": str(conf_dir), "PYSPARK_PYTHON": sys.executable}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    argv = ["tokenize", "--input", str(source), "--output", str(tmp_path / "out"), "--columns", "user_id", "--json"]
+    script = "import sys; from spark_mlt.batch.cli import main; sys.exit(main(sys.argv[1:]))"
+    done = subprocess.run(
+        [sys.executable, "-c", script, *argv], env=env, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert f"Spark master local[1] (spark.master of {conf_dir / 'spark-defaults.conf'})" in done.stderr
+    assert json.loads(done.stdout)["rows_out"] == 3

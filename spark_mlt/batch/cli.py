@@ -1,5 +1,7 @@
-"""The ``spark-mlt`` command: ``movielens``, ``tokenize``, ``decode``, ``paper``, ``inspect``
-and ``vacuum``.
+"""The ``spark-mlt`` command: the jobs ``movielens``, ``tokenize``, ``sync``, ``decode`` and
+``paper``, the table commands ``inspect``, ``vacuum`` and ``erase``, and ``jar``
+([`JOBS`][spark_mlt.batch.cli.JOBS] and [`build_parser`][spark_mlt.batch.cli.build_parser] list
+them; the CLI reference page is generated from the parser).
 
 The same flags work as ``spark-submit jobs/<job>.py ...``. Exit codes:
 [`EXIT_OK`][spark_mlt.batch.cli.EXIT_OK] (0), [`EXIT_FAILURE`][spark_mlt.batch.cli.EXIT_FAILURE] (1,
@@ -18,10 +20,13 @@ field's ``metadata["help"]``. Options can come from a YAML or JSON file (``--con
 conf/movielens.yaml``); flags given on the command line win; a key that is no flag of the command is
 refused by name. A job argument is a required flag unless the conf file gives it.
 
-How to run, beside what to run: ``--master`` (default ``local[2]``; a local master also gets
-[`spark_mlt.batch.session.LOCAL_CONF`][spark_mlt.batch.session.LOCAL_CONF]), ``--conf KEY=VALUE``
-for the session the command starts, ``-v``/``-q`` for the ``spark_mlt`` logger (Spark's log level
-follows).
+How to run, beside what to run: ``--master`` (default: the ``spark.master`` of the
+``spark-defaults.conf`` that ``pyspark`` reads, else ``local[2]``; a local master also gets
+[`spark_mlt.batch.session.LOCAL_CONF`][spark_mlt.batch.session.LOCAL_CONF] where the defaults file
+does not set a key), ``--conf KEY=VALUE`` for the session the command starts, ``-v``/``-q``
+(before or after the command) for the ``spark_mlt`` logger (Spark's log level follows), and
+``--json`` for a job's report as one JSON document. Every error line on stderr starts with
+[`ERROR_PREFIX`][spark_mlt.batch.cli.ERROR_PREFIX], ``spark-mlt: error: ``.
 
 Library errors name the Python parameter (``MLTError.parameter``); only this module speaks of
 flags, and it maps a parameter to its flag by the same rule (``layout`` -> ``--layout``).
@@ -48,7 +53,7 @@ import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, NoReturn, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
@@ -71,6 +76,7 @@ from spark_mlt.storage import StorageOptions, orphan_files, redact, s3a_conf, va
 from spark_mlt.storage.catalog import is_table_name
 
 __all__ = [
+    "ERROR_PREFIX",
     "EXIT_FAILURE",
     "EXIT_INTERRUPTED",
     "EXIT_MISMATCH",
@@ -339,7 +345,7 @@ _DESCRIPTION = """Modular Linear Tokenization jobs for Spark + Delta Lake.
 
 exit codes:
   0    success
-  1    failure (one line 'spark-mlt: error: ...' on stderr)
+  1    failure (one line 'spark-mlt: error: ...' on stderr, the prefix of every error)
   2    usage error: a bad flag or option value, a missing flag, a bad conf file
   3    decode --verify: decoded ids differ from the originals
   130  interrupted (Ctrl-C)
@@ -369,29 +375,65 @@ _JAR_EXAMPLES = (
 )
 
 
+#: What starts every error line the command prints on stderr.
+ERROR_PREFIX = "spark-mlt: error: "
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with spark-mlt's one error prefix: a usage error of a command prints the
+    command's usage, then ``spark-mlt: error: ...`` (argparse's own says ``spark-mlt <command>:
+    error: ...``), and exits 2. Its commands' parsers are of this class too."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{ERROR_PREFIX}{message}\n")
+
+
 def _epilog(examples: Iterable[str]) -> str:
     return "examples:\n" + "\n".join(f"  {line}" for line in examples)
 
 
-def _add_verbosity(command: argparse.ArgumentParser) -> None:
-    """``-v``/``-q``, which every command takes."""
+def _add_verbosity(command: argparse.ArgumentParser, *, report: bool = False, before: bool = False) -> None:
+    """``-v``/``-q``, which every command takes, before it (``before``: ``spark-mlt -v tokenize``)
+    as well as after it; and ``--json`` where a command prints a job's report (``report``).
+    Given before and after the command, the counts add up."""
     group = command.add_argument_group("output")
-    group.add_argument("-v", "--verbose", action="count", default=0, help="more log lines (-v: debug; Spark: INFO)")
+    prefix = "global_" if before else ""  # a command's defaults would overwrite the top level's values
     group.add_argument(
-        "-q", "--quiet", action="count", default=0, help="fewer log lines (-q: warnings only; -qq: errors only)"
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        dest=f"{prefix}verbose",
+        help="more log lines (-v: debug; Spark: INFO)",
     )
+    group.add_argument(
+        "-q",
+        "--quiet",
+        action="count",
+        default=0,
+        dest=f"{prefix}quiet",
+        help="fewer log lines (-q: warnings only; -qq: errors only)",
+    )
+    if report:
+        group.add_argument(
+            "--json",
+            action="store_true",
+            help="print the job's report as one JSON document on stdout instead of its summary lines",
+        )
 
 
 def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentParser:
     """The argument parser of the ``spark-mlt`` command. A job argument that ``config`` (a conf
     file's options) gives is not required on the command line."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="spark-mlt",
         description=_DESCRIPTION,
         epilog="Run 'spark-mlt <command> --help' for a command's flags and examples.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_verbosity(parser, before=True)
     sub = parser.add_subparsers(dest="command", required=True, metavar="<command>")
     for name, job in JOBS.items():
         _add_job_command(sub, name, job, set(config or {}))
@@ -422,14 +464,19 @@ def _add_job_command(sub: Any, name: str, job: Job, given: set[str]) -> None:
         add_flags(command.add_argument_group(f"{form.name} (with {flag_of(form.name)})"), form.flags())
     run_group = command.add_argument_group("how to run")
     run_group.add_argument("--config", help="YAML or JSON file of options, keys as the flags (flags override it)")
-    run_group.add_argument("--master", default=None, help="Spark master (default: local[2], with local defaults)")
+    run_group.add_argument(
+        "--master",
+        default=None,
+        help="Spark master (default: spark.master of spark-defaults.conf under SPARK_CONF_DIR or SPARK_HOME/conf, "
+        "else local[2]; a local master gets local defaults)",
+    )
     run_group.add_argument(
         "--conf",
         action="append",
         metavar="KEY=VALUE",
         help="a Spark setting for the session this command starts (repeatable); wins over the defaults",
     )
-    _add_verbosity(command)
+    _add_verbosity(command, report=job.spark)
 
 
 def _add_table_commands(sub: Any) -> None:
@@ -562,16 +609,19 @@ def _values(job: Job, args: argparse.Namespace, config: Mapping[str, Any]) -> di
     return values
 
 
-def _print_report(command: str, report: JobReport) -> int:
-    for column, codec in report.codecs.items():
+def _print_report(command: str, report: JobReport, *, as_json: bool = False) -> int:
+    if as_json:
+        print(json.dumps(report.to_dict(), indent=2))
+    for column, codec in report.codecs.items() if not as_json else ():
         layout = report.layouts.get(column)
         print(
             f"codec {column}: p={codec.p} n={codec.n} seed={codec.seed} capacity={codec.capacity} "
             f"fingerprint={codec.fingerprint[:16]}" + (f" layout={layout}" if layout else "")
         )
-    print(f"spark-mlt {command}: {report.summary()}")
+    if not as_json:
+        print(f"spark-mlt {command}: {report.summary()}")
     if report.mismatches:
-        print(f"spark-mlt: error: {report.mismatches} decoded ids differ from the originals", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{report.mismatches} decoded ids differ from the originals", file=sys.stderr)
         return EXIT_MISMATCH
     return EXIT_OK
 
@@ -650,7 +700,7 @@ def _run_job(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
 
     if not job.spark:
         return _print_paper(run(**call, session=session))
-    return _print_report(args.command, run(session(), **call))
+    return _print_report(args.command, run(session(), **call), as_json=args.json)
 
 
 def _catalog_session(args: argparse.Namespace, storage_options: Mapping[str, str]) -> Any:
@@ -748,7 +798,9 @@ _LEVELS = {
 
 
 def _verbosity_of(args: argparse.Namespace) -> int:
-    return max(-2, min(1, getattr(args, "verbose", 0) - getattr(args, "quiet", 0)))
+    """``-v`` minus ``-q``, given before the command and after it, within the levels."""
+    counts = {name: getattr(args, name, 0) + getattr(args, f"global_{name}", 0) for name in ("verbose", "quiet")}
+    return max(-2, min(1, counts["verbose"] - counts["quiet"]))
 
 
 def _spark_level(args: argparse.Namespace) -> str:
@@ -813,18 +865,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return _handler(args.command)(args, config)
     except KeyboardInterrupt:
-        print("spark-mlt: interrupted", file=sys.stderr)
+        print(f"{ERROR_PREFIX}interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
     except OptionsError as exc:
         reason = redact(_reason(exc.__cause__ or exc, args.command), _given_storage_options(args))
-        print(f"spark-mlt: error: {reason}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{reason}", file=sys.stderr)
         return EXIT_USAGE
     except UsageError as exc:
-        print(f"spark-mlt {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{args.command}: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - a job reports any failure as one line and exit 1
         reason = redact(_reason(exc, args.command), _given_storage_options(args))
-        print(f"spark-mlt: error: {reason}", file=sys.stderr)
+        print(f"{ERROR_PREFIX}{reason}", file=sys.stderr)
         return EXIT_FAILURE
 
 

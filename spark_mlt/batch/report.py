@@ -1,7 +1,9 @@
 """What a job run did: row counts, the codecs and layouts it used, its write, phase timings.
 
 Every job returns a [`JobReport`][spark_mlt.batch.report.JobReport]; the ``spark-mlt`` command prints its
-[`JobReport.summary`][spark_mlt.batch.report.JobReport.summary] and exits 1 when a verification counted mismatches.
+[`JobReport.summary`][spark_mlt.batch.report.JobReport.summary] (or, with ``--json``,
+[`JobReport.to_dict`][spark_mlt.batch.report.JobReport.to_dict] as JSON) and exits 3 when a
+verification counted mismatches.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import Any
 
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
@@ -74,6 +77,54 @@ class JobReport:
             if self.write.skipped:
                 parts.append("run id already committed: nothing written")
         return ", ".join(parts)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as a JSON-ready dict: what ``spark-mlt tokenize --json`` prints.
+
+        Keys: ``rows_in``, ``rows_out``, ``rows_rejected``, ``mismatches`` (null unless a
+        verification), ``dry_run``, ``columns`` (per id column: ``p``, ``n``, ``seed``,
+        ``capacity``, ``fingerprint``, ``layout``), ``write`` (``path``, ``version``, ``rows``,
+        ``files``, ``backend``, ``skipped``; null when nothing was written), ``seconds`` per
+        phase, and for a sync ``source_version``, ``rows_deleted`` and ``erased``.
+
+        Example::
+
+            json.dumps(tokenize_table(spark, "in/orders", "out/orders_mlt", ["user_id"]).to_dict())
+        """
+        document: dict[str, Any] = {
+            "rows_in": self.rows_in,
+            "rows_out": self.rows_out,
+            "rows_rejected": self.rows_rejected,
+            "mismatches": self.mismatches,
+            "dry_run": self.dry_run,
+            "columns": {
+                column: {
+                    "p": codec.p,
+                    "n": codec.n,
+                    "seed": codec.seed,
+                    "capacity": codec.capacity,
+                    "fingerprint": codec.fingerprint,
+                    "layout": self.layouts.get(column),
+                }
+                for column, codec in self.codecs.items()
+            },
+            "write": None,
+            "seconds": {name: round(seconds, 3) for name, seconds in self.seconds.items()},
+        }
+        if self.write is not None:
+            write = self.write
+            document["write"] = {
+                "path": write.path,
+                "version": write.version,
+                "rows": write.rows,
+                "files": write.files,
+                "backend": write.backend,
+                "skipped": write.skipped,
+            }
+        if self.source_version is not None:
+            document |= {"source_version": self.source_version, "rows_deleted": self.rows_deleted}
+            document["erased"] = dict(self.erased)
+        return document
 
 
 @contextmanager

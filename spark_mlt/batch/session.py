@@ -12,18 +12,23 @@ and the demo write through delta-spark (``DELTA=spark make demo``).
 
 from __future__ import annotations
 
+import logging
 import os
+import re
 import sys
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
+from pyspark.find_spark_home import _find_spark_home
 from pyspark.sql import SparkSession
 
 from spark_mlt.errors import MissingJarsError, OptionError
 from spark_mlt.jars import JVM_EXTENSION, JVM_OFF_ENV, delta_session_conf, jvm_jar, merge_conf
 
-__all__ = ["DELTA_ENV", "LOCAL_CONF", "is_local", "job_session", "local_session"]
+__all__ = ["DELTA_ENV", "LOCAL_CONF", "is_local", "job_session", "local_session", "spark_defaults"]
+
+log = logging.getLogger("spark_mlt")
 
 #: ``spark``: local sessions get delta-spark (see the module doc); anything else: they do not.
 DELTA_ENV = "SPARK_MLT_DELTA"
@@ -131,13 +136,48 @@ def is_local(master: str | None) -> bool:
     return master is None or master.startswith("local")
 
 
+def spark_defaults() -> tuple[dict[str, str], Path | None]:
+    """The settings of the ``spark-defaults.conf`` that spark-submit (and so ``pyspark``) reads:
+    the one under ``SPARK_CONF_DIR``, else under ``SPARK_HOME/conf`` (PySpark's own home when
+    ``SPARK_HOME`` is not set), and its path; ``({}, None)`` when there is none.
+
+    Example::
+
+        settings, path = spark_defaults()
+        settings.get("spark.master")  # 'yarn' on a cluster's edge node
+    """
+    folder = os.environ.get("SPARK_CONF_DIR")
+    if not folder:
+        home = os.environ.get("SPARK_HOME")
+        if not home:
+            home = _find_spark_home()
+        folder = os.path.join(home, "conf")
+    path = Path(folder) / "spark-defaults.conf"
+    if not path.is_file():
+        return {}, None
+    settings: dict[str, str] = {}
+    for raw in path.read_text().splitlines():
+        line = raw.strip()
+        if not line or line.startswith(("#", "!")):
+            continue
+        # java.util.Properties, as Spark reads the file: the key ends at whitespace, '=' or ':'
+        key, value = re.match(r"([^\s=:]*)\s*[=:\s]?\s*(.*)", line).groups()  # type: ignore[union-attr]
+        settings[key] = value.strip()
+    return settings, path
+
+
 def job_session(
     app_name: str, *, master: str | None = None, conf: Mapping[str, str] | None = None, log_level: str = "WARN"
 ) -> SparkSession:
-    """The session for a job: spark-submit's when launched by it, else one at ``master``
-    (default ``local[2]``) with ``conf`` (e.g. [`spark_mlt.storage.s3a_conf`][spark_mlt.storage.s3a_conf] of the job's
-    storage options, and the command's ``--conf``). Only a local master also gets
-    ``LOCAL_CONF`` (2 shuffle partitions, a 4g driver, ...); ``conf`` wins over it.
+    """The session for a job: spark-submit's when launched by it, else one at ``master`` with
+    ``conf`` (e.g. [`spark_mlt.storage.s3a_conf`][spark_mlt.storage.s3a_conf] of the job's
+    storage options, and the command's ``--conf``).
+
+    Without ``master``, the master of the Spark defaults file
+    ([`spark_defaults`][spark_mlt.batch.session.spark_defaults]) as ``pyspark`` and
+    ``spark-sql`` take it, else ``local[2]``. Only a local master also gets ``LOCAL_CONF`` (2
+    shuffle partitions, a 4g driver, ...), each setting only where the defaults file does not
+    set it; ``conf`` wins over both. The master used is logged at INFO, with where it came from.
 
     Under spark-submit the driver's Python finds a running JVM gateway and the master and the
     settings come from spark-submit; ``conf`` still applies where Spark lets a running session
@@ -149,7 +189,18 @@ def job_session(
             builder = builder.config(key, value)
         session = builder.getOrCreate()
         session.sparkContext.setLogLevel(log_level)
+        log.info("Spark master %s (spark-submit's)", session.sparkContext.master)
         return session
+    defaults, path = spark_defaults()
+    source = "--master"
+    if master is None:
+        master = defaults.get("spark.master") or "local[2]"
+        where = str(path) if path else "no spark-defaults.conf"
+        source = f"spark.master of {where}" if "spark.master" in defaults else f"the default: {where}"
     if is_local(master):
-        return local_session(app_name, master=master or "local[2]", extra_conf=conf, log_level=log_level)
-    return _session(app_name, str(master), dict(conf or {}), log_level=log_level)
+        local = {key: value for key, value in LOCAL_CONF.items() if key not in defaults}
+        session = _session(app_name, master, {**local, **(conf or {})}, log_level=log_level)
+    else:
+        session = _session(app_name, master, dict(conf or {}), log_level=log_level)
+    log.info("Spark master %s (%s)", session.sparkContext.master, source)
+    return session
