@@ -29,8 +29,11 @@ $(DEMO_STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[spark]"
 	@touch $(DEMO_STAMP)
 
-check-java: ## Check that Java 17+ is available (Spark needs it); says how to install it if not
+check-java: ## Check that Java 17+ is available (Spark needs it, a JRE is enough); says how to install it if not
 	@sh jobs/check_java.sh
+
+check-jdk: ## Check that a JDK 17+ (javac) and Maven are available (make jvm builds spark-mlt's jars with them)
+	@sh jobs/check_java.sh --jdk
 
 # the python of a PySpark line's compatibility venv (tests/compat/venv.sh builds it once), or
 # .venv's when no line is given
@@ -64,11 +67,13 @@ JVM_DIR := spark_mlt/jars
 JVM_JARS := $(JVM_DIR)/spark-mlt-jvm_3.5_2.12-$(VERSION).jar $(JVM_DIR)/spark-mlt-jvm_4_2.13-$(VERSION).jar
 JVM_SOURCES := jvm/pom.xml $(shell find jvm/src -type f 2>/dev/null)
 $(JVM_DIR)/spark-mlt-jvm_3.5_2.12-$(VERSION).jar: $(JVM_SOURCES)
+	@sh jobs/check_java.sh --jdk
 	$(MVN) -f jvm/pom.xml -P spark-3.5 package -Drevision=$(VERSION) -Djar.dir=$(abspath $(JVM_DIR))
 $(JVM_DIR)/spark-mlt-jvm_4_2.13-$(VERSION).jar: $(JVM_SOURCES)
+	@sh jobs/check_java.sh --jdk
 	$(MVN) -f jvm/pom.xml -P spark-4 package -Drevision=$(VERSION) -Djar.dir=$(abspath $(JVM_DIR))
 
-jvm: check-java $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5 and 4.x) into spark_mlt/jars/ with Maven, after the kernels' unit tests
+jvm: $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5 and 4.x) into spark_mlt/jars/ with Maven, after the kernels' unit tests
 	@find $(JVM_DIR) -name 'spark-mlt-jvm_*.jar' ! -name '*-$(VERSION).jar' -delete
 
 # The table zoo (tests/support/zoo.py): Delta tables as delta-spark writes them, one per feature,
@@ -154,7 +159,10 @@ paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (
 
 bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper ## Run every benchmark
 
-dist: $(STAMP) jvm ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths)
+# The wheel needs no extra: pip builds it in its own isolated environment (setuptools only), in
+# whichever virtualenv is at $(VENV) (created bare if none is)
+dist: jvm ## Build the wheel and the spark-submit --py-files zip into dist/ (prints their paths); installs no extra
+	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	rm -f dist/spark_mlt-*.whl dist/spark_mlt-*.zip
 	$(BIN)/python -m pip wheel --quiet --no-deps --wheel-dir dist .
 	@ls -1 dist/spark_mlt-*.whl
@@ -194,4 +202,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java jars jvm zoo demo paper venv test test-slow test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper dist docs clean
+.PHONY: help check-java check-jdk jars jvm zoo demo paper venv test test-slow test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper dist docs clean
