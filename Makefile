@@ -45,7 +45,7 @@ line_jars = $(MAKE) --no-print-directory jars JARS_GROUPS="$(2)" \
     JARS_LINE=$$($(1) -c 'from spark_mlt.jars import jar_line; print(jar_line())')
 
 DELTA ?=
-demo: check-java $(DEMO_STAMP) jvm ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
+demo: check-java $(DEMO_STAMP) jvm ## Run the main job: tokenize MovieLens (SPARK_MLT_ML_DIR, else data/ml-*, else synthetic) into Delta, decode-check it (DELTA=spark: through delta-spark)
 	@py=$(BIN)/python; \
 	if [[ "$(DELTA)" == spark ]]; then \
 	    if ! $$py -c 'from spark_mlt.jars import LINE_GROUPS, jar_line; raise SystemExit("delta" not in LINE_GROUPS[jar_line()])'; then \
@@ -154,7 +154,7 @@ bench-sync: $(STAMP) ## Benchmark a mirror's jar-free sync of a 1% change (clust
 bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated
 	$(BIN)/python benchmarks/benchmark_paper.py $(BENCH_ARGS)
 
-paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (SPARK_MLT_ML_DIR, data/ml-*, ../shared/movielens/ml-*) else synthetic; SPARK_MLT_PAPER_EPOCHS=fixed for the paper's epochs
+paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (SPARK_MLT_ML_DIR, else data/ml-*) else synthetic; SPARK_MLT_PAPER_EPOCHS=fixed for the paper's epochs
 	$(BIN)/python jobs/paper_demo.py
 
 bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper ## Run every benchmark

@@ -1,10 +1,10 @@
 """`make demo`: the MovieLens tokenize job end to end on the embedded default.
 
 Local Spark, Delta through delta-rs, no network. Uses a real MovieLens release when one is
-found (``SPARK_MLT_ML_DIR=...``, the first ``data/ml-*`` folder, else the first ``../shared/movielens/ml-*``
-beside the clone, where this project's machines keep ml-latest-small: its license lets it be
-redistributed only under its own non-commercial terms, so the Apache-2.0 repository does not
-ship it), else generates a seeded synthetic release in the real ml-latest format and says so.
+found (``SPARK_MLT_ML_DIR=...``, else the first ``data/ml-*`` folder: MovieLens' license lets a
+release be redistributed only under its own non-commercial terms, so the Apache-2.0 repository
+does not ship one), else generates a seeded synthetic release in the real ml-latest format and
+says so.
 Prints where the table is, its codecs, row counts, a sample of tokens and a decode round-trip
 check (0 mismatches expected).
 """
@@ -31,7 +31,7 @@ from spark_mlt.errors import SourceError
 from spark_mlt.storage import read_delta
 
 #: Where real releases are looked for, in this order (``SPARK_MLT_ML_DIR`` first).
-RELEASE_DIRS = (Path("data"), Path("..", "shared", "movielens"))
+RELEASE_DIRS = (Path("data"),)
 
 
 def find_release() -> tuple[Path, bool]:

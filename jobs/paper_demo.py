@@ -1,7 +1,7 @@
 """`make paper`: the MLT paper's Table 1 reproduced end to end on this machine, as a user runs it.
 
-Finds a MovieLens release as `make demo` does (``SPARK_MLT_ML_DIR=...``, the first ``data/ml-*``, else
-``../shared/movielens/ml-*``, else a seeded synthetic release), tokenizes it into a Delta table
+Finds a MovieLens release as `make demo` does (``SPARK_MLT_ML_DIR=...``, else the first ``data/ml-*``,
+else a seeded synthetic release), tokenizes it into a Delta table
 with the MovieLens job's defaults (``spark-mlt movielens``: p = 13, n sized per column; the
 paper's p = 47, n = 7 with ``SPARK_MLT_PAPER_P=47 SPARK_MLT_PAPER_N=7``), trains every method from that table
 (``spark-mlt paper``; epochs chosen on a validation split unless ``SPARK_MLT_PAPER_EPOCHS=fixed``, the
