@@ -174,6 +174,7 @@ def test_a_library_error_names_the_flag_of_its_parameter_in_the_cli() -> None:
             "--handle-invalid must be one of 'error', 'null'",
         ),
         ("tokenize", "output: out\ncolumns: [a]\nvocabulary-dir: v\nseed: x", "--seed must be a whole number"),
+        ("tokenize", "output: out\ncolumns: [a]\np: 12", "--p must be prime; got 12 (the nearest prime above is 13)"),
         ("tokenize", "output: out\ncolumns: a\ninput_format: xml", "--input-format must be one of 'parquet', 'csv'"),
         ("decode", "output: out\noutput_format: csv", "--output-format must be one of 'delta', 'parquet'; got 'csv'"),
     ],

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, get_args
 
 from spark_mlt.codec import DEFAULT_SEED
+from spark_mlt.codec.modmath import is_prime, next_prime
 from spark_mlt.column.layouts import STORAGE_LAYOUTS, StorageLayout
 from spark_mlt.errors import MLTError, MLTTypeError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, Engine, HandleInvalid, check_choice
@@ -49,6 +50,12 @@ __all__ = [
     "WriteMode",
     "trigger_seconds",
 ]
+
+#: The help of every job's ``engine`` option (``--engine``).
+ENGINE_HELP = (
+    "the column engine: jvm (spark-mlt's jar), native (Spark SQL expressions), udf (vectorised Python UDFs), "
+    "or auto: the jar where the session has it, else native or udf by the query's shape (docs: Concepts, Engines)"
+)
 
 #: How the tokenize job reads its input: a file format, or ``table`` (a catalog table's name).
 InputFormat = Literal["parquet", "csv", "json", "orc", "delta", "table"]
@@ -137,9 +144,7 @@ class JobOptions:
     )
     n: int | None = field(default=None, metadata=_help("tokens per id (default: sized from the data)"))
     seed: int = field(default=DEFAULT_SEED, metadata=_help("seed of the codec's matrix draw"))
-    engine: Engine = field(
-        default="auto", metadata=_help("native SQL, Python UDFs, or auto (see spark_mlt.column.mlt_encode)")
-    )
+    engine: Engine = field(default="auto", metadata=_help(ENGINE_HELP))
     layout: StorageLayout = field(
         default="auto",
         metadata=_help(
@@ -177,6 +182,10 @@ class JobOptions:
         if not isinstance(self.dry_run, bool):
             raise MLTTypeError(f"dry_run must be True or False; got {self.dry_run!r}", parameter="dry_run")
         _check_positive("p", self.p)
+        if self.p is not None and not is_prime(self.p):  # refused before any Spark work, as every option
+            raise MLTError(
+                f"p must be prime; got {self.p} (the nearest prime above is {next_prime(self.p)})", parameter="p"
+            )
         _check_positive("n", self.n)
         if isinstance(self.seed, bool) or not isinstance(self.seed, int):
             raise MLTTypeError(f"seed must be a whole number; got {self.seed!r}", parameter="seed")
@@ -401,7 +410,7 @@ class DecodeOptions:
         default=False,
         metadata=_help("compare the decoded ids with the table's kept id columns instead of writing; 0 mismatches"),
     )
-    engine: Engine = field(default="auto", metadata=_help("native SQL, Python UDFs, or auto"))
+    engine: Engine = field(default="auto", metadata=_help(ENGINE_HELP))
     storage_options: Mapping[str, str] = _storage_field()
 
     def __post_init__(self) -> None:
