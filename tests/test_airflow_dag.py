@@ -1,4 +1,5 @@
-"""The Airflow DAG in jobs/dags: it parses, wires the two spark-submit tasks, and renders idempotent paths.
+"""The Airflow DAGs in jobs/dags: they parse, wire their spark-submit tasks, render idempotent paths,
+and submit every job with spark-mlt's jar and its session extension.
 
 Airflow is loaded in a subprocess, never in the pytest process: importing it configures the
 root logger (a handler at INFO), reads and creates ``AIRFLOW_HOME`` and emits its own
@@ -22,8 +23,10 @@ from typing import Any
 
 import pytest
 
+import spark_mlt.jars
 from spark_mlt.batch.cli import JOBS, _job_call, _parse, _values
 from spark_mlt.batch.stream import tokenize_stream
+from spark_mlt.jars import DELTA_EXTENSION, JVM_EXTENSION, jvm_jar_name
 
 ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "jobs" / "dags"
@@ -71,11 +74,21 @@ class DagRun:
     run_after = datetime(2025, 3, 4, 5, 6, tzinfo=timezone.utc)
 
 kwargs = {"include_examples": False} if "include_examples" in inspect.signature(DagBag.__init__).parameters else {}
+SCHEDULED = {"ds": "2025-01-02", "var": {"value": Variables({})}, "dag_run": DagRun()}
+
+def rendered(task, dag, context):
+    copied = copy.copy(task)
+    copied.render_template_fields(context, jinja_env=dag.get_template_env())
+    return copied
+
+def submitted_conf(dag):  # each task's conf as a scheduled run submits it (templates rendered)
+    return {task.task_id: dict(rendered(task, dag, SCHEDULED).conf or {}) for task in dag.tasks}
 results = []
 for env in json.loads(sys.argv[2]):
     os.environ.pop("SPARK_MLT_HOME", None)
     os.environ.pop("SPARK_MLT_DELTA_JARS", None)
     os.environ.pop("SPARK_MLT_VERSION", None)
+    os.environ.pop("SPARK_MLT_JVM", None)
     os.environ.update(env)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -113,7 +126,7 @@ for env in json.loads(sys.argv[2]):
                 "conf": dict(task.conf or {}),
             }
             for label, context in {
-                "scheduled": {"ds": "2025-01-02", "var": {"value": Variables({})}, "dag_run": DagRun()},
+                "scheduled": SCHEDULED,
                 "manual": {"var": {"value": Variables({})}, "dag_run": DagRun()},  # Airflow 3: no logical date
                 "variables": {
                     "ds": "2025-01-02",
@@ -122,14 +135,19 @@ for env in json.loads(sys.argv[2]):
                         "spark_mlt_movielens_input": "/data/ml-25m",
                         "spark_mlt_movielens_output": "s3a://bucket/mlt",
                         "spark_mlt_py_files": "/opt/zips/spark_mlt.zip",
+                        "spark_mlt_jar": "s3://bucket/jars/spark-mlt-jvm_3.5_2.12.jar",
                     })},
                 },
             }.items():
-                rendered = copy.copy(task)
-                rendered.render_template_fields(context, jinja_env=dag.get_template_env())
-                info[label] = {"application_args": list(rendered.application_args), "py_files": rendered.py_files}
+                done = rendered(task, dag, context)
+                info[label] = {
+                    "application_args": list(done.application_args),
+                    "py_files": done.py_files,
+                    "conf": dict(done.conf or {}),
+                }
             tasks[task.task_id] = info
         result["tasks"] = tasks
+    result["submitted_conf"] = {dag_id: submitted_conf(each) for dag_id, each in sorted(bag.dags.items())}
     incremental = bag.dags.get("spark_mlt_orders_incremental")
     if incremental is not None:
         result["incremental"] = {
@@ -186,10 +204,15 @@ def _probe(tmp_path: Path, environments: list[dict[str, str]]) -> list[dict[str,
 
 @pytest.fixture(scope="module")
 def parsed(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
-    """[default environment, cluster environment with SPARK_MLT_HOME and the Delta jars]."""
+    """[default environment, cluster environment with SPARK_MLT_HOME and the Delta jars, the
+    Delta jars without spark-mlt's (SPARK_MLT_JVM=0)]."""
     return _probe(
         tmp_path_factory.mktemp("airflow"),
-        [{}, {"SPARK_MLT_HOME": "/opt/spark-mlt", "SPARK_MLT_DELTA_JARS": "true"}],
+        [
+            {},
+            {"SPARK_MLT_HOME": "/opt/spark-mlt", "SPARK_MLT_DELTA_JARS": "true"},
+            {"SPARK_MLT_DELTA_JARS": "true", "SPARK_MLT_JVM": "0"},
+        ],
     )
 
 
@@ -229,13 +252,15 @@ def test_applications_are_the_repository_jobs(parsed: list[dict[str, Any]]) -> N
     for task in tasks.values():
         assert Path(task["application"]).is_file()
         assert task["scheduled"]["py_files"] == str(ROOT / "dist" / f"spark_mlt-{_project_version()}.zip")
-        assert "spark.sql.extensions" not in task["conf"]  # no Delta jars assumed: the jobs use delta-rs
+        # no Delta jars assumed (the jobs use delta-rs): spark-mlt's extension alone
+        assert task["conf"]["spark.sql.extensions"] == JVM_EXTENSION
+        assert "spark.sql.catalog.spark_catalog" not in task["conf"]
 
     cluster = parsed[1]["tasks"]
     assert cluster["tokenize_movielens"]["application"] == "/opt/spark-mlt/jobs/tokenize_movielens.py"
     assert cluster["decode_verify"]["scheduled"]["py_files"].startswith("/opt/spark-mlt/dist/spark_mlt-")
     for task in cluster.values():
-        assert task["conf"]["spark.sql.extensions"] == "io.delta.sql.DeltaSparkSessionExtension"
+        assert task["conf"]["spark.sql.extensions"] == f"{DELTA_EXTENSION},{JVM_EXTENSION}"
         assert task["conf"]["spark.sql.catalog.spark_catalog"] == "org.apache.spark.sql.delta.catalog.DeltaCatalog"
 
 
@@ -304,3 +329,40 @@ def test_the_mirror_dag_syncs_then_vacuums_the_erasures_with_the_repository_jobs
     args = tasks["sync_customers"]["application_args"]
     assert args[args.index("--key") + 1] == "customer_id"
     assert "--apply" in tasks["erase_customers"]["application_args"]
+
+
+def _jar_in_checkout(home: Path | str, spark_version: str) -> str:
+    """Where a checkout's `make jvm` (and so `make dist`) puts spark-mlt's jar for a Spark line:
+    the folder spark_mlt.jars.jvm_jar reads, under ``home``."""
+    folder = Path(spark_mlt.jars.__file__).resolve().parent / "jars"
+    return str(Path(home) / folder.relative_to(ROOT) / jvm_jar_name(spark_version, _project_version()))
+
+
+def test_every_job_is_submitted_with_spark_mlt_jar_and_its_extension(parsed: list[dict[str, Any]]) -> None:
+    """Regression: the DAGs listed Delta's extension alone, so their jobs never ran the JVM engine.
+    Every task of every DAG submits what `spark-mlt jar --submit` prints (--jars is spark.jars) and,
+    with Delta's jars, both extensions, as docs/jvm.md says."""
+    for result, home in ((parsed[0], ROOT), (parsed[1], "/opt/spark-mlt")):
+        submitted = result["submitted_conf"]
+        assert set(submitted) == {DAG_ID, INCREMENTAL_ID, MIRROR_ID}
+        for dag_id, tasks in submitted.items():
+            assert tasks, dag_id
+            for task_id, conf in tasks.items():
+                assert conf["spark.jars"] == _jar_in_checkout(home, "4.0.0"), (dag_id, task_id)
+                extensions = conf["spark.sql.extensions"].split(",")
+                assert JVM_EXTENSION in extensions, (dag_id, task_id)
+                assert (DELTA_EXTENSION in extensions) == (result is parsed[1]), (dag_id, task_id)
+
+
+def test_the_jar_variable_picks_another_jar(parsed: list[dict[str, Any]]) -> None:
+    for task in parsed[0]["tasks"].values():
+        assert task["variables"]["conf"]["spark.jars"] == "s3://bucket/jars/spark-mlt-jvm_3.5_2.12.jar"
+        assert task["variables"]["conf"]["spark.sql.extensions"] == JVM_EXTENSION
+
+
+def test_without_the_jvm_engine_no_jar_is_submitted(parsed: list[dict[str, Any]]) -> None:
+    """SPARK_MLT_JVM=0, as for the sessions spark-mlt starts: no jar, Delta's extension alone."""
+    for tasks in parsed[2]["submitted_conf"].values():
+        for conf in tasks.values():
+            assert "spark.jars" not in conf
+            assert conf["spark.sql.extensions"] == DELTA_EXTENSION

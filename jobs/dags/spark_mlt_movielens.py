@@ -24,22 +24,33 @@ Deployment:
    workers (default: this file's repository when it is in one, else ``/opt/spark-mlt``).
    The file imports neither spark_mlt nor pyspark.
 3. Run ``make dist`` in that checkout: the tasks ship ``dist/spark_mlt-<version>.zip`` with
-   ``--py-files``. The driver also needs ``deltalake`` and ``pyyaml``, and executors
-   ``numpy``, ``pandas`` and ``pyarrow`` (``pip install .`` on the cluster's Python does it).
+   ``--py-files`` and the jar it builds into ``spark_mlt/jars/``. The driver also needs
+   ``deltalake`` and ``pyyaml``, and executors ``numpy``, ``pandas`` and ``pyarrow``
+   (``pip install .`` on the cluster's Python does it).
 4. Point the ``spark_default`` connection at the cluster, e.g. for a local run
    ``AIRFLOW_CONN_SPARK_DEFAULT='{"conn_type": "spark", "host": "local[2]"}'``, or
    ``yarn``, ``spark://host:7077``, ``k8s://https://host:443``.
 5. Optional Airflow Variables, read when a task runs (defaults in brackets):
    ``spark_mlt_movielens_input`` (``$SPARK_MLT_HOME/data/ml-latest-small``),
    ``spark_mlt_movielens_output`` (``$SPARK_MLT_HOME/output/movielens_mlt``, the root of the
-   per-run tables) and ``spark_mlt_py_files`` (``$SPARK_MLT_HOME/dist/spark_mlt-<version>.zip``).
+   per-run tables), ``spark_mlt_py_files`` (``$SPARK_MLT_HOME/dist/spark_mlt-<version>.zip``)
+   and ``spark_mlt_jar`` (spark-mlt's jar for Spark 4,
+   ``$SPARK_MLT_HOME/spark_mlt/jars/spark-mlt-jvm_4_2.13-<version>.jar``, which ``make dist``
+   builds; on Spark 3.5 point it at ``spark-mlt-jvm_3.5_2.12-<version>.jar``, on a cluster at
+   a copy the cluster reaches, e.g. on S3). docs/airflow.md lists the other two DAGs' Variables.
+
+Every task submits its job with spark-mlt's jar and its session extension (``spark.jars`` and
+``spark.sql.extensions=io.sparkmlt.MltExtensions``, what ``spark-mlt jar --submit`` prints), so
+the jobs run the JVM engine (docs/jvm.md).
 
 Environment variables, read when the DAG file is parsed: ``SPARK_MLT_HOME`` (above),
-``SPARK_MLT_VERSION`` (the zip's version; default: the one in the checkout's pyproject.toml,
-else the installed spark-mlt's), and ``SPARK_MLT_DELTA_JARS=true`` on clusters that have the Delta Lake jars
-(delta-spark for Spark 4): the jobs then get Delta's session extension and catalog and write
-through delta-spark. Leave it unset elsewhere: the jobs detect that the jars are missing and
-commit through delta-rs on the driver, no jars needed.
+``SPARK_MLT_VERSION`` (the zip's and the jar's version; default: the one in the checkout's
+pyproject.toml, else the installed spark-mlt's), ``SPARK_MLT_JVM=0`` where no jar can be added
+(the jobs then run the jar-free engines), and ``SPARK_MLT_DELTA_JARS=true`` on clusters that
+have the Delta Lake jars (delta-spark for Spark 4): the jobs then get Delta's session extension
+(listed before spark-mlt's) and catalog and write through delta-spark. Leave it unset
+elsewhere: the jobs detect that the jars are missing and commit through delta-rs on the driver,
+no jars needed.
 """
 
 from __future__ import annotations
@@ -114,13 +125,22 @@ SPARK_CONF: dict[str, str] = {
     "spark.sql.execution.arrow.pyspark.enabled": "true",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "65536",
 }
+# Session extensions, comma-separated: Delta's (only where the cluster has its jars: with it set
+# and the jars missing the session cannot load its catalog; without it the jobs commit through
+# delta-rs), then spark-mlt's, which registers the jar's functions (spark_mlt.jars.JVM_EXTENSION).
+EXTENSIONS: list[str] = []
 if _truthy(os.environ.get("SPARK_MLT_DELTA_JARS")):
-    # Only for clusters that have the Delta jars: with these set and the jars missing the
-    # session cannot load its catalog. Without them the jobs commit through delta-rs.
-    SPARK_CONF |= {
-        "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
-        "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
-    }
+    EXTENSIONS.append("io.delta.sql.DeltaSparkSessionExtension")
+    SPARK_CONF["spark.sql.catalog.spark_catalog"] = "org.apache.spark.sql.delta.catalog.DeltaCatalog"
+# spark-mlt's jar, as `spark-mlt jar --submit` gives it (--jars is spark.jars), unless SPARK_MLT_JVM=0
+# as for the sessions spark-mlt starts. Its version is the zip's: a session refuses a jar of another.
+if os.environ.get("SPARK_MLT_JVM") != "0":
+    SPARK_CONF["spark.jars"] = _variable(
+        "spark_mlt_jar", f"{SPARK_MLT_HOME}/spark_mlt/jars/spark-mlt-jvm_4_2.13-{SPARK_MLT_VERSION}.jar"
+    )
+    EXTENSIONS.append("io.sparkmlt.MltExtensions")
+if EXTENSIONS:
+    SPARK_CONF["spark.sql.extensions"] = ",".join(EXTENSIONS)
 
 default_args = {
     "owner": "spark-mlt",
