@@ -9,7 +9,9 @@ on a validation split carved from the training split (``epoch_selection="validat
 * ``codecs``: validation scores of the token models for each codec ``p:n`` (``13:`` sizes n
   for each column from its largest id, as the job does when only ``--p`` is given).
 * ``seeds``: test scores over split seeds (each seed draws the split, the validation split and
-  the initial weights): mean, standard deviation, range, and the epochs chosen.
+  the initial weights): mean, standard deviation, range, and the epochs chosen; paired with the
+  supervised embeddings, the difference seed by seed and each method's parameters as a share of
+  the embeddings' (the compositional model's default rank follows the training ids, so a seed's).
 * ``ablation``: validation scores of compositional MLT embeddings per combination, rank and
   code width.
 
@@ -29,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from spark_mlt.batch import MovieLensOptions, local_session, reproduce_paper
+from spark_mlt.models import COMBINATIONS
 from spark_mlt.paper import METHODS, PaperOptions, PaperReport
 from spark_mlt.paper.methods import MethodResult
-from spark_mlt.paper.models import COMBINATIONS
 
 TOKEN_METHODS = ("mlt", "mlt_autoencoder", "mlt_categories", "mlt_pairs", "mlt_compositional")
 TOP_METHODS = ("one_hot", "embeddings", "qr_embeddings", "mlt_pairs", "mlt_compositional")
@@ -145,9 +147,15 @@ def seeds_study(runner: Runner, seeds: Sequence[int], methods: Sequence[str], co
             if key != "embeddings":
                 acc = [r.accuracy - b.accuracy for r, b in zip(results, baseline, strict=True)]
                 auc = [r.roc_auc - b.roc_auc for r, b in zip(results, baseline, strict=True)]
+                # the split decides the training ids, so the embeddings' size (and a default rank) per seed
+                shares = ", ".join(
+                    f"{r.encoder_params:,} ({r.encoder_params / b.encoder_params:.2%})"
+                    for r, b in zip(results, baseline, strict=True)
+                )
                 print(
                     f"- {results[0].name}: accuracy {statistics.mean(acc):+.2%} ± {statistics.stdev(acc):.2%},"
-                    f" ROC AUC {statistics.mean(auc):+.4f} ± {statistics.stdev(auc):.4f}"
+                    f" ROC AUC {statistics.mean(auc):+.4f} ± {statistics.stdev(auc):.4f}; encoder params by seed"
+                    f" (share of the embeddings'): {shares}"
                 )
 
 
@@ -197,9 +205,13 @@ def main() -> None:
     parser.add_argument("--codecs", nargs="+", default=["2:", "7:", "13:", "31:", "101:", "13:7", "47:7"])
     parser.add_argument("--combinations", nargs="+", choices=COMBINATIONS, default=list(COMBINATIONS))
     own = "(default: the combination's)"
-    parser.add_argument("--ranks", type=int, nargs="+", default=[None], help=f"ablation {own}")
+    parser.add_argument(
+        "--ranks", type=int, nargs="+", default=[None], help="ablation (default: within 5%% of the embeddings')"
+    )
     parser.add_argument("--code-widths", type=int, nargs="+", default=[None], help=f"ablation {own}")
-    parser.add_argument("--mlt-rank", type=int, help=f"seeds: the compositional model's rank {own}")
+    parser.add_argument(
+        "--mlt-rank", type=int, help="seeds: the compositional model's rank (default: within 5%% of the embeddings')"
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="paper-quality-") as work:
         runner = Runner(args.input, Path(work))

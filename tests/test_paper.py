@@ -21,6 +21,7 @@ from spark_mlt.batch import MovieLensOptions, generate_synthetic, tokenize_movie
 from spark_mlt.batch.cli import main
 from spark_mlt.column import mlt_encode
 from spark_mlt.errors import MLTError, OptionError
+from spark_mlt.models import COMBINATIONS, QR_INIT, composition_settings, mlt_compositional_model
 from spark_mlt.paper import METHODS, PaperOptions
 from spark_mlt.paper import models as paper_models
 from spark_mlt.paper.data import LABEL_RULE_PROPERTY, Ratings, load_ratings, split
@@ -59,7 +60,7 @@ def test_the_sparse_first_layer_is_dense_on_the_one_hot_vector() -> None:
     np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("combination", paper_models.COMBINATIONS)
+@pytest.mark.parametrize("combination", COMBINATIONS)
 @pytest.mark.parametrize("code_width", [2, 0])
 def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_only(
     combination: str, code_width: int
@@ -71,9 +72,7 @@ def test_compositional_embeddings_give_every_id_its_own_code_from_its_tokens_onl
     column as the module's formulas count them, plus each column's projection to a 2-number
     code (none when the code is the whole 4-wide vector)."""
     Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
-    model = paper_models.mlt_compositional_model(
-        ((5, 3), (7, 2)), combination=combination, rank=4, code_width=code_width
-    )
+    model = mlt_compositional_model(((5, 3), (7, 2)), combination=combination, rank=4, code_width=code_width)
     tables = [5 * 4 + 2 * 5 * 4**2, 7 * 4 + 1 * 7 * 4**2] if combination == "path" else [3 * 5 * 4, 2 * 7 * 4]
     projections = 2 * (4 * code_width + code_width)
     assert paper_models.encoder_parameters(model) == sum(tables) + projections
@@ -92,10 +91,10 @@ def test_the_qr_combination_multiplies_one_row_per_token_position_drawn_for_n_fa
     uniform in +-b_n with (b_n / sqrt 3)^n = (0.05 / sqrt 3)^2: a product of n rows as small as the
     QR trick's product of two Keras Embedding rows."""
     Model = paper_models.keras_module().Model  # noqa: N806 - the Keras class; JAX chosen first
-    model = paper_models.mlt_compositional_model(((5, 3), (7, 2)), combination="qr", rank=4, code_width=0)
+    model = mlt_compositional_model(((5, 3), (7, 2)), combination="qr", rank=4, code_width=0)
     rows = np.asarray(model.get_layer("user_composition").get_weights()[0])
     assert rows.shape == (3 * 5, 4)
-    bound = 3**0.5 * (paper_models.QR_INIT / 3**0.5) ** (2 / 3)
+    bound = 3**0.5 * (QR_INIT / 3**0.5) ** (2 / 3)
     assert 0.5 * bound < np.abs(rows).max() <= bound
     tokens = np.array([[0, 4, 2, 1, 6], [3, 3, 3, 0, 0]], dtype=np.int32)
     vectors = np.asarray(Model(model.inputs, model.get_layer("user_code").output).predict(tokens, verbose=0))
@@ -273,15 +272,17 @@ def test_every_method_trains_and_is_reported(tokenized: str, tmp_path: Path) -> 
     assert 0 <= rows["mlt_autoencoder"]["exact_recovery"] <= 1
     assert rows["mlt_categories"]["encoder_params"] == 14 * 47 * 8
     assert rows["mlt_pairs"]["encoder_params"] == 14 * 47 * 8 + 12 * 47**2 * 8  # 6 neighbour pairs per id
-    rank, _ = paper_models.COMPOSITION_DEFAULTS["qr"]  # the default: qr, its whole vector the code
+    ids = load_ratings(tokenized)
+    train, _ = split(ids, seed=42)
+    id_counts = (len(np.unique(train.users)), len(np.unique(train.movies)))
+    # the default: qr, its whole vector the code, its rank within 5% of the training ids' embeddings
+    rank, _ = composition_settings("qr", None, None, codecs=((47, 7), (47, 7)), id_counts=id_counts)
     assert rows["mlt_compositional"]["encoder_params"] == 2 * 7 * 47 * rank
     assert rows["mlt_compositional"]["dims"] == 2 * rank
-    ids = load_ratings(tokenized)
     assert rows["mlt_compositional"]["extra"]["distinct_codes"] == {
         "user": [len(np.unique(ids.users))] * 2,
         "movie": [len(np.unique(ids.movies))] * 2,
     }
-    train, _ = split(ids, seed=42)
     qr_rows = [len(np.unique(part)) + 1 for part in (train.users, train.movies)]  # + the unseen id's row
     qr_tables = [-(-count // (math.isqrt(count - 1) + 1)) + math.isqrt(count - 1) + 1 for count in qr_rows]
     assert rows["qr_embeddings"]["encoder_params"] == 32 * sum(qr_tables)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from spark_mlt.models import EMBEDDING_WIDTH, composition_settings, mlt_compositional_model
 from spark_mlt.paper import models
 from spark_mlt.paper.data import Ratings, split
 from spark_mlt.paper.hashing import hashed_features
@@ -167,18 +168,14 @@ def _embeddings(train: Ratings, test: Ratings, options: PaperOptions) -> Prepare
     users, movies = len(np.unique(train.users)), len(np.unique(train.movies))
     model = models.embedding_model(users, movies)
     inputs = _id_inputs(train)
-    return Prepared(
-        model, inputs(train), inputs(test), 2 * models.EMBEDDING_WIDTH, models.encoder_parameters(model), False
-    )
+    return Prepared(model, inputs(train), inputs(test), 2 * EMBEDDING_WIDTH, models.encoder_parameters(model), False)
 
 
 def _qr(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
     rows = (len(np.unique(train.users)) + 1, len(np.unique(train.movies)) + 1)  # + the unseen id's row
     model = models.qr_model(rows)
     inputs = _id_inputs(train)
-    return Prepared(
-        model, inputs(train), inputs(test), 2 * models.EMBEDDING_WIDTH, models.encoder_parameters(model), False
-    )
+    return Prepared(model, inputs(train), inputs(test), 2 * EMBEDDING_WIDTH, models.encoder_parameters(model), False)
 
 
 def _categories(train: Ratings, test: Ratings, options: PaperOptions, *, pairs: bool = False) -> Prepared:
@@ -196,8 +193,12 @@ def _pairs(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
 def _compositional(train: Ratings, test: Ratings, options: PaperOptions) -> Prepared:
     codecs = tuple((codec.p, codec.n) for codec in train.codecs)
     combination = options.mlt_combination
-    rank, width = models.composition_settings(combination, options.mlt_rank, options.mlt_code_width)
-    model = models.mlt_compositional_model(codecs, combination=combination, rank=rank, code_width=width)
+    # the default rank follows the release: within budget of the embeddings the training ids would need
+    id_counts = (len(np.unique(train.users)), len(np.unique(train.movies)))
+    rank, width = composition_settings(
+        combination, options.mlt_rank, options.mlt_code_width, codecs=codecs, id_counts=id_counts
+    )
+    model = mlt_compositional_model(codecs, combination=combination, rank=rank, code_width=width)
     code = f"code {width}" if width else "whole vector"
 
     def check(trained: Any) -> dict[str, Any]:

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Literal, get_args
 
 from spark_mlt.errors import MLTError
+from spark_mlt.models import COMBINATIONS, COMPOSITION_DEFAULTS, EMBEDDING_BUDGET, Combination
 from spark_mlt.options import check_choice
-from spark_mlt.paper.models import COMBINATIONS, COMPOSITION_DEFAULTS, Combination
 
 __all__ = ["DEFAULT_EPOCHS", "EPOCH_SELECTIONS", "METHOD_KEYS", "EpochSelection", "Method", "PaperOptions"]
 
@@ -100,7 +100,9 @@ class PaperOptions:
         default=None,
         metadata={
             "help": "width of the vectors in the compositional MLT embeddings' tables (the path's r x r); default: "
-            + ", ".join(f"{name} {rank}" for name, (rank, _) in COMPOSITION_DEFAULTS.items())
+            # no percent sign: argparse formats help with %
+            f"the largest whose tables hold at most {EMBEDDING_BUDGET:g} times the supervised embeddings' "
+            "parameters for the training split's ids"
         },
     )
     mlt_code_width: int | None = field(
