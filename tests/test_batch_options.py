@@ -20,11 +20,13 @@ from spark_mlt.batch.cli import (
     EXIT_MISMATCH,
     EXIT_USAGE,
     JOBS,
+    Flag,
     UsageError,
     _parse,
     _print_report,
     _reason,
     _values,
+    add_flags,
     build_parser,
     command_parsers,
     flag_of,
@@ -309,3 +311,10 @@ def test_the_spark_defaults_file_is_read_as_spark_reads_it(tmp_path: Path, monke
     (conf_dir / "spark-defaults.conf").write_text(text)
     settings, _ = spark_defaults()
     assert settings == {"spark.master": "spark://h:7077", "spark.a": "1", "spark.b": "two words"}
+
+
+def test_a_help_text_with_a_percent_sign_renders() -> None:
+    """argparse formats help with ``%``: an option's help saying "5%" must not break ``--help``."""
+    parser = argparse.ArgumentParser(prog="x")
+    add_flags(parser, [Flag("budget", int, "at most 5% of the parameters")])
+    assert "at most 5% of the parameters" in parser.format_help()

@@ -152,7 +152,11 @@ def add_flags(
     group, and is required unless its name is in ``given`` (the conf file's keys)."""
     for flag in flags:
         hint = _unwrap_optional(flag.hint)
-        kwargs: dict[str, Any] = {"dest": flag.name, "default": None, "help": flag.help}
+        kwargs: dict[str, Any] = {
+            "dest": flag.name,
+            "default": None,
+            "help": flag.help.replace("%", "%%"),
+        }  # argparse formats help with %
         if get_origin(hint) is Literal:
             choices = get_args(hint)
             kwargs.update(type=type(choices[0]), choices=choices)
