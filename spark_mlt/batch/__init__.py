@@ -59,7 +59,7 @@ from spark_mlt.batch.options import (
 )
 from spark_mlt.batch.paper import reproduce_paper
 from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.session import job_session, local_session
+from spark_mlt.batch.session import job_session, local_session, spark_defaults
 from spark_mlt.batch.stream import tokenize_stream
 from spark_mlt.batch.sync import sync_table
 from spark_mlt.batch.tokenize import split_invalid, tokenize_dataframe, tokenize_table
@@ -84,6 +84,7 @@ __all__ = [
     "read_ratings",
     "reproduce_paper",
     "split_invalid",
+    "spark_defaults",
     "sync_table",
     "tokenize_dataframe",
     "tokenize_movielens",

@@ -174,7 +174,7 @@ def job_session(
     storage options, and the command's ``--conf``).
 
     Without ``master``, the master of the Spark defaults file
-    ([`spark_defaults`][spark_mlt.batch.session.spark_defaults]) as ``pyspark`` and
+    ([`spark_defaults`][spark_mlt.batch.spark_defaults]) as ``pyspark`` and
     ``spark-sql`` take it, else ``local[2]``. Only a local master also gets ``LOCAL_CONF`` (2
     shuffle partitions, a 4g driver, ...), each setting only where the defaults file does not
     set it; ``conf`` wins over both. The master used is logged at INFO, with where it came from.
