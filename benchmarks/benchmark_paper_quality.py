@@ -18,7 +18,7 @@ on a validation split carved from the training split (``epoch_selection="validat
 Choosing on validation scores and reporting test scores once keeps the test split out of every
 choice. Run one study at a time, pinned to a core::
 
-    taskset -c 1 python benchmarks/benchmark_paper_quality.py seeds --input ../shared/movielens/ml-latest-small
+    taskset -c 1 python benchmarks/benchmark_paper_quality.py seeds --input data/ml-latest-small
 """
 
 from __future__ import annotations
