@@ -170,7 +170,7 @@ UDF_ENGINE = re.compile(r"\budf\b|UDF engine")
 ON_3_5 = re.compile(r"\b3\.5\b")
 #: a statement that names the jar's place in the policy (the jar first, the udf engine without it)
 JAR_FIRST = re.compile(
-    WITHOUT_JAR.pattern + r"|where the (?:session has|jar is)|jvm where|with (?:the|spark-mlt's) jar", re.I
+    WITHOUT_JAR.pattern + r"|where (?:the|a) (?:session has|jar is)|jvm where|with (?:the|spark-mlt's) jar", re.I
 )
 
 
