@@ -152,7 +152,7 @@ def test_storage_options_merge_from_the_conf_file_and_flags_and_hide_their_secre
 def test_a_library_error_names_the_flag_of_its_parameter_in_the_cli() -> None:
     layout = MLTError("layout='packed': column u_mlt stores 'array' (pass layout='auto')", parameter="layout")
     assert (
-        _reason(layout, "movielens") == "MLTError: --layout 'packed': column u_mlt stores 'array' (pass layout='auto')"
+        _reason(layout, "movielens") == "MLTError: --layout 'packed': column u_mlt stores 'array' (pass --layout auto)"
     )
     choice = OptionError("input_format must be one of 'csv'; got 'xml'", parameter="input_format")
     assert _reason(choice, "tokenize") == "OptionError: --input-format must be one of 'csv'; got 'xml'"
@@ -318,3 +318,15 @@ def test_a_help_text_with_a_percent_sign_renders() -> None:
     parser = argparse.ArgumentParser(prog="x")
     add_flags(parser, [Flag("budget", int, "at most 5% of the parameters")])
     assert "at most 5% of the parameters" in parser.format_help()
+
+
+def test_an_advice_in_python_words_names_the_flag_and_a_jvm_that_did_not_start_says_what_to_check() -> None:
+    exists = TableExistsError(
+        "mode 'error' and a table exists at t; pass mode='append' or mode='overwrite'", parameter="mode"
+    )
+    assert _reason(exists, "tokenize").endswith("pass --mode append or --mode overwrite")
+    beyond = MLTError("ids beyond capacity; use handle_invalid='null' or a larger codec")
+    assert _reason(beyond, "tokenize") == "MLTError: ids beyond capacity; use --handle-invalid null or a larger codec"
+    assert _reason(MLTError("x; pass layout='auto'"), "decode") == "MLTError: x; pass layout='auto'"  # no such flag
+    no_jvm = RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
+    assert "needs Java (17+ for Spark 4) from JAVA_HOME or the PATH" in _reason(no_jvm, "tokenize")

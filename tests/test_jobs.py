@@ -235,7 +235,7 @@ def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     assert main(["movielens", "--input", str(folder), "--output", output]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("spark-mlt: error: TableExistsError: --mode 'error' and a Delta table already exists at")
-    assert err[-1].endswith("pass mode='append' or mode='overwrite'")  # the parameter named by its flag
+    assert err[-1].endswith("pass --mode append or --mode overwrite")  # the advice in the command line's words
     assert (
         main(
             [

@@ -48,6 +48,7 @@ import inspect
 import json
 import logging
 import os
+import re
 import sys
 import types
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -842,15 +843,27 @@ def _command_names(command: str) -> set[str]:
     return {"input", "retention_hours", "storage_options"}
 
 
+#: What Spark's launcher raises when its JVM does not start (no Java, a Java it cannot run).
+_NO_JVM = "JAVA_GATEWAY_EXITED"
+
+
 def _reason(exc: BaseException, command: str) -> str:
-    """The first line of an error; a message about a parameter that is a flag of the command
-    starts with that flag instead (``layout='x': ...`` -> ``--layout 'x': ...``)."""
+    """The first line of an error, in the command line's words: a message about a parameter that
+    is a flag of the command starts with that flag instead (``layout='x': ...`` -> ``--layout
+    'x': ...``), and an advice in Python's words names the flag (``pass mode='append'`` ->
+    ``pass --mode append``)."""
     text = str(exc).strip()
     reason = text.splitlines()[0] if text else type(exc).__name__
     if isinstance(exc, UsageError):
         return reason
+    if _NO_JVM in text:
+        return (
+            f"{type(exc).__name__}: Spark's JVM did not start ({_NO_JVM}): spark-mlt needs Java (17+ for Spark 4) "
+            "from JAVA_HOME or the PATH; Spark's own lines above say why, and `make check-java` checks"
+        )
+    names = _command_names(command)
     parameter = exc.parameter if isinstance(exc, MLTError) else None
-    if parameter and parameter in _command_names(command):
+    if parameter and parameter in names:
         flag = flag_of(parameter)
         if reason.startswith(f"{parameter}="):
             reason = f"{flag} {reason.removeprefix(f'{parameter}=')}"
@@ -858,6 +871,8 @@ def _reason(exc: BaseException, command: str) -> str:
             reason = flag + reason.removeprefix(parameter)
         else:
             reason = f"{flag}: {reason}"
+    advice = re.compile(r"\b(pass|use|or|set) ([a-z_]+)='([^' ]*)'")
+    reason = advice.sub(lambda m: f"{m[1]} {flag_of(m[2])} {m[3]}" if m[2] in names else m[0], reason)
     return f"{type(exc).__name__}: {reason}"
 
 
