@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import logging
+import re
 from importlib import metadata
 from pathlib import Path
 from typing import Any, Literal, get_args, get_type_hints
@@ -238,6 +239,7 @@ def test_version_and_exit_codes_are_those_documented(capsys: pytest.CaptureFixtu
     assert exited.value.code == 0
     assert capsys.readouterr().out.strip() == f"spark-mlt {__version__}"
     assert __version__ == metadata.version("spark-mlt")  # the package metadata's, from pyproject.toml
+    assert re.fullmatch(r"\d+\.\d+\.\d+\.dev\d+", __version__), "a development version until the first release"
     help_text = build_parser().format_help()
     for code, meaning in [
         (0, "success"),
