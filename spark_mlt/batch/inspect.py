@@ -11,6 +11,7 @@ from typing import Any
 
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from spark_mlt.batch.report import codec_summary
 from spark_mlt.column import token_layouts
 from spark_mlt.storage import TableSnapshot, read_snapshot
 from spark_mlt.storage.maintenance import pending_erasures
@@ -37,18 +38,7 @@ def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str,
     snapshot = read_snapshot(path, storage_options=storage_options)
     layouts = token_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
     commits = [{key: entry.get(key) for key in HISTORY_KEYS} for entry in snapshot.history(history)]
-    codecs = {
-        column: {
-            "p": codec.p,
-            "n": codec.n,
-            "seed": codec.seed,
-            "capacity": codec.capacity,
-            "fingerprint": codec.fingerprint,
-            "layout": layouts.get(column),
-            "packed_bits": codec.packed_bits if layouts.get(column) == "packed" else None,
-        }
-        for column, codec in snapshot.codecs.items()
-    }
+    codecs = {column: codec_summary(codec, layouts.get(column)) for column, codec in snapshot.codecs.items()}
     return {
         "path": snapshot.path,
         "version": snapshot.version,

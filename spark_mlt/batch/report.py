@@ -20,7 +20,7 @@ from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import Layout
 from spark_mlt.storage import DeltaWriteResult
 
-__all__ = ["JobReport", "phase"]
+__all__ = ["JobReport", "codec_summary", "phase"]
 
 log = logging.getLogger("spark_mlt")
 
@@ -82,8 +82,9 @@ class JobReport:
         """The report as a JSON-ready dict: what ``spark-mlt tokenize --json`` prints.
 
         Keys: ``rows_in``, ``rows_out``, ``rows_rejected``, ``mismatches`` (null unless a
-        verification), ``dry_run``, ``columns`` (per id column: ``p``, ``n``, ``seed``,
-        ``capacity``, ``fingerprint``, ``layout``), ``write`` (``path``, ``version``, ``rows``,
+        verification), ``dry_run``, ``columns`` (per id column, its codec as ``inspect``
+        shows it: ``p``, ``n``, ``seed``, ``capacity``, ``fingerprint``, ``layout``,
+        ``packed_bits``), ``write`` (``path``, ``version``, ``rows``,
         ``files``, ``backend``, ``skipped``; null when nothing was written), ``seconds`` per
         phase, and for a sync ``source_version``, ``rows_deleted`` and ``erased``.
 
@@ -97,17 +98,7 @@ class JobReport:
             "rows_rejected": self.rows_rejected,
             "mismatches": self.mismatches,
             "dry_run": self.dry_run,
-            "columns": {
-                column: {
-                    "p": codec.p,
-                    "n": codec.n,
-                    "seed": codec.seed,
-                    "capacity": codec.capacity,
-                    "fingerprint": codec.fingerprint,
-                    "layout": self.layouts.get(column),
-                }
-                for column, codec in self.codecs.items()
-            },
+            "columns": {name: codec_summary(codec, self.layouts.get(name)) for name, codec in self.codecs.items()},
             "write": None,
             "seconds": {name: round(seconds, 3) for name, seconds in self.seconds.items()},
         }
@@ -125,6 +116,21 @@ class JobReport:
             document |= {"source_version": self.source_version, "rows_deleted": self.rows_deleted}
             document["erased"] = dict(self.erased)
         return document
+
+
+def codec_summary(codec: MLTCodec, layout: Layout | None) -> dict[str, Any]:
+    """What a report or ``inspect`` shows of an id column's codec: ``p``, ``n``, ``seed``,
+    ``capacity``, ``fingerprint``, the token column's ``layout`` and, when packed, its
+    ``packed_bits``."""
+    return {
+        "p": codec.p,
+        "n": codec.n,
+        "seed": codec.seed,
+        "capacity": codec.capacity,
+        "fingerprint": codec.fingerprint,
+        "layout": layout,
+        "packed_bits": codec.packed_bits if layout == "packed" else None,
+    }
 
 
 @contextmanager
