@@ -29,9 +29,9 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import _classic
-from spark_mlt.errors import JarVersionError
+from spark_mlt.errors import JarLineError, JarVersionError
 
-__all__ = ["ENCODE_CLASS", "Capabilities", "spark_line"]
+__all__ = ["ENCODE_CLASS", "Capabilities", "foreign_jar", "spark_line"]
 
 #: the class a registered ``mlt_encode`` names when it is spark-mlt's
 ENCODE_CLASS = "io.sparkmlt.MltEncode"
@@ -39,6 +39,8 @@ _JAR_VERSION = re.compile(r"\(spark-mlt (\S+)\)\s*$")
 _DELTA_CLASS = "io.delta.tables.DeltaTable"
 #: the extension that registers spark-mlt's functions (``spark_mlt.jars.JVM_EXTENSION``)
 JVM_EXTENSION_CLASS = "io.sparkmlt.MltExtensions"
+#: A spark-mlt jar's file name: its Spark binary line (``3.5_2.12``, ``4_2.13``) and version.
+_JAR_NAME = re.compile(r"spark-mlt-jvm_(\d+(?:\.\d+)?)_(2\.1[23])-[^/,]*\.jar")
 
 
 def spark_line(version: str) -> tuple[int, int]:
@@ -83,6 +85,9 @@ class Capabilities:
     arrow_udfs: bool
     delta_jars: bool
     jar_version: str | None
+    foreign_jar: str | None = None
+    """A spark-mlt jar that ``spark.jars`` names but that is built for another Spark line (its
+    functions could not load), or None."""
 
     @property
     def spark_line(self) -> tuple[int, int]:
@@ -95,7 +100,15 @@ class Capabilities:
 
         Raises:
             JarVersionError: they come from a jar of another version than this package.
+            JarLineError: the session names a spark-mlt jar of another Spark line.
         """
+        if self.foreign_jar is not None:
+            raise JarLineError(
+                f"the session's spark.jars names {self.foreign_jar}, spark-mlt's jar for another Spark line than "
+                f"this Spark {self.spark_version}, so Spark could not load its functions; load "
+                f"{_own_jar_name(self.spark_version)} instead (`spark-mlt jar --submit` prints it), or leave the jar "
+                "out and pass engine='native' or 'udf'"
+            )
         if self.jar_version is None:
             return False
         if self.jar_version != _package_version():
@@ -121,7 +134,8 @@ class Capabilities:
             spark_version=version,
             arrow_udfs=hasattr(F, "arrow_udf") and spark_line(version) >= (4, 1),
             delta_jars=_delta_jars(spark, connect),
-            jar_version=_jar_version(spark),
+            jar_version=(jar := _jar_version(spark)),
+            foreign_jar=None if jar is not None else foreign_jar(_setting(spark, "spark.jars"), version),
         )
 
     @classmethod
@@ -164,6 +178,28 @@ def _delta_jars(spark: SparkSession, connect: bool) -> bool:
     if not named or connect:
         return named
     return _classic.loads_class(spark, _DELTA_CLASS)
+
+
+def _own_jar_name(spark_version: str) -> str:
+    from spark_mlt.jars import jvm_jar_name  # noqa: PLC0415 - jars imports this module
+
+    return jvm_jar_name(spark_version)
+
+
+def foreign_jar(jars: str, spark_version: str) -> str | None:
+    """The first spark-mlt jar in ``jars`` (a ``spark.jars`` setting) built for another Spark line
+    than ``spark_version``'s, or None.
+
+    Example::
+
+        >>> foreign_jar("/opt/spark-mlt-jvm_3.5_2.12-0.1.0.jar", "4.0.1")
+        'spark-mlt-jvm_3.5_2.12-0.1.0.jar'
+    """
+    own = "4" if spark_line(spark_version) >= (4, 0) else "3.5"
+    for found in _JAR_NAME.finditer(jars):
+        if found[1] != own:
+            return found[0]
+    return None
 
 
 def _jar_version(spark: SparkSession) -> str | None:

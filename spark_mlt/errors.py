@@ -15,6 +15,7 @@ catch the whole family or one kind::
     ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
     ├── MissingJarsError (FileNotFoundError) a checkout's jar cache lacks a line's jars (``make jars``)
     ├── JarVersionError                 the session's spark-mlt jar is of another version than the package
+    │   └── JarLineError                a jar of another Spark line, which Spark could not load
     └── TableError                      a Delta table's state forbids the operation
         ├── MissingTableError          no Delta table at the path (also a FileNotFoundError)
         ├── TableExistsError            mode="error" and the table exists
@@ -50,6 +51,7 @@ __all__ = [
     "ConstraintViolationError",
     "InvalidIdError",
     "InvalidTokenError",
+    "JarLineError",
     "JarVersionError",
     "MLTError",
     "MLTTypeError",
@@ -137,6 +139,12 @@ class MissingJarsError(MLTError, FileNotFoundError):
 class JarVersionError(MLTError):
     """The session's spark-mlt jar is of another version than this package: the message names
     both and how to load the right one."""
+
+
+class JarLineError(JarVersionError):
+    """The session's settings name a spark-mlt jar built for another Spark line (the 3.5 jar on
+    Spark 4, or the other way round), whose functions Spark could not load: the message names the
+    jar and the one to load."""
 
 
 class TableError(MLTError):

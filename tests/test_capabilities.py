@@ -10,11 +10,11 @@ from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec, OptionError, __version__
-from spark_mlt.capabilities import Capabilities
+from spark_mlt.capabilities import Capabilities, foreign_jar
 from spark_mlt.column import mlt_decode, mlt_encode, register_mlt_functions
 from spark_mlt.column.engine import POLICY, Situation
 from spark_mlt.column.layouts import LAYOUT
-from spark_mlt.errors import JarVersionError
+from spark_mlt.errors import JarLineError, JarVersionError
 from spark_mlt.storage import use_delta_spark
 from tests.conftest import delta_spark_requested
 from tests.support.spark_lines import HAS_ARROW_UDFS, HAS_JVM_JAR, capabilities
@@ -54,6 +54,23 @@ def test_a_jar_of_another_version_is_refused_naming_both_versions(spark: SparkSe
     # an engine named outright never asks for the jar
     rows = spark.range(3).select(mlt_encode("id", CODEC, engine="native", capabilities=stale).alias("t")).collect()
     assert [r.t for r in rows] == CODEC.encode([0, 1, 2]).tolist()
+
+
+def test_a_jar_of_another_spark_line_is_refused_naming_it_and_the_right_one() -> None:
+    """Spark cannot load the 3.5 jar's functions on Spark 4 (nor the other way round): it only
+    logs a warning, and the jar's SQL functions are missing. Where the JVM engine would run,
+    spark-mlt says which jar to load instead."""
+    jars = "/opt/a.jar,/opt/spark-mlt-jvm_3.5_2.12-0.1.0.dev0.jar"
+    assert foreign_jar(jars, "4.3.0") == "spark-mlt-jvm_3.5_2.12-0.1.0.dev0.jar"
+    assert foreign_jar(jars, "3.5.1") is None
+    assert foreign_jar("/x/spark-mlt-jvm_4_2.13-0.1.0.jar", "3.5.0") == "spark-mlt-jvm_4_2.13-0.1.0.jar"
+    assert foreign_jar("", "4.0.0") is None
+    misfit = dataclasses.replace(
+        capabilities(jvm=False, spark_version="4.3.0"), foreign_jar="spark-mlt-jvm_3.5_2.12-1.jar"
+    )
+    with pytest.raises(JarLineError, match=r"names spark-mlt-jvm_3\.5_2\.12-1\.jar, .*load spark-mlt-jvm_4_2\.13-"):
+        mlt_encode("id", CODEC, capabilities=misfit)
+    assert mlt_encode("id", CODEC, engine="native", capabilities=misfit) is not None  # named outright: runs
 
 
 def test_an_engine_named_where_it_cannot_run_says_why_and_what_to_do() -> None:

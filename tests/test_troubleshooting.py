@@ -35,7 +35,7 @@ from spark_mlt.batch.stream import check_checkpoint
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode, mlt_encode
 from spark_mlt.errors import MissingJarsError
-from spark_mlt.jars import LINE_GROUPS, delta_session_conf, jar_line
+from spark_mlt.jars import LINE_GROUPS, delta_session_conf, jar_line, jvm_jar
 from spark_mlt.options import EngineName
 from spark_mlt.storage import write_delta
 
@@ -206,7 +206,43 @@ def _jar_version(spark: SparkSession, monkeypatch: pytest.MonkeyPatch) -> list[s
     assert jar != "0.2.0"
     monkeypatch.setattr(spark_mlt, "__version__", "0.2.0")
     said = _failure(lambda: spark.range(1).select(mlt_encode("id", CODEC)))
-    return [said.replace(f"version {jar},", "version 0.1.0,")]
+    monkeypatch.setattr(spark_mlt, "__version__", jar)
+    return [said.replace(f"version {jar},", "version 0.1.0,"), _jar_of_another_line(jar)]
+
+
+#: a session whose spark.jars names the jar of the other Spark line, as a user's would
+_OTHER_LINE = """
+import sys
+from pyspark.sql import SparkSession
+from spark_mlt import MLTCodec
+from spark_mlt.column import mlt_encode
+spark = (SparkSession.builder.master("local[1]").config("spark.jars", sys.argv[1])
+    .config("spark.sql.extensions", "io.sparkmlt.MltExtensions").config("spark.ui.enabled", "false").getOrCreate())
+try:
+    spark.range(2).select(mlt_encode("id", MLTCodec.from_seed(13, 3))).collect()
+except Exception as exc:
+    print(f"spark_mlt.errors.{type(exc).__name__}: {exc}")
+"""
+
+
+def _jar_of_another_line(version: str) -> str:
+    """A new process (the test session's jars are fixed) whose spark.jars names the other line's jar."""
+    own = jvm_jar(pyspark.__version__)
+    other = jvm_jar("3.5.0" if pyspark.__version__ >= "4" else "4.0.0")
+    assert other.exists()
+    assert other != own
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable}
+    env.pop("PYSPARK_GATEWAY_PORT", None)
+    done = subprocess.run(
+        [sys.executable, "-c", _OTHER_LINE, str(other)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    said = done.stdout.strip().splitlines()[-1] if done.stdout.strip() else done.stderr[-2000:]
+    return said.replace(version, "0.1.0").replace(f"Spark {pyspark.__version__},", "Spark 4.3.0,")
 
 
 # --- column functions ---------------------------------------------------------------------
