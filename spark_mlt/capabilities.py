@@ -129,13 +129,15 @@ class Capabilities:
         """Ask ``spark`` what it has: once per call, nothing kept, nothing registered."""
         connect = not _classic.is_classic(spark)
         version = spark.version
+        jars = _setting(spark, "spark.jars")
+        jar = _jar_version(spark, jars)
         return cls(
             connect=connect,
             spark_version=version,
             arrow_udfs=hasattr(F, "arrow_udf") and spark_line(version) >= (4, 1),
             delta_jars=_delta_jars(spark, connect),
-            jar_version=(jar := _jar_version(spark)),
-            foreign_jar=None if jar is not None else foreign_jar(_setting(spark, "spark.jars"), version),
+            jar_version=jar,
+            foreign_jar=None if jar is not None else foreign_jar(jars, version),
         )
 
     @classmethod
@@ -202,11 +204,11 @@ def foreign_jar(jars: str, spark_version: str) -> str | None:
     return None
 
 
-def _jar_version(spark: SparkSession) -> str | None:
+def _jar_version(spark: SparkSession, jars: str) -> str | None:
     """The version the registered ``mlt_encode`` reports, if it is spark-mlt's. Only a session
     whose settings name spark-mlt's extension or jar is asked: the catalog's answer costs tens of
     milliseconds (Spark 4.3), and a column function asks on every call."""
-    named = f"{_setting(spark, 'spark.sql.extensions')},{_setting(spark, 'spark.jars')}"
+    named = f"{_setting(spark, 'spark.sql.extensions')},{jars}"
     if JVM_EXTENSION_CLASS not in named and "spark-mlt-jvm" not in named:
         return None
     try:
