@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from spark_mlt import _classic
 from spark_mlt.errors import JarLineError, JarVersionError
 
-__all__ = ["ENCODE_CLASS", "Capabilities", "foreign_jar", "spark_line"]
+__all__ = ["ENCODE_CLASS", "Capabilities", "foreign_jar", "jar_binary", "spark_line"]
 
 #: the class a registered ``mlt_encode`` names when it is spark-mlt's
 ENCODE_CLASS = "io.sparkmlt.MltEncode"
@@ -40,7 +40,7 @@ _DELTA_CLASS = "io.delta.tables.DeltaTable"
 #: the extension that registers spark-mlt's functions (``spark_mlt.jars.JVM_EXTENSION``)
 JVM_EXTENSION_CLASS = "io.sparkmlt.MltExtensions"
 #: A spark-mlt jar's file name: its Spark binary line (``3.5_2.12``, ``4_2.13``) and version.
-_JAR_NAME = re.compile(r"spark-mlt-jvm_(\d+(?:\.\d+)?)_(2\.1[23])-[^/,]*\.jar")
+_JAR_NAME = re.compile(r"spark-mlt-jvm_(\d+(?:\.\d+)?_2\.1[23])-[^/,]*\.jar")
 
 
 def spark_line(version: str) -> tuple[int, int]:
@@ -106,7 +106,8 @@ class Capabilities:
             raise JarLineError(
                 f"the session's spark.jars names {self.foreign_jar}, spark-mlt's jar for another Spark line than "
                 f"this Spark {self.spark_version}, so Spark could not load its functions; load "
-                f"{_own_jar_name(self.spark_version)} instead (`spark-mlt jar --submit` prints it), or leave the jar "
+                f"spark-mlt-jvm_{jar_binary(self.spark_version)}-{_package_version()}.jar instead (`spark-mlt jar "
+                "--submit` prints it), or leave the jar "
                 "out and pass engine='native' or 'udf'"
             )
         if self.jar_version is None:
@@ -182,10 +183,20 @@ def _delta_jars(spark: SparkSession, connect: bool) -> bool:
     return _classic.loads_class(spark, _DELTA_CLASS)
 
 
-def _own_jar_name(spark_version: str) -> str:
-    from spark_mlt.jars import jvm_jar_name  # noqa: PLC0415 - jars imports this module
+def jar_binary(spark_version: str) -> str | None:
+    """The Spark binary line in the name of spark-mlt's jar for a Spark version: ``4_2.13``
+    (Spark 4.0 to 4.3, Scala 2.13), ``3.5_2.12`` (Spark 3.5, Scala 2.12), or None (no jar).
 
-    return jvm_jar_name(spark_version)
+    Example::
+
+        >>> jar_binary("4.1.0"), jar_binary("3.5.2"), jar_binary("3.4.1")
+        ('4_2.13', '3.5_2.12', None)
+    """
+    try:
+        line = spark_line(spark_version)
+    except ValueError:
+        return None
+    return "4_2.13" if line[0] >= 4 else "3.5_2.12" if line == (3, 5) else None
 
 
 def foreign_jar(jars: str, spark_version: str) -> str | None:
@@ -197,11 +208,8 @@ def foreign_jar(jars: str, spark_version: str) -> str | None:
         >>> foreign_jar("/opt/spark-mlt-jvm_3.5_2.12-0.1.0.jar", "4.0.1")
         'spark-mlt-jvm_3.5_2.12-0.1.0.jar'
     """
-    own = "4" if spark_line(spark_version) >= (4, 0) else "3.5"
-    for found in _JAR_NAME.finditer(jars):
-        if found[1] != own:
-            return found[0]
-    return None
+    own = jar_binary(spark_version)
+    return next((found[0] for found in _JAR_NAME.finditer(jars) if found[1] != own), None)
 
 
 def _jar_version(spark: SparkSession, jars: str) -> str | None:

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pyspark
 
-from spark_mlt.capabilities import JVM_EXTENSION_CLASS, spark_line
+from spark_mlt.capabilities import JVM_EXTENSION_CLASS, jar_binary, spark_line
 from spark_mlt.errors import MissingJarsError, OptionError
 
 __all__ = [
@@ -226,15 +226,8 @@ def jvm_jar_name(spark_version: str, version: str | None = None) -> str:
         >>> jvm_jar_name("4.1.0", "0.1.0")
         'spark-mlt-jvm_4_2.13-0.1.0.jar'
     """
-    try:
-        line = spark_line(spark_version)
-    except ValueError:
-        line = (0, 0)
-    if line[0] >= 4:
-        binary = "4_2.13"
-    elif line == (3, 5):
-        binary = "3.5_2.12"
-    else:
+    binary = jar_binary(spark_version)
+    if binary is None:
         raise OptionError(
             f"spark-mlt's jar needs Spark 3.5 or 4.x, got {spark_version!r}; the jar-free engines run on it",
             parameter="spark_version",
