@@ -47,10 +47,10 @@ from spark_mlt import MLTCodec
 from spark_mlt.batch import TokenizeOptions, local_session, tokenize_dataframe
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.capabilities import Capabilities
+from spark_mlt.delta.fs import spark_uri
 from spark_mlt.errors import MissingJarsError
 from spark_mlt.jars import delta_session_conf, spark_jars
 from spark_mlt.storage import WriteOptions, token_write_options, write_delta
-from spark_mlt.storage.fs import spark_uri
 from tests.support import s3 as local_s3
 
 USERS, MOVIES = 138_493, 27_278

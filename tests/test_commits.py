@@ -9,9 +9,10 @@ from pathlib import Path
 import pyarrow as pa
 from deltalake import CommitProperties, write_deltalake
 
+from spark_mlt.delta.config import TableConfig
+from spark_mlt.delta.fs import locate
+from spark_mlt.delta.log import DeltaLog
 from spark_mlt.storage import read_snapshot
-from spark_mlt.storage.fs import locate
-from spark_mlt.storage.table import Commit, _in_commit_timestamps_from
 
 ROWS = pa.table({"id": pa.array([1, 2], pa.int64())})
 
@@ -54,15 +55,17 @@ def test_an_in_commit_timestamp_wins_from_its_enablement_version_on(tmp_path: Pa
     log.mkdir(parents=True)
     for version in (0, 1):
         info = {"commitInfo": {"operation": "WRITE", "inCommitTimestamp": 1_600_000_000_000 + version}}
-        (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n" + json.dumps({"add": {}}) + "\n")
+        (log / f"{version:020d}.json").write_text(json.dumps(info) + "\n")
         os.utime(log / f"{version:020d}.json", (1_700_000_000, 1_700_000_000))
     properties = {"delta.enableInCommitTimestamps": "true", "delta.inCommitTimestampEnablementVersion": "1"}
-    location = locate(str(tmp_path / "t"))
-    enabled = _in_commit_timestamps_from(properties)
+    enabled = TableConfig.of(properties).in_commit_timestamps_from
     assert enabled == 1
-    first, second = Commit.read(location, 0, enabled), Commit.read(location, 1, enabled)
+    delta_log = DeltaLog(locate(str(tmp_path / "t")))
+    first, second, third = delta_log.commits(
+        [delta_log.commit_file(0), delta_log.commit_file(1), delta_log.commit_file(2)], in_commit_from=enabled
+    )
     assert first is not None
     assert second is not None
     assert (first.timestamp, second.timestamp) == (1_700_000_000_000, 1_600_000_000_001)
-    assert _in_commit_timestamps_from({}) is None
-    assert Commit.read(location, 2, enabled) is None  # no such commit (or cleaned up)
+    assert TableConfig.of({}).in_commit_timestamps_from is None
+    assert third is None  # no such commit (or cleaned up)

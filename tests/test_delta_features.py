@@ -25,13 +25,15 @@ from pyspark.sql.types import LongType, StructField, StructType
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.column import mlt_encode
+from spark_mlt.delta import locate
+from spark_mlt.delta import read_snapshot as read_delta_snapshot
+from spark_mlt.delta.features import FEATURES
+from spark_mlt.delta.scan import _file_key, exact_files
 from spark_mlt.errors import ConstraintViolationError, TableExistsError, TableFeatureError, TableSchemaError
 from spark_mlt.storage import WriteOptions, orphan_files, read_delta, vacuum, write_delta
 from spark_mlt.storage._delta_spark import session_conf
 from spark_mlt.storage._plan import spark_arrow_schema
-from spark_mlt.storage.features import FEATURES, protocol_of
 from spark_mlt.storage.properties import codec_properties
-from spark_mlt.storage.reader import _file_key, exact_files
 from spark_mlt.storage.table import CREATE_MARKER
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC
@@ -318,7 +320,7 @@ def test_a_rule_the_writer_cannot_check_refuses_the_write_before_any_data_moves(
     nested = _table(
         str(tmp_path / "n"), _field("s", {"type": "struct", "fields": [_field("v", "integer", True, "s.v > 0")]})
     )
-    assert "invariants" in protocol_of(DeltaTable(nested)).writer
+    assert "invariants" in read_delta_snapshot(locate(nested)).features.writer
 
 
 def test_a_new_table_delta_rs_would_create_wrongly_is_refused_before_any_data_moves(

@@ -44,6 +44,7 @@ from spark_mlt.batch.cli import run
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.tokenize import tokenize_frame
 from spark_mlt.column import mlt_encode
+from spark_mlt.delta.fs import locate
 from spark_mlt.storage import (
     AppTransaction,
     CodecMismatchError,
@@ -65,7 +66,6 @@ from spark_mlt.storage import (
     write_delta,
 )
 from spark_mlt.storage._plan import WritePlan
-from spark_mlt.storage.fs import locate
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC, OTHER
 from tests.support.frames import assert_same_rows

@@ -23,7 +23,7 @@ from pyspark.sql import SparkSession
 from pytest_examples import CodeExample, EvalExample, find_examples
 
 from spark_mlt.batch.cli import JOBS, _parse, _values, main
-from spark_mlt.storage.features import FEATURES
+from spark_mlt.delta.features import FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
@@ -195,7 +195,7 @@ def test_a_shipped_conf_file_builds_its_commands_options(conf: Path) -> None:
 
 def test_the_guarantees_feature_table_says_what_the_gate_does() -> None:
     """The table of Delta features: one row per feature the gate knows, and its read and write
-    cells say what spark_mlt.storage.features.FEATURES says."""
+    cells say what spark_mlt.delta.features.FEATURES says."""
     said = {}
     for page in PAGES:
         for cells in re.findall(r"^\| (`\w+`[^|]*) \| ([^|]+) \| ([^|]+) \|", page.read_text(), flags=re.M):

@@ -37,6 +37,7 @@ from spark_mlt.batch import (
 from spark_mlt.batch.cli import main as cli_main
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.column import mlt_encode
+from spark_mlt.delta.fs import locate, redact
 from spark_mlt.storage import (
     CodecMismatchError,
     StorageOptions,
@@ -47,7 +48,6 @@ from spark_mlt.storage import (
     vacuum,
     write_delta,
 )
-from spark_mlt.storage.fs import locate, redact
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC, OTHER
 

@@ -37,17 +37,19 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from pyspark.sql import SparkSession
 
-from spark_mlt.storage import WriteOptions, write_delta
-from spark_mlt.storage._delta_spark import session_conf
-from spark_mlt.storage.schema import layout_of, table_layout
-from spark_mlt.storage.stats import (
+from spark_mlt.delta import locate
+from spark_mlt.delta import read_snapshot as read_delta_snapshot
+from spark_mlt.delta.config import TableConfig, parse_column_list
+from spark_mlt.delta.schema import layout_of
+from spark_mlt.delta.stats import (
     StatsSpec,
     file_stats,
-    parse_column_list,
     stats_spec,
     truncate_max_string,
     truncate_min_string,
 )
+from spark_mlt.storage import WriteOptions, write_delta
+from spark_mlt.storage._delta_spark import session_conf
 from tests.support.stats_cases import Case, generate
 from tests.support.stats_checks import (
     STATS,
@@ -131,7 +133,7 @@ def test_stats_columns_read_as_delta_reads_them(text: str, paths: list[list[str]
 
 def _spec(fields: list[dict[str, object]], properties: dict[str, str], partitions: tuple[str, ...] = ()) -> StatsSpec:
     layout = layout_of({"type": "struct", "fields": fields}, properties, partitions)
-    return stats_spec(layout, properties)
+    return stats_spec(layout, TableConfig.of(properties))
 
 
 def _field(name: str, kind: object, physical: str | None = None) -> dict[str, object]:
@@ -192,11 +194,9 @@ def test_statistics_are_keyed_by_physical_names_under_column_mapping() -> None:
 
 
 def _spec_of(folder: str) -> StatsSpec:
-    table = DeltaTable(folder)
-    protocol = table.protocol()
-    features = {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
-    properties = {k: v for k, v in table.metadata().configuration.items() if v is not None}
-    return stats_spec(table_layout(table), properties, tight_bounds="deletionVectors" in features)
+    snapshot = read_delta_snapshot(locate(folder))
+    features = snapshot.features.reader | snapshot.features.writer
+    return stats_spec(snapshot.layout, snapshot.config, tight_bounds="deletionVectors" in features)
 
 
 def test_statistics_of_delta_sparks_files_are_the_ones_it_recorded(zoo: Zoo) -> None:
@@ -306,7 +306,7 @@ def _convert(spark: SparkSession, path: str, into: Path, case: Case, spec: Stats
         target = into / relative
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(data_file(path, add), target)
-    names = table_layout(DeltaTable(path)).physical_names  # the files' folders are named by physical names
+    names = read_delta_snapshot(locate(path)).layout.physical_names  # the files' folders are named by physical names
     partitions = ", ".join(
         f"`{names[f.name]}` {f.dataType.simpleString()}" for f in case.schema.fields if f.name in case.partition_by
     )

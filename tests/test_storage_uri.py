@@ -111,20 +111,24 @@ def test_vocabulary_paths_read_the_vocabulary_properties_only() -> None:
 
 
 @pytest.fixture
-def handles(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The table URIs of every ``DeltaTable`` opened while the test runs."""
+def handles(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every read of a table's log (a listing, or a delta-rs handle) while the test runs."""
     return count_delta_opens(monkeypatch)
 
 
-def test_a_write_opens_the_table_once(spark: SparkSession, tmp_path: Path, handles: list[str]) -> None:
-    """Pins issue 17: one ``DeltaTable`` handle per write (was up to 6 per append)."""
+def test_a_write_reads_the_log_once_and_opens_delta_rs_only_to_commit(
+    spark: SparkSession, tmp_path: Path, handles: list[tuple[str, str]]
+) -> None:
+    """Pins issue 17 (a write opened its table up to 6 times): an append lists the log once
+    and opens one delta-rs handle, to commit; a write its run id already holds opens none."""
     path = str(tmp_path / "ratings")
     write_delta(_ratings(spark, 0, 10), path, {"userId": CODEC})
-    created = len(handles)
+    created = [kind for kind, _ in handles]
     handles.clear()
     write_delta(_ratings(spark, 10, 10), path, {"userId": CODEC}, mode="append", run_id="r1")
-    assert handles == [path]
+    assert handles == [("log", path), ("delta-rs", path)]
     handles.clear()
     assert write_delta(_ratings(spark, 10, 10), path, {"userId": CODEC}, mode="append", run_id="r1").skipped
-    assert handles == [path]
-    assert created <= 2  # the failed open of the missing table, and DeltaTable.create's own
+    assert handles == [("log", path)]
+    # a new table: the log found empty, DeltaTable.create's own handle, the created version read
+    assert created == ["log", "delta-rs", "log"]

@@ -305,7 +305,7 @@ def test_each_window_is_committed_once(spark: SparkSession, history: History, tm
     """The mirror's window commit records the sync's application transaction (the source's
     table id, the source version); a sync run again after it committed writes nothing; and a
     MERGE whose transaction the table holds is skipped by Delta itself."""
-    app = SYNC_APP_PREFIX + str(read_snapshot(history.source).table.metadata().id)
+    app = SYNC_APP_PREFIX + str(read_snapshot(history.source).table_id)
     for name, path in history.mirrors.items():
         for (version, _), until in zip(history.states[name], WINDOWS, strict=True):
             txn = [a["txn"] for a in _commit(path, version) if "txn" in a]

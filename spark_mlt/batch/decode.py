@@ -16,6 +16,7 @@ from spark_mlt.batch.options import DecodeOptions
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import mlt_decode, mlt_unpack, token_layouts
+from spark_mlt.delta.fs import spark_uri
 from spark_mlt.errors import MissingCodecError, MLTError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import (
@@ -26,7 +27,6 @@ from spark_mlt.storage import (
     vocabulary_paths,
     write_delta,
 )
-from spark_mlt.storage.fs import spark_uri
 
 __all__ = ["decode_table", "unpack_token_columns"]
 

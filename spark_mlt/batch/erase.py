@@ -19,11 +19,11 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from spark_mlt.delta.fs import locate
 from spark_mlt.errors import MLTError
 from spark_mlt.storage import read_snapshot, table_exists, vacuum, vocabulary_paths
 from spark_mlt.storage._delta_spark import path_target
 from spark_mlt.storage.catalog import use_delta_spark
-from spark_mlt.storage.fs import locate
 from spark_mlt.storage.maintenance import pending_erasures
 
 __all__ = ["erase_physically", "erased_tables"]

@@ -59,4 +59,4 @@ def _streams(snapshot: TableSnapshot) -> list[dict[str, Any]]:
     commits): each writer's id and the last batch the table holds (its transaction version)."""
     found = (commit.metadata.get("spark_mlt.writer") for commit in snapshot.commits(STREAM_HISTORY))
     writers = {str(writer) for writer in found if writer}
-    return [{"writer": writer, "last_batch": snapshot.table.transaction_version(writer)} for writer in sorted(writers)]
+    return [{"writer": writer, "last_batch": snapshot.transaction_version(writer)} for writer in sorted(writers)]

@@ -45,6 +45,7 @@ from spark_mlt.batch.options import StreamOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.tokenize import job_backend, tokenize_frame
 from spark_mlt.capabilities import Capabilities
+from spark_mlt.delta.fs import locate, spark_uri
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.storage import (
     AppTransaction,
@@ -55,7 +56,6 @@ from spark_mlt.storage import (
     table_exists,
     use_delta_spark,
 )
-from spark_mlt.storage.fs import locate, spark_uri
 
 __all__ = [
     "CHECKPOINT_MARKER",

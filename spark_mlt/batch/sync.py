@@ -113,7 +113,7 @@ class _Run:
 def sync_app_id(source: TableSnapshot) -> str:
     """The application transaction id of a mirror of ``source``: one per source table (its
     ``metaData.id``), so a source replaced by another table is never taken for the old one."""
-    return SYNC_APP_PREFIX + str(source.table.metadata().id)
+    return SYNC_APP_PREFIX + str(source.table_id)
 
 
 def sync_table(spark: SparkSession, input: str, output: str, columns: Sequence[str], options: SyncOptions) -> JobReport:
@@ -166,13 +166,13 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
     mirror = snapshot_for_write(
         run.output, "append", storage_options=options.storage_options, spark=spark, backend=backend
     )
-    held = None if mirror is None else mirror.table.transaction_version(app)
+    held = None if mirror is None else mirror.transaction_version(app)
     if refresh or mirror is None or (held is None and mirror.created_empty):
         _refresh(run, source=source, mirror=mirror, app=app)
     elif held is None:
         raise MLTError(
             f"output: the mirror {run.output} holds no sync of the source {source.path} (table id "
-            f"{source.table.metadata().id}): it was written by another job, or the source was replaced; "
+            f"{source.table_id}): it was written by another job, or the source was replaced; "
             f"{FULL_REFRESH}",
             parameter="output",
         )
@@ -416,7 +416,7 @@ def _held_at(run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, af
     if side is None:
         return None
     quarantine = side.snapshot
-    reached = quarantine.table.transaction_version(f"{app}:quarantine")
+    reached = quarantine.transaction_version(f"{app}:quarantine")
     if reached is None or reached <= after:
         return side.held
     first = quarantine.version

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from spark_mlt.codec import MLTCodec
+from spark_mlt.delta.rs import arrow_dataset
 from spark_mlt.errors import MissingCodecError, SourceError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import read_snapshot
@@ -88,7 +89,7 @@ def load_ratings(path: str, *, label_threshold: float = 4.0, limit: int | None =
     rows = snapshot.rows if limit is None else min(limit, snapshot.rows)
     arrays = _allocate(rows, codecs)
     filled = 0
-    for batch in snapshot.table.to_pyarrow_dataset().to_batches(columns=columns):
+    for batch in arrow_dataset(snapshot.delta).to_batches(columns=columns):
         take = min(batch.num_rows, rows - filled)
         if take <= 0:
             break

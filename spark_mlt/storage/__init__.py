@@ -1,36 +1,29 @@
 """Delta Lake storage of tokenized tables: each token column's codec in the table properties.
 
-One module per role, as delta-rs' own Python package is laid out:
+spark-mlt's own layer over the jar-free Delta core (`spark_mlt.delta`, which reads every table's
+log) and over delta-spark where the session has Delta's jars. One module per role, as delta-rs'
+own Python package is laid out:
 
-* `properties`: the names spark-mlt writes into a table (codec,
-  format version and vocabulary properties; run ids) and codecs <-> properties. What the
-  layers above record (the MovieLens label rule) they pass as ``WriteOptions.properties``.
-* `fs`: a table's location as delta-rs, pyarrow's filesystem and Spark each need it (plain paths and
-  URIs: ``s3://`` and ``s3a://`` alike), and its
-  [`StorageOptions`][spark_mlt.storage.fs.StorageOptions] (secrets hidden), from which
-  [`s3a_conf`][spark_mlt.storage.fs.s3a_conf] derives Spark's.
-* `catalog`: catalog tables' names (``db.table``) next to paths: the
-  rule that tells them apart ([`is_table_name`][spark_mlt.storage.catalog.is_table_name]) and their locations.
-* `table`: [`read_snapshot`][spark_mlt.storage.table.read_snapshot], the one reader of a table's state.
-* `features`: the Delta table features the jar-free path reads and
-  writes, and its protocol gate ([`TableFeatureError`][spark_mlt.errors.TableFeatureError] for the rest).
-* `schema`: a table's logical and physical columns (column mapping)
-  and the rules a write keeps (constraints, NOT NULL and invariants at every depth, generated
-  columns), from one walk of its schema.
-* `stats`: the per-file statistics the jar-free writer records, read from each file's Parquet
-  footer: what delta-spark records for the same file, or nothing.
-* `deletions`: the rows a version's deletion vectors delete.
+* `properties`: the names spark-mlt writes into a table (codec, format version and vocabulary
+  properties; run ids) and codecs <-> properties. What the layers above record (the MovieLens
+  label rule) they pass as ``WriteOptions.properties``.
+* `catalog`: catalog tables' names (``db.table``) next to paths: the rule that tells them apart
+  ([`is_table_name`][spark_mlt.storage.catalog.is_table_name]) and their locations, and which
+  backend a session uses.
+* `table`: [`read_snapshot`][spark_mlt.storage.table.read_snapshot], a version with its codecs,
+  the one reader of a table's state for the jobs.
 * `writer`: [`write_delta`][spark_mlt.storage.writer.write_delta],
   [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (a job's one read of its
-  output table) and the backend choice; the backends are ``_delta_rs`` (embedded, no jars) and
-  ``_delta_spark`` (Delta's jars).
-* `reader`: [`read_delta`][spark_mlt.storage.reader.read_delta] into Spark, and
-  [`read_snapshot_rows`][spark_mlt.storage.reader.read_snapshot_rows] for a snapshot already read.
+  output table) and the backend choice; the backends are ``_delta_rs`` (Spark's staging write,
+  statistics from the footers, a delta-rs commit) and ``_delta_spark`` (Delta's jars).
+* `reader`: [`read_delta`][spark_mlt.storage.reader.read_delta] into Spark (delta-spark, or the
+  core's jar-free scan), and [`read_snapshot_rows`][spark_mlt.storage.reader.read_snapshot_rows]
+  for a snapshot already read.
 * `maintenance`: [`orphan_files`][spark_mlt.storage.maintenance.orphan_files],
   [`vacuum`][spark_mlt.storage.maintenance.vacuum] and
   [`pending_erasures`][spark_mlt.storage.maintenance.pending_erasures].
 * `changes`: [`read_changes`][spark_mlt.storage.changes.read_changes], a table's change data
-  feed (delta-spark's, or read from the log without jars), and
+  feed (delta-spark's, or the core's), and
   [`check_feed`][spark_mlt.storage.changes.check_feed], which refuses a range it cannot cover.
 * `replace`: [`key_rows`][spark_mlt.storage.replace.key_rows] and
   [`replace_keys`][spark_mlt.storage.replace.replace_keys]: the rows of some keys replaced in one
@@ -40,6 +33,7 @@ One module per role, as delta-rs' own Python package is laid out:
 
 from __future__ import annotations
 
+from spark_mlt.delta.fs import StorageOptions, redact, s3a_conf
 from spark_mlt.errors import (
     ChangeFeedError,
     CodecMismatchError,
@@ -57,7 +51,6 @@ from spark_mlt.errors import (
 from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
 from spark_mlt.storage.catalog import is_table_name, use_delta_spark
 from spark_mlt.storage.changes import check_feed, read_changes
-from spark_mlt.storage.fs import StorageOptions, redact, s3a_conf
 from spark_mlt.storage.maintenance import orphan_files, pending_erasures, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,

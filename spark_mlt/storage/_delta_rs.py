@@ -7,7 +7,7 @@
    retried and speculative tasks cannot add rows twice.
 2. Footers to add actions: the driver lists the committed files (skipping hidden paths, as
    Hadoop's input formats do) and reads each Parquet footer for Delta's file statistics
-   (`spark_mlt.storage.stats`: what delta-spark records for the file, or nothing where the
+   (`spark_mlt.delta.stats`: what delta-spark records for the file, or nothing where the
    footer cannot tell it exactly).
 3. Commit: exactly those files go to the Delta log in one atomic delta-rs commit. A new table
    is created first, with its properties and no data (delta-rs takes custom properties only
@@ -40,11 +40,20 @@ from urllib.parse import unquote
 import deltalake
 import pyarrow as pa
 import pyarrow.parquet as pq
-from deltalake import DeltaTable, Schema
+from deltalake import Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 from pyspark.sql import DataFrame
 
+from spark_mlt.delta import rs
+from spark_mlt.delta.config import TableConfig
+from spark_mlt.delta.features import check_writable
+from spark_mlt.delta.fs import Location, redact
+from spark_mlt.delta.log import DeltaLog
+from spark_mlt.delta.schema import RULE_MARKER, TableLayout, enforce_rules, layout_of, physical_columns
+from spark_mlt.delta.snapshot import Snapshot
+from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
+from spark_mlt.delta.stats import StatsSpec, file_stats, stats_spec
 from spark_mlt.errors import (
     ConcurrentWriteError,
     ConstraintViolationError,
@@ -60,21 +69,11 @@ from spark_mlt.storage._plan import (
     skipped_write,
     spark_arrow_schema,
 )
-from spark_mlt.storage.features import check_writable
-from spark_mlt.storage.fs import Location, redact
 from spark_mlt.storage.properties import merge_codecs
-from spark_mlt.storage.schema import (
-    RULE_MARKER,
-    TableLayout,
-    enforce_rules,
-    layout_of,
-    physical_columns,
-    table_layout,
-)
-from spark_mlt.storage.stats import StatsSpec, file_stats, stats_spec
-from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, open_table, snapshot_of
+from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, snapshot_of
 
 if TYPE_CHECKING:  # newer deltalake (1.6.6) exports it; spark-mlt only names it in hints
+    from deltalake import DeltaTable
     from deltalake.transaction import RemoveAction
 
 __all__ = ["STAGING_PREFIX", "write"]
@@ -102,16 +101,18 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
             plan = _created_first(plan, created)
     snapshot = plan.snapshot
     if snapshot is not None:
-        layout = table_layout(snapshot.table)
+        layout = snapshot.delta.layout
         df = enforce_rules(df, layout)
     arrow_schema = spark_arrow_schema(df)
     if snapshot is not None:
         partition_by = check_schema(snapshot, arrow_schema)
-        spec = stats_spec(layout, snapshot.properties, tight_bounds=_supports_deletion_vectors(snapshot.table))
+        features = snapshot.delta.features
+        tight = "deletionVectors" in features.reader | features.writer
+        spec = stats_spec(layout, snapshot.delta.config, tight_bounds=tight)
     else:  # the table this write creates
         partition_by = list(plan.partition_by)
         layout = layout_of(json.loads(Schema.from_arrow(arrow_schema).to_json()), dict(plan.properties), partition_by)
-        spec = stats_spec(layout, plan.properties)
+        spec = stats_spec(layout, TableConfig.of(plan.properties))
     # the files hold physical names under column mapping, and the log's partition values too
     stored = physical_columns(layout, df)
     names = layout.physical_names
@@ -214,8 +215,9 @@ def _created_first(plan: WritePlan, arrow_schema: pa.Schema) -> WritePlan:
             feature="columnMapping",
             parameter="options",
         ) from None
+    del table
     location = plan.location
-    snapshot = snapshot_of(table, location.uri, location.storage_options)
+    snapshot = snapshot_of(read_delta_snapshot(location), location.uri, location.storage_options)
     return replace(plan, snapshot=snapshot)
 
 
@@ -317,25 +319,17 @@ def _remove_actions(plan: WritePlan) -> list[AddAction | RemoveAction]:
     ]
 
 
-def _check_replaced(plan: WritePlan, table: DeltaTable) -> None:
+def _check_replaced(plan: WritePlan, current: Snapshot) -> None:
     """Refuses to commit when a file the write replaces is no longer in the table: another
     writer removed it (a compaction, a delete) while the write ran, and its rows may be
     elsewhere now."""
-    if not plan.replaces:
-        return
-    present = {unquote(str(p)) for p in pa.table(table.get_add_actions(flatten=True)).column("path").to_pylist()}
-    gone = [file.path for file in plan.replaces if file.path not in present]
+    gone = [file.path for file in plan.replaces if file.path not in current.files]
     if gone:
         raise ConcurrentWriteError(
             f"another writer removed {len(gone)} file(s) of the Delta table at {plan.location.uri} that this write "
             f"rewrites (e.g. {gone[0]}) while it ran; nothing of it was committed (its files are orphans for "
             "vacuum): run it again"
         )
-
-
-def _supports_deletion_vectors(table: DeltaTable) -> bool:
-    protocol = table.protocol()
-    return "deletionVectors" in {*(protocol.reader_features or ()), *(protocol.writer_features or ())}
 
 
 def _partition_values(relative: str, partition_by: list[str]) -> dict[str, str | None]:
@@ -389,11 +383,12 @@ def commit(
         # load the commits made meanwhile (the same handle, updated) and check them.
         table.update_incremental()
         read_version = int(table.version())
-        if txn is not None and txn.recorded_in(table.transaction_version(txn.app_id)):
+        current = _version(plan, read_version)
+        if txn is not None and txn.recorded_in(current.transaction_version(txn.app_id)):
             return read_version, False
         if read_version != checked:
-            _check_unchanged(plan, table, arrow_schema, layout)
-            _check_replaced(plan, table)
+            _check_unchanged(plan, current, arrow_schema, layout)
+            _check_replaced(plan, current)
             checked = read_version
         if _commit_once(
             table,
@@ -401,7 +396,7 @@ def commit(
             properties,
             mode=mode,
             partition_by=partition_by,
-            read_version=read_version,
+            current=current,
             location=plan.location,
         ):
             table.update_incremental()  # the handle does not follow its own commits
@@ -413,6 +408,14 @@ def commit(
     )
 
 
+def _version(plan: WritePlan, version: int) -> Snapshot:
+    """The core's snapshot of ``version``, the one the committing handle holds: the plan's own
+    when the table has not moved since it was planned (the log is not read again)."""
+    if plan.snapshot is not None and plan.snapshot.version == version:
+        return plan.snapshot.delta
+    return read_delta_snapshot(plan.location, version)
+
+
 def _commit_base(
     plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[str]
 ) -> tuple[DeltaTable, int | None, _CommitMode]:
@@ -420,7 +423,7 @@ def _commit_base(
     changes were already checked (None: none yet), and the commit's mode."""
     checked: int | None
     if plan.snapshot is not None:
-        table, checked, joins_table = plan.snapshot.table, plan.snapshot.version, True
+        table, checked, joins_table = rs.open_table(plan.location), plan.snapshot.version, True
     else:
         table, created = _create_table(plan, arrow_schema, partition_by)
         # a table another writer created meanwhile is checked like one that changed, against
@@ -436,10 +439,11 @@ def _commit_once(
     *,
     mode: _CommitMode,
     partition_by: list[str],
-    read_version: int,
+    current: Snapshot,
     location: Location,
 ) -> bool:
-    """Tries to write version ``read_version + 1``; returns False when another writer took it.
+    """Tries to write the version after ``current`` (the version the handle holds); returns
+    False when another writer took it.
 
     The commit carries the table's own schema (with its column mapping and generation
     metadata), so it adds files and never rewrites the table's metadata. On a table with v2
@@ -455,11 +459,11 @@ def _commit_once(
             table.schema(),
             partition_by=partition_by or None,
             commit_properties=properties,
-            post_commithook_properties=_post_commit(table),
+            post_commithook_properties=_post_commit(current),
         )
     except CommitFailedError as error:
         table.update_incremental()
-        if int(table.version()) == read_version:
+        if int(table.version()) == current.version:
             raise StorageError(
                 f"the commit to {location.uri} failed: {redact(str(error), location.storage_options)}"
             ) from None
@@ -467,16 +471,16 @@ def _commit_once(
     return True
 
 
-def _check_unchanged(plan: WritePlan, table: DeltaTable, arrow_schema: pa.Schema, layout: TableLayout) -> None:
+def _check_unchanged(plan: WritePlan, current: Snapshot, arrow_schema: pa.Schema, layout: TableLayout) -> None:
     """Refuses to commit when another writer changed what the staged files were checked
     against: the protocol (a feature this path cannot keep), the rules or column names, the
     codecs or the schema."""
     location = plan.location
-    check_writable(table, location.uri)
-    current = snapshot_of(table, location.uri, location.storage_options)
-    merge_codecs(location.uri, current.codecs, plan.codecs)
-    check_schema(current, arrow_schema)
-    if table_layout(table) != layout:
+    check_writable(current)
+    view = snapshot_of(current, location.uri, location.storage_options)
+    merge_codecs(location.uri, view.codecs, plan.codecs)
+    check_schema(view, arrow_schema)
+    if current.layout != layout:
         raise ConcurrentWriteError(
             f"another writer changed the rules or column names of the Delta table at {location.uri} "
             "(constraints, generated columns, column mapping) while this write ran; nothing of it was "
@@ -484,12 +488,11 @@ def _check_unchanged(plan: WritePlan, table: DeltaTable, arrow_schema: pa.Schema
         )
 
 
-def _post_commit(table: DeltaTable) -> PostCommitHookProperties | None:
+def _post_commit(current: Snapshot) -> PostCommitHookProperties | None:
     """No checkpoint (nor log cleanup) on a table with v2 checkpoints: delta-rs writes classic
     checkpoints, which such a table must not get. Checkpoints are optional; readers replay the
     commits after the last v2 checkpoint."""
-    features = set(table.protocol().writer_features or ())
-    if "v2Checkpoint" in features:
+    if "v2Checkpoint" in current.features.writer:
         return PostCommitHookProperties(create_checkpoint=False, cleanup_expired_logs=False)
     return None
 
@@ -499,18 +502,15 @@ def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[s
     True; or, when another writer created it first, a handle on that table and False."""
     location = plan.location
     try:
-        table = DeltaTable.create(
-            location.uri,
+        table = rs.create_table(
+            location,
             Schema.from_arrow(arrow_schema),
-            mode="error",
-            partition_by=partition_by or None,
-            configuration=dict(plan.properties),
-            raise_if_key_not_exists=False,
+            partition_by=partition_by,
+            configuration=plan.properties,
             commit_properties=CommitProperties(custom_metadata=dict([CREATE_MARKER])),
-            storage_options=location.delta_options,
         )
     except Exception:
-        if not DeltaTable.is_deltatable(location.uri, storage_options=location.delta_options):
+        if not DeltaLog(location).exists():
             raise
     else:
         return table, True
@@ -518,11 +518,11 @@ def _create_table(plan: WritePlan, arrow_schema: pa.Schema, partition_by: list[s
     # table did not exist when the write was planned) and check it as if it had existed.
     if plan.mode == "error":  # it was created while this write ran
         raise refuse_existing_table(location.uri)
-    table = open_table(location.uri, storage_options=location.storage_options)
-    snapshot = snapshot_of(table, location.uri, location.storage_options)
+    table = rs.open_table(location)
+    snapshot = snapshot_of(read_delta_snapshot(location, int(table.version())), location.uri, location.storage_options)
     merge_codecs(location.uri, snapshot.codecs, plan.codecs)
     check_schema(snapshot, arrow_schema)
-    return snapshot.table, False
+    return table, False
 
 
 def _remove_spark_markers(location: Location, staging: str) -> None:

@@ -34,6 +34,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
 from spark_mlt.column.sqltext import identifier, string
+from spark_mlt.delta.fs import Location
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
@@ -43,7 +44,6 @@ from spark_mlt.storage._plan import (
     skipped_write,
     spark_arrow_schema,
 )
-from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import merge_codecs
 from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, read_snapshot
 

@@ -20,9 +20,9 @@ from pyspark.sql import DataFrame
 from pyspark.sql.pandas.types import to_arrow_schema
 
 from spark_mlt.codec import MLTCodec
+from spark_mlt.delta.fs import Location
 from spark_mlt.errors import TableExistsError, TableSchemaError
 from spark_mlt.options import check_choice
-from spark_mlt.storage.fs import Location
 from spark_mlt.storage.properties import AppTransaction
 from spark_mlt.storage.table import TableSnapshot
 

@@ -5,17 +5,14 @@ uncommitted staging folder; a write in progress has one too, until it commits, a
 told apart from the files alone. So [`orphan_files`][spark_mlt.storage.maintenance.orphan_files]
 only lists, and [`vacuum`][spark_mlt.storage.maintenance.vacuum] deletes only files older than a
 retention period (7 days by default, Delta's own), which also keeps time travel to recent versions
-working. Both go through delta-rs' vacuum (``full=True`` also finds files the log never mentioned),
-and the empty staging folders left behind are removed through the table's pyarrow filesystem, so
-both work on any location (see `spark_mlt.storage.fs`).
+working. Which files those are is read from the table's log by the Delta core
+(`spark_mlt.delta.vacuum`), and the empty staging folders left behind are removed through the
+table's pyarrow filesystem, so both work on any location (see `spark_mlt.delta.fs`).
 
-Deletion vectors: delta-rs' vacuum does not see the vector files (``deletion_vector_*.bin``)
-that a version's files reference, and would delete them with the table still needing them. So
-without Delta's jars neither function ever lists or deletes a deletion vector file: on a table
-with deletion vectors the files to delete are listed by delta-rs, the vector files taken out,
-and the rest deleted here. Vector files no version needs any more stay until Delta's own
+Deletion vectors: without Delta's jars neither function ever lists or deletes a deletion vector
+file (``deletion_vector_*.bin``); vector files no version needs any more stay until Delta's own
 ``VACUUM`` removes them. A table whose features a vacuum cannot keep is refused first
-([`check_writable`][spark_mlt.storage.features.check_writable]).
+([`check_writable`][spark_mlt.delta.features.check_writable]).
 
 Given a session with Delta's jars (``spark=``), [`vacuum`][spark_mlt.storage.maintenance.vacuum]
 runs Delta's own ``VACUUM`` instead (it also deletes files the log never mentioned, outside hidden
@@ -25,25 +22,23 @@ with delta-rs. Paths are returned relative to the table either way.
 
 from __future__ import annotations
 
-import json
 import os
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import unquote
 
-import pyarrow as pa
-import pyarrow.fs as pafs
 from pyspark.sql import SparkSession
 
+from spark_mlt.delta.features import check_writable
+from spark_mlt.delta.fs import Location, locate
+from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
+from spark_mlt.delta.vacuum import orphan_files as log_orphans
+from spark_mlt.delta.vacuum import removed_files, vacuum_files
 from spark_mlt.errors import MLTError
 from spark_mlt.storage._delta_rs import STAGING_PREFIX
 from spark_mlt.storage._delta_spark import path_target, session_conf
 from spark_mlt.storage.catalog import local_uri, resolve_location, use_delta_spark
-from spark_mlt.storage.features import check_writable
-from spark_mlt.storage.fs import Location, locate
-from spark_mlt.storage.table import open_table, read_snapshot
+from spark_mlt.storage.table import read_snapshot
 
 __all__ = ["orphan_files", "pending_erasures", "vacuum"]
 
@@ -64,35 +59,7 @@ def orphan_files(path: str | os.PathLike[str], *, storage_options: Mapping[str, 
 
         orphan_files("/data/ratings_mlt")   # ['mlt-20261122T031200-1a2b3c4d5e6f/part-00000-....parquet']
     """
-    table = open_table(path, storage_options=storage_options)
-    # The latest version's handle: delta-rs numbers history right only there (a handle of version
-    # 1 numbers its commits 1, 0, -1, ...). Not TableSnapshot.commits: a snapshot checks the stored
-    # codecs, and orphans are listed on any Delta table, one with a broken codec property too.
-    versions = sorted({int(entry["version"]) for entry in table.history() if "version" in entry})
-    found = table.vacuum(
-        retention_hours=0, dry_run=True, enforce_retention_duration=False, full=True, keep_versions=versions
-    )
-    return _files_only(locate(resolve_location(path), storage_options), _without_vectors(found))
-
-
-def _without_vectors(names: list[str]) -> list[str]:
-    """``names`` without deletion vector files (see the module's note)."""
-    return [name for name in names if not _DELETION_VECTOR.fullmatch(name.rsplit("/", 1)[-1])]
-
-
-_DELETION_VECTOR = re.compile(r"deletion_vector_[0-9a-fA-F-]+\.bin")
-
-
-def _files_only(location: Location, names: list[str]) -> list[str]:
-    """``names`` (relative to the table) that are files in the store, sorted. delta-rs' full
-    listing also returns folders where they are objects of their own (the "directory
-    markers" Hadoop's ``s3a`` leaves on S3) and removed files whose tombstones are still in
-    the log; neither holds data to delete."""
-    names = sorted(set(names))  # delta-rs lists a file once per version that removed it
-    if not names:
-        return []
-    infos = location.filesystem.get_file_info([location.path(name) for name in names])
-    return sorted(name for name, info in zip(names, infos, strict=True) if info.type == pafs.FileType.File)
+    return log_orphans(locate(resolve_location(path), storage_options))
 
 
 def vacuum(
@@ -127,15 +94,13 @@ def vacuum(
     if spark is not None and use_delta_spark(spark):
         files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
     else:
-        table = open_table(location.uri, storage_options=storage_options)
-        protocol = check_writable(table, location.uri, operation="vacuum")
-        listed = table.vacuum(retention_hours=retention_hours, enforce_retention_duration=False, full=True)
-        files = _files_only(location, _without_vectors(listed))  # a folder is told from a file while it exists
-        if not dry_run and "deletionVectors" in protocol.reader | protocol.writer:
+        snapshot = read_delta_snapshot(location)
+        check_writable(snapshot, operation="vacuum")
+        now = int(time.time() * 1000)
+        files = vacuum_files(snapshot, retention_ms=retention_hours * 3_600_000, now_ms=now)
+        if not dry_run:
             for name in files:
                 location.remove_file(location.path(name))
-        elif not dry_run:
-            table.vacuum(retention_hours=retention_hours, dry_run=False, enforce_retention_duration=False, full=True)
     if not dry_run:
         _remove_empty_staging(location, cutoff=time.time() - retention_hours * 3600)
     return sorted(files)
@@ -191,20 +156,7 @@ def pending_erasures(
     """
     location = locate(resolve_location(path), storage_options)
     snapshot = read_snapshot(location.uri, storage_options=storage_options)
-    held = {unquote(str(p)) for p in pa.table(snapshot.table.get_add_actions(flatten=True)).column("path").to_pylist()}
-    removed: dict[str, int] = {}
-    for commit in snapshot.commits(ERASURE_HISTORY):
-        entry = location.path(f"_delta_log/{commit.version:020d}.json")
-        with location.filesystem.open_input_stream(entry) as stream:
-            lines = stream.read().decode().splitlines()
-        for line in filter(None, lines):
-            action = json.loads(line).get("remove")
-            if action is not None:
-                name = unquote(action["path"])
-                removed.setdefault(name, int(action.get("deletionTimestamp") or commit.timestamp))
-    still = sorted(
-        (name, at) for name, at in removed.items() if name not in held and "://" not in name and location.exists(name)
-    )
+    still = removed_files(snapshot.delta, history=ERASURE_HISTORY).items()
     retention_ms = retention_hours * 3_600_000
     files = [
         {

@@ -10,8 +10,9 @@ idempotent by an application transaction:
   insert), with Delta's idempotent DML settings (``spark.databricks.delta.write.txnAppId`` and
   ``txnVersion``) for the transaction.
 * ``delta-rs`` (jar-free): only the files that can hold one of the keys are rewritten. The
-  candidates are found from the files' statistics (each key column's ``minValues`` and
-  ``maxValues``, or its partition value) joined with the keys in Spark; their rows less those of
+  candidates are found from the files' statistics (each key column's bounds, read by
+  delta-spark's rules in `spark_mlt.delta.stats.bounds`, or its partition value, typed as the
+  scan types it) joined with the keys in Spark; their rows less those of
   the keys, with the new rows, are written by Spark, and one commit removes the candidates and
   adds the new files. A candidate with a deletion vector is refused (delta-rs cannot name the
   vector in its remove action): purge it first (``REORG TABLE ... APPLY (PURGE)``). No row
@@ -30,9 +31,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
-from urllib.parse import unquote
 
-import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -40,22 +39,22 @@ from pyspark.sql.types import IntegerType, StringType, StructField, StructType
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.sqltext import identifier
+from spark_mlt.delta._local import local_frame
+from spark_mlt.delta.actions import AddFile
+from spark_mlt.delta.fs import locate
+from spark_mlt.delta.scan import partition_value, scan_snapshot
+from spark_mlt.delta.schema import TableLayout
+from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import ConcurrentWriteError, TableFeatureError
 from spark_mlt.storage import _delta_spark
-from spark_mlt.storage._local import local_frame
 from spark_mlt.storage._plan import DeltaWriteResult, ReplacedFile, skipped_write
 from spark_mlt.storage.catalog import Backend
-from spark_mlt.storage.fs import locate
 from spark_mlt.storage.properties import AppTransaction
-from spark_mlt.storage.reader import _read_files, read_snapshot_rows
-from spark_mlt.storage.schema import table_layout
+from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.table import WRITE_ID, TableSnapshot, read_snapshot
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
 __all__ = ["KeyedRows", "key_rows", "replace_keys"]
-
-#: Delta's default length of a string's statistics: a longer max may be a truncated one.
-_STATS_PREFIX = 32
 
 
 @dataclass(frozen=True)
@@ -110,9 +109,8 @@ def key_rows(
     if backend == "delta-spark":
         return KeyedRows(snapshot, names, keys, read_snapshot_rows(spark, snapshot, backend=backend), (), backend)
     candidates = _candidates(spark, snapshot, keys, names)
-    location = locate(snapshot.path, snapshot.storage_options)
     if candidates:
-        rows = _read_files(spark, location, snapshot.table, only={c.path for c in candidates})
+        rows = scan_snapshot(spark, snapshot.delta, files=[snapshot.delta.files[c.path] for c in candidates])
     else:
         rows = read_snapshot_rows(spark, snapshot, backend=backend).limit(0)
     return KeyedRows(snapshot, names, keys, rows, candidates, backend)
@@ -122,66 +120,65 @@ def _candidates(
     spark: SparkSession, snapshot: TableSnapshot, keys: DataFrame, key: tuple[str, ...]
 ) -> tuple[ReplacedFile, ...]:
     """The files whose statistics (or partition values) admit one of ``keys``."""
-    actions = pa.table(snapshot.table.get_add_actions(flatten=True))
-    if not actions.num_rows:
-        return ()
-    if any(name.startswith("deletionVector") for name in actions.column_names):
-        storage = actions.column(
-            next(n for n in actions.column_names if n.startswith("deletionVector.storageType"))
-        ).to_pylist()
-    else:
-        storage = [None] * actions.num_rows
-    layout = table_layout(snapshot.table)
-    physical = layout.physical_names
-    bounds: list[list[Any]] = []
+    files = list(snapshot.delta.files.values())
+    layout = snapshot.delta.layout
+    partitions = set(layout.partition_columns)
     fields: list[StructField] = []
     for i, name in enumerate(key):
-        kind = layout.logical[name].dataType
-        if name in layout.partition_columns:
-            column = f"partition.{physical[name]}"
-            values = actions.column(column).to_pylist() if column in actions.column_names else [None] * actions.num_rows
-            lows, highs = values, values
+        if name in partitions:  # the log's string, typed in Spark as the scan types it
+            fields.append(StructField(f"__part_{i}", StringType()))
         else:
-            low, high = f"min.{physical[name]}", f"max.{physical[name]}"
-            lows = actions.column(low).to_pylist() if low in actions.column_names else [None] * actions.num_rows
-            highs = actions.column(high).to_pylist() if high in actions.column_names else [None] * actions.num_rows
-            if isinstance(kind, StringType):
-                highs = [h if h is None or len(h) < _STATS_PREFIX else None for h in highs]
-        bounds += [lows, highs]
-        fields += [StructField(f"__lo_{i}", kind), StructField(f"__hi_{i}", kind)]
+            kind = layout.logical[name].dataType
+            fields += [StructField(f"__lo_{i}", kind), StructField(f"__hi_{i}", kind)]
+    table = _bounds_table(files, layout, key)
+    if not table:
+        return ()
     schema = StructType([StructField("__file", IntegerType(), False), *fields])
-    table = [(i, *(column[i] for column in bounds)) for i in range(actions.num_rows)]
-    files = local_frame(spark, table, schema)
+    admitted = local_frame(spark, table, schema)
     condition = None
     for i, name in enumerate(key):
-        at, floor, ceiling = F.col(identifier(name)), F.col(f"__lo_{i}"), F.col(f"__hi_{i}")
-        admits = (floor.isNull() | (at >= floor)) & (ceiling.isNull() | (at <= ceiling))
+        at = F.col(identifier(name))
+        if name in partitions:
+            admits = at.eqNullSafe(partition_value(F.col(f"__part_{i}"), layout.logical[name].dataType))
+        else:
+            floor, ceiling = F.col(f"__lo_{i}"), F.col(f"__hi_{i}")
+            admits = (floor.isNull() | (at >= floor)) & (ceiling.isNull() | (at <= ceiling))
         condition = admits if condition is None else condition & admits
-    hits = sorted(int(r[0]) for r in keys.join(F.broadcast(files), condition).select("__file").distinct().collect())
-    paths = actions.column("path").to_pylist()
-    sizes = actions.column("size_bytes").to_pylist()
-    partition_names = [n for n in actions.column_names if n.startswith("partition.")]
+    hits = sorted(int(r[0]) for r in keys.join(F.broadcast(admitted), condition).select("__file").distinct().collect())
     chosen = []
     for i in hits:
-        if storage[i] is not None:
+        add = files[i]
+        if add.deletion_vector is not None:
             raise TableFeatureError(
-                f"the Delta table at {snapshot.path} has a deletion vector on {paths[i]}, a file this write must "
+                f"the Delta table at {snapshot.path} has a deletion vector on {add.path}, a file this write must "
                 "rewrite, and the jar-free path cannot remove a file with one: purge the vectors first "
                 "(REORG TABLE ... APPLY (PURGE)) or use a session with Delta's jars",
                 feature="deletionVectors",
             )
-        values = {n[len("partition.") :]: _partition_text(actions.column(n)[i].as_py()) for n in partition_names}
-        chosen.append(ReplacedFile(unquote(str(paths[i])), int(sizes[i]), values))
+        chosen.append(ReplacedFile(add.path, add.size, dict(add.partition_values)))
     return tuple(chosen)
 
 
-def _partition_text(value: Any) -> str | None:
-    """A partition value as the log writes it (delta-rs gives it typed)."""
-    if value is None:
-        return None
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
+def _bounds_table(files: Sequence[AddFile], layout: TableLayout, key: tuple[str, ...]) -> list[tuple[Any, ...]]:
+    """One row per file that can hold a key: its number, then per key column its partition
+    value (the log's string) or its bounds (None: unknown). A file whose statistics say it
+    holds no value of a key column is left out."""
+    physical = layout.physical_names
+    table = []
+    for number, add in enumerate(files):
+        stats = parse_stats(add.stats)
+        row: list[Any] = [number]
+        for name in key:
+            if name in layout.partition_columns:
+                row.append(add.partition_values.get(physical[name]))
+                continue
+            bounds = column_bounds(stats, (physical[name],), layout.logical[name].dataType)
+            if bounds.empty:
+                break
+            row += [bounds.low, bounds.high]
+        else:
+            table.append(tuple(row))
+    return table
 
 
 def replace_keys(

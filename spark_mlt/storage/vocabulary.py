@@ -33,11 +33,11 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
+from spark_mlt.delta._local import local_frame
+from spark_mlt.delta.fs import locate
 from spark_mlt.errors import VocabularyError
 from spark_mlt.storage._delta_spark import path_target, session_conf
-from spark_mlt.storage._local import local_frame
 from spark_mlt.storage.catalog import Backend, use_delta_spark
-from spark_mlt.storage.fs import locate
 from spark_mlt.storage.reader import read_delta
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
 from spark_mlt.storage.table import TableSnapshot, read_snapshot, table_exists

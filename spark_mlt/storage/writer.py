@@ -15,7 +15,7 @@ write: a job that has read it already
   ([`spark_mlt.storage._delta_rs`][spark_mlt.storage._delta_rs]). An existing table's protocol is
   checked first ([`check_jar_free_write`][spark_mlt.storage.writer.check_jar_free_write]: a feature
   this path cannot keep is refused before any data moves), and its rules (constraints, NOT NULL,
-  generated columns) are checked in Spark and its column mapping kept (`spark_mlt.storage.schema`).
+  generated columns) are checked in Spark and its column mapping kept (`spark_mlt.delta.schema`).
 
 Appending or overwriting reuses the stored codecs: a different codec for a column the table
 already has is refused (tokens of two codecs in one column could not be decoded).
@@ -48,6 +48,8 @@ from pyspark.sql.types import StructType
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import layout_of
 from spark_mlt.column.sqltext import identifier
+from spark_mlt.delta.features import check_writable
+from spark_mlt.delta.fs import Location, locate
 from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError, TableError, TableFeatureError
 from spark_mlt.options import check_choice
 from spark_mlt.storage import _delta_rs, _delta_spark
@@ -68,8 +70,6 @@ from spark_mlt.storage.catalog import (
     table_location,
     use_delta_spark,
 )
-from spark_mlt.storage.features import check_writable
-from spark_mlt.storage.fs import Location, locate
 from spark_mlt.storage.properties import AppTransaction, check_run_id, codec_properties, merge_codecs, run_transaction
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
 
@@ -153,7 +153,7 @@ def snapshot_for_write(
         TableExistsError: ``mode="error"`` and a table exists at ``path`` (other than the
             empty version 0 a failed spark-mlt write left, which the write takes over).
         TableFeatureError: the write would be jar-free and the table uses a feature that path
-            cannot keep (see `spark_mlt.storage.features`), or ``mode="overwrite"`` and
+            cannot keep (see `spark_mlt.delta.features`), or ``mode="overwrite"`` and
             the table is append-only.
 
     Example::
@@ -186,8 +186,8 @@ def check_jar_free_write(snapshot: TableSnapshot, mode: WriteMode) -> None:
     Raises:
         TableFeatureError: naming the feature and the way forward.
     """
-    check_writable(snapshot.table, snapshot.path)
-    if mode == "overwrite" and snapshot.properties.get("delta.appendOnly", "false").lower() == "true":
+    check_writable(snapshot.delta)
+    if mode == "overwrite" and snapshot.delta.config.append_only:
         raise TableFeatureError(
             f"mode='overwrite' would remove rows from the Delta table at {snapshot.path}, which is append-only "
             "(delta.appendOnly = true); append instead, or turn it off: "
@@ -226,7 +226,7 @@ def write_delta(
         snapshot: the table as [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write]
             read it (None: no table); by default (``"read"``) the write reads it itself.
         storage_options: the store's settings with delta-rs' keys (see
-            [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]) for delta-rs and the driver's
+            [`StorageOptions`][spark_mlt.delta.fs.StorageOptions]) for delta-rs and the driver's
             file work; Spark's own are the session's. Never written to the table or its log.
         replaces: files of ``snapshot`` the same commit removes (jar-free only): ``df`` holds
             what stays of their rows (see `spark_mlt.storage.replace`).

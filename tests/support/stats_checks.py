@@ -2,7 +2,7 @@
 recorded for the same file, and whether a reader's filtered query loses rows.
 
 * [`expected_stats`][tests.support.stats_checks.expected_stats]: the statistics of a data file
-  computed from its rows (read back with pyarrow) by the rules of `spark_mlt.storage.stats`, an
+  computed from its rows (read back with pyarrow) by the rules of `spark_mlt.delta.stats`, an
   oracle independent of the footer the writer reads.
 * [`differences`][tests.support.stats_checks.differences]: our statistics of a file against the
   ones delta-spark recorded for it (its own write, or ``CONVERT TO DELTA`` of our files): each
@@ -52,7 +52,7 @@ from pyspark.sql.types import (
 )
 
 from spark_mlt.column.sqltext import identifier, string
-from spark_mlt.storage.stats import StatsColumn, StatsSpec, truncate_max_string, truncate_min_string
+from spark_mlt.delta.stats import StatsColumn, StatsSpec, truncate_max_string, truncate_min_string
 from tests.support.stats_cases import Case
 
 STATS = ("minValues", "maxValues", "nullCount")
@@ -114,7 +114,7 @@ def parse_stats(text: str) -> dict[str, Any]:
 
 
 def expected_stats(path: str, spec: StatsSpec) -> dict[str, Any]:
-    """The statistics of the file at ``path`` by the rules of `spark_mlt.storage.stats`,
+    """The statistics of the file at ``path`` by the rules of `spark_mlt.delta.stats`,
     computed from its rows (see the module's notes)."""
     footer = pq.read_metadata(path)
     rows = pq.read_table(path)
@@ -132,9 +132,8 @@ def expected_stats(path: str, spec: StatsSpec) -> dict[str, Any]:
             continue
         int96 = physical.get(".".join(column.path)) == "INT96"
         low, high = _expected_bounds(column, values.drop_null(), spec.string_prefix, int96=int96)
-        if low is not None:
+        if low is not None and high is not None:  # both bounds, or neither
             _put(stats, "minValues", column.path, low)
-        if high is not None:
             _put(stats, "maxValues", column.path, high)
     if spec.tight_bounds:
         stats["tightBounds"] = True
@@ -167,6 +166,9 @@ def _column(rows: pa.Table, path: tuple[str, ...]) -> pa.Array | None:
 
 
 def _expected_bounds(column: StatsColumn, values: pa.Array, prefix: int, *, int96: bool) -> tuple[Any, Any]:
+    """The bounds a file's values give by the writer's rules: strings cut, floats exact in
+    IEEE 754's total order unless a NaN or an infinity is there, timestamps at whole
+    milliseconds outward (the minimum down, the maximum up)."""
     kind = column.kind
     if len(values) == 0 or (int96 and isinstance(kind, _TIMES)):
         return None, None
@@ -175,26 +177,25 @@ def _expected_bounds(column: StatsColumn, values: pa.Array, prefix: int, *, int9
         return truncate_min_string(min(texts), prefix), truncate_max_string(max(texts), prefix)
     if isinstance(kind, _FLOATS):
         numbers = [float(v) for v in values.to_pylist()]
-        plain = [v for v in numbers if not math.isnan(v)]
-        low = min(plain) if plain else None
-        high = None if len(plain) < len(numbers) or not plain else max(plain)
-        return _finite(low), _finite(high)
+        if not all(math.isfinite(v) for v in numbers):
+            return None, None
+        total = sorted(numbers, key=lambda v: (v, math.copysign(1.0, v)))
+        return total[0], total[-1]
     if isinstance(kind, _TIMES):
         micros = pc.cast(pc.cast(values, pa.timestamp("us", tz=values.type.tz)), pa.int64()).to_pylist()
         low, high = min(micros), max(micros)
         zone = isinstance(kind, TimestampType)
-        return _millis(low - low % 1000, zone), (_millis(high, zone) if high % 1000 == 0 else None)
+        return _millis(low - low % 1000, zone), _millis(high + (-high % 1000), zone)
     plain = values.to_pylist()
     low, high = min(plain), max(plain)
     return (low.isoformat(), high.isoformat()) if isinstance(kind, DateType) else (low, high)
 
 
-def _finite(value: float | None) -> float | None:
-    return value if value is not None and math.isfinite(value) else None
-
-
-def _millis(micros: int, zone: bool) -> str:
-    text = (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)).isoformat(timespec="milliseconds")
+def _millis(micros: int, zone: bool) -> str | None:
+    try:
+        text = (dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)).isoformat(timespec="milliseconds")
+    except OverflowError:  # beyond year 9999: no bound
+        return None
     return text + "Z" if zone else text
 
 
@@ -289,23 +290,32 @@ def differences(
     for path, column in kinds.items():
         for stat in STATS:
             pair = (get(ours, stat, path), get(theirs, stat, path))
-            _compare(column, stat, pair, footer, into, raw_max=raw_max.get(path))
+            _compare(column, stat, pair, footer, into, raw_max=raw_max.get(path), prefix=spec.string_prefix)
 
 
 def _compare(
-    column: StatsColumn, stat: str, pair: tuple[Any, Any], footer: pq.FileMetaData, into: Comparison, *, raw_max: Any
+    column: StatsColumn,
+    stat: str,
+    pair: tuple[Any, Any],
+    footer: pq.FileMetaData,
+    into: Comparison,
+    *,
+    raw_max: Any,
+    prefix: int,
 ) -> None:
     mine, other = pair
     where = f"{stat}.{'.'.join(column.path)}"
     if mine is not None:
         if same_value(column.kind if stat != "nullCount" else LongType(), mine, other):
             into.agreed += 1
+        elif stat == "maxValues" and _rounded_up(column.kind, mine, other):
+            into.leave_out("timestamp maximum rounded up to a whole millisecond (delta-spark's is cut down)")
         elif stat == "maxValues" and isinstance(other, str) and other.endswith("\ufffd"):
             into.leave_out("older Delta's U+FFFD tie-breaker (another maximum)")
         else:
             into.problems.append(f"{where}: ours {mine!r}, delta-spark {other!r}")
     elif other is not None:
-        reason = _why_absent(column, stat, other, raw_max, footer)
+        reason = _why_absent(_Absent(column, stat, other, raw_max, footer, prefix))
         if reason is None:
             into.problems.append(f"{where}: ours absent, delta-spark {other!r}")
         else:
@@ -324,24 +334,79 @@ def _raw_maxima(footer: pq.FileMetaData) -> dict[tuple[str, ...], Any]:
     return maxima
 
 
-def _why_absent(column: StatsColumn, stat: str, other: Any, raw_max: Any, footer: pq.FileMetaData) -> str | None:
+def _rounded_up(kind: DataType, mine: Any, other: Any) -> bool:
+    """Whether ``mine`` is delta-spark's timestamp maximum ``other`` (cut down to a millisecond)
+    rounded up instead: a millisecond above it."""
+    if not isinstance(kind, _TIMES) or other is None:
+        return False
+    return bool(_instant(mine) - _instant(other) == dt.timedelta(milliseconds=1))
+
+
+@dataclass(frozen=True)
+class _Absent:
+    """What is known of a statistic delta-spark wrote and we left out."""
+
+    column: StatsColumn
+    stat: str
+    other: Any
+    raw_max: Any
+    footer: pq.FileMetaData
+    prefix: int
+
+    @property
+    def floats_not_finite(self) -> bool:
+        if not isinstance(self.column.kind, _FLOATS):
+            return False
+        low = float(_raw_min(self.footer, self.column.path))
+        return not math.isfinite(low) or (isinstance(self.raw_max, float) and not math.isfinite(self.raw_max))
+
+    @property
+    def uncuttable_string(self) -> bool:
+        if not isinstance(self.column.kind, StringType) or not isinstance(self.raw_max, bytes):
+            return False
+        return truncate_max_string(self.raw_max.decode("utf-8", "replace"), self.prefix) is None
+
+    @property
+    def old_tie_breaker(self) -> bool:
+        """Delta 3.2 truncates "\U0010ffff" * 40 to a maximum below the column's: no upper bound."""
+        other, raw_max = self.other, self.raw_max
+        tie_breaker = self.stat == "maxValues" and isinstance(other, str) and other.endswith("\ufffd")
+        return tie_breaker and isinstance(raw_max, bytes) and raw_max > other.encode("utf-8")
+
+    @property
+    def int96(self) -> bool:
+        if not isinstance(self.column.kind, _TIMES):
+            return False
+        return bool(self.footer.schema.column(_index(self.footer, self.column.path)).physical_type == "INT96")
+
+
+_REASONS: tuple[tuple[Callable[[_Absent], bool], str], ...] = (
+    (
+        lambda a: isinstance(a.column.kind, ArrayType | MapType),
+        "null count of an array or a map (a footer counts its elements' nulls)",
+    ),
+    (lambda a: a.floats_not_finite, "a float column with NaN or an infinity: both bounds left out"),
+    (lambda a: a.uncuttable_string, "a string maximum that cannot be cut: both bounds left out"),
+    (lambda a: a.old_tie_breaker, "older Delta's U+FFFD tie-breaker below the column's maximum (no upper bound)"),
+    (lambda a: a.int96, "timestamps stored as INT96"),
+)
+
+
+def _why_absent(absent: _Absent) -> str | None:
     """The documented reason why we leave out a statistic delta-spark wrote, or None."""
-    kind = column.kind
-    if isinstance(kind, ArrayType | MapType):
-        return "null count of an array or a map (a footer counts its elements' nulls)"
-    # Delta 3.2 truncates "\U0010ffff" * 40 to a maximum below the column's: no upper bound
-    tie_breaker = stat == "maxValues" and isinstance(other, str) and other.endswith("\ufffd")
-    if tie_breaker and isinstance(raw_max, bytes) and raw_max > other.encode("utf-8"):
-        return "older Delta's U+FFFD tie-breaker below the column's maximum (no upper bound)"
-    if isinstance(kind, _FLOATS) and not math.isfinite(float(other)):
-        return "NaN or infinite float bound"
-    if isinstance(kind, _TIMES):
-        physical = footer.schema.column(_index(footer, column.path)).physical_type
-        if physical == "INT96":
-            return "timestamps stored as INT96"
-        if stat == "maxValues" and isinstance(raw_max, int) and raw_max % 1000:
-            return "timestamp maximum below a whole millisecond"
-    return None
+    return next((reason for applies, reason in _REASONS if applies(absent)), None)
+
+
+def _raw_min(footer: pq.FileMetaData, path: tuple[str, ...]) -> Any:
+    """The smallest footer minimum of the column (0.0 when the footer has none)."""
+    found: list[Any] = []
+    index = _index(footer, path)
+    for group in range(footer.num_row_groups):
+        stats = footer.row_group(group).column(index).statistics
+        if stats is not None and stats.has_min_max:
+            found.append(stats.min_raw)
+    floats = [v for v in found if isinstance(v, float)]
+    return next((v for v in floats if not math.isfinite(v)), min(floats) if floats else 0.0)
 
 
 def _index(footer: pq.FileMetaData, path: tuple[str, ...]) -> int:

@@ -2,8 +2,8 @@
 
 Without Delta's jars, delta-rs reads the log and Spark reads and writes the Parquet files. That is
 exact only for the table features this path implements, so every jar-free read
-([`check_readable`][spark_mlt.storage.features.check_readable]), write and vacuum
-([`check_writable`][spark_mlt.storage.features.check_writable]) first reads the table's protocol and
+([`check_readable`][spark_mlt.delta.features.check_readable]), write and vacuum
+([`check_writable`][spark_mlt.delta.features.check_writable]) first reads the table's protocol and
 refuses, with [`TableFeatureError`][spark_mlt.errors.TableFeatureError], a table that uses anything
 else: a wrong row costs more than a refusal. The error names the table, the feature and the way
 forward: a session with Delta's jars (spark-mlt then reads and writes through delta-spark, which
@@ -15,23 +15,23 @@ and invariants, 3: checkConstraints, 4: changeDataFeed and generatedColumns, 5: 
 6: identityColumns; reader 2: columnMapping), and of those only the ones the table's metadata
 turns on count (a writer-6 table without an identity column has none to keep).
 
-[`FEATURES`][spark_mlt.storage.features.FEATURES] is the one list of what the jar-free path does
+[`FEATURES`][spark_mlt.delta.features.FEATURES] is the one list of what the jar-free path does
 with each feature; the feature table of docs/storage.md (Guarantees) is checked against it by the
 tests.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Literal
-
-from deltalake import DeltaTable
+from typing import Literal, Protocol
 
 from spark_mlt.capabilities import spark_line
+from spark_mlt.delta import actions
+from spark_mlt.delta.config import TableConfig
+from spark_mlt.delta.fs import Location
+from spark_mlt.delta.schema import schema_fields, unenforceable_rules
 from spark_mlt.errors import TableFeatureError
-from spark_mlt.storage.schema import schema_fields, unenforceable_rules
 
 __all__ = [
     "FEATURES",
@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 #: What the jar-free path does with a table, for the protocol gate of
-#: [`check_writable`][spark_mlt.storage.features.check_writable].
+#: [`check_writable`][spark_mlt.delta.features.check_writable].
 TableOperation = Literal["write", "vacuum"]
 
 _JARS = "use a session with Delta's jars (spark-mlt then goes through delta-spark)"
@@ -200,12 +200,25 @@ class TableProtocol:
     writer: frozenset[str]
 
 
-def protocol_of(table: DeltaTable) -> TableProtocol:
-    """The protocol of the version ``table`` holds, with an older protocol's features resolved."""
-    protocol = table.protocol()
-    reader_version, writer_version = int(protocol.min_reader_version), int(protocol.min_writer_version)
-    configuration = {k: str(v).lower() for k, v in table.metadata().configuration.items() if v is not None}
-    mapped = configuration.get("delta.columnMapping.mode", "none") not in ("none", "")
+class Version(Protocol):
+    """What the gate reads of a table version (a [`Snapshot`][spark_mlt.delta.snapshot.Snapshot])."""
+
+    @property
+    def location(self) -> Location: ...
+
+    @property
+    def metadata(self) -> actions.Metadata: ...
+
+    @property
+    def features(self) -> TableProtocol: ...
+
+
+def protocol_of(protocol: actions.Protocol, metadata: actions.Metadata) -> TableProtocol:
+    """The features of a table version with this ``protocol`` and ``metadata``, an older
+    protocol's features resolved (`Snapshot.features` holds them)."""
+    reader_version, writer_version = protocol.min_reader_version, protocol.min_writer_version
+    config = TableConfig.of(metadata.configuration)
+    mapped = config.column_mapping != "none"
     if reader_version >= 3:
         reader = frozenset(protocol.reader_features or ())
     else:
@@ -213,19 +226,20 @@ def protocol_of(table: DeltaTable) -> TableProtocol:
     if writer_version >= 7:
         writer = frozenset(protocol.writer_features or ())
     else:
-        writer = frozenset(_legacy_writer_features(table, writer_version, configuration, mapped))
+        writer = frozenset(_legacy_writer_features(metadata, config, writer_version, mapped))
     return TableProtocol(reader_version, writer_version, reader, writer)
 
 
-def _legacy_writer_features(table: DeltaTable, version: int, configuration: dict[str, str], mapped: bool) -> set[str]:
+def _legacy_writer_features(metadata: actions.Metadata, config: TableConfig, version: int, mapped: bool) -> set[str]:
     """The features a writer-version-2..6 table turns on (its version allows them all), read
     from its fields at every depth."""
-    keys = {key for node in schema_fields(json.loads(table.schema().to_json())) for key in node.metadata}
+    keys = {key for node in schema_fields(metadata.schema()) for key in node.metadata}
+    constraints = any(key.lower().startswith("delta.constraints.") for key in config.properties)
     on = {
-        "appendOnly": (2, configuration.get("delta.appendOnly") == "true"),
+        "appendOnly": (2, config.append_only),
         "invariants": (2, "delta.invariants" in keys),
-        "checkConstraints": (3, any(key.startswith("delta.constraints.") for key in configuration)),
-        "changeDataFeed": (4, configuration.get("delta.enableChangeDataFeed") == "true"),
+        "checkConstraints": (3, constraints),
+        "changeDataFeed": (4, config.change_data_feed),
         "generatedColumns": (4, "delta.generationExpression" in keys),
         "columnMapping": (5, mapped),
         "identityColumns": (6, any(key.startswith("delta.identity.") for key in keys)),
@@ -240,19 +254,18 @@ def _refuse(location: str, feature: str, kind: str, why: str, forward: str) -> T
     )
 
 
-def check_readable(table: DeltaTable, location: str, *, spark_version: str) -> TableProtocol:
+def check_readable(snapshot: Version, *, spark_version: str) -> TableProtocol:
     """Refuses a table version the jar-free reader cannot read exactly; returns its protocol.
 
     Args:
-        table: the delta-rs handle on the version to read.
-        location: the table's location, for the message.
+        snapshot: the version to read.
         spark_version: the session's Spark version (some features need Spark 4).
 
     Raises:
         TableFeatureError: the version needs a reader feature (or a reader version) that the
             jar-free path does not implement on this Spark.
     """
-    protocol = protocol_of(table)
+    protocol, location = snapshot.features, snapshot.location.uri
     if protocol.reader_version > _READER_VERSION:
         raise _refuse(
             location,
@@ -272,7 +285,7 @@ def check_readable(table: DeltaTable, location: str, *, spark_version: str) -> T
     return protocol
 
 
-def check_writable(table: DeltaTable, location: str, *, operation: TableOperation = "write") -> TableProtocol:
+def check_writable(snapshot: Version, *, operation: TableOperation = "write") -> TableProtocol:
     """Refuses a table the jar-free writer (``operation="write"``) or vacuum (``"vacuum"``)
     cannot keep exactly; returns its protocol.
 
@@ -280,7 +293,7 @@ def check_writable(table: DeltaTable, location: str, *, operation: TableOperatio
         TableFeatureError: the table needs a writer (or reader) feature, or a protocol version,
             that the jar-free path does not implement.
     """
-    protocol = protocol_of(table)
+    protocol, location = snapshot.features, snapshot.location.uri
     if protocol.writer_version > _WRITER_VERSION or protocol.reader_version > _READER_VERSION:
         raise _refuse(
             location,
@@ -298,7 +311,7 @@ def check_writable(table: DeltaTable, location: str, *, operation: TableOperatio
         if operation == "write" and not feature.write:
             why = f"the jar-free writer cannot keep ({feature.how})"
             raise _refuse(location, name, "writer", why, feature.forward)
-    rules = unenforceable_rules(json.loads(table.schema().to_json())) if operation == "write" else []
+    rules = unenforceable_rules(snapshot.metadata.schema()) if operation == "write" else []
     if rules:
         raise TableFeatureError(
             f"the Delta table at {location} has {'; '.join(rules)}, which the jar-free writer cannot check; {_JARS}",

@@ -20,9 +20,9 @@ a non-nullable field is a NOT NULL constraint. Delta rejects a row for
 which a CHECK constraint is false *or null* (measured with delta-spark 4.4: ``CHECK (y > 0)``
 refuses ``y = NULL``), so the checks here do too.
 
-Everything here is read from one delta-rs handle
-([`table_layout`][spark_mlt.storage.schema.table_layout]) and used by the jar-free reader
-(`spark_mlt.storage.reader`) and writer
+Everything here is read from a snapshot's ``metaData`` once
+([`Snapshot.layout`][spark_mlt.delta.snapshot.Snapshot.layout]) and used by the jar-free scan
+(`spark_mlt.delta.scan`), the statistics (`spark_mlt.delta.stats`) and the writer
 ([`spark_mlt.storage._delta_rs`][spark_mlt.storage._delta_rs]).
 """
 
@@ -34,12 +34,12 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from deltalake import DeltaTable
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import ArrayType, DataType, MapType, StructField, StructType
 
 from spark_mlt.column.sqltext import identifier
+from spark_mlt.delta.config import ColumnMapping, TableConfig
 
 __all__ = [
     "RULE_MARKER",
@@ -52,11 +52,9 @@ __all__ = [
     "logical_columns",
     "physical_columns",
     "schema_fields",
-    "table_layout",
     "unenforceable_rules",
 ]
 
-ColumnMapping = Literal["none", "name", "id"]
 
 _PHYSICAL = "delta.columnMapping.physicalName"
 _ID = "delta.columnMapping.id"
@@ -126,20 +124,13 @@ class TableLayout:
         return [f.name for f in self.logical.fields if f.name not in self.partition_columns]
 
 
-def table_layout(table: DeltaTable) -> TableLayout:
-    """The layout of the version ``table`` holds (one read of its schema and metadata)."""
-    metadata = table.metadata()
-    return layout_of(json.loads(table.schema().to_json()), metadata.configuration, metadata.partition_columns)
-
-
 def layout_of(
     document: Mapping[str, Any], configuration: Mapping[str, str | None], partition_columns: Sequence[str]
 ) -> TableLayout:
     """The layout of a table with this schema (Delta's JSON document), configuration (table
     properties) and partition columns."""
     properties = {k: v for k, v in configuration.items() if v is not None}
-    mode = str(properties.get("delta.columnMapping.mode", "none")).lower()
-    mapping: ColumnMapping = "name" if mode == "name" else "id" if mode == "id" else "none"
+    mapping = TableConfig.of(properties).column_mapping
     logical = StructType.fromJson(_without_delta_metadata(document))
     physical = StructType.fromJson(_physical_document(document, mapping)) if mapping != "none" else logical
     fields = document.get("fields", [])
@@ -206,7 +197,7 @@ def _referenced(expression: str, names: Sequence[str]) -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class SchemaField:
-    """One field of a Delta schema at any depth, as [`schema_fields`][spark_mlt.storage.schema.schema_fields]
+    """One field of a Delta schema at any depth, as [`schema_fields`][spark_mlt.delta.schema.schema_fields]
     walks it: a struct's field, or an array's element, a map's key or value.
 
     Attributes:
@@ -306,7 +297,7 @@ def _field_rules(document: Mapping[str, Any], names: Sequence[str]) -> list[Tabl
     a null struct makes null); inside them, the schema's nullability holds (a null element, key or
     value only where the schema allows one, a non-null struct's NOT NULL fields set). Invariants
     inside arrays and maps cannot be checked: the protocol gate refuses such tables
-    ([`unenforceable_rules`][spark_mlt.storage.schema.unenforceable_rules])."""
+    ([`unenforceable_rules`][spark_mlt.delta.schema.unenforceable_rules])."""
     rules = []
     for node in schema_fields(document):
         shown = (node.path[0],)
@@ -393,12 +384,12 @@ def physical_columns(layout: TableLayout, df: DataFrame) -> DataFrame:
 def enforce_rules(df: DataFrame, layout: TableLayout) -> DataFrame:
     """``df`` with the table's generated columns it lacks computed, in the table's column order, and
     every rule checked row by row: the first row that breaks one fails the query with
-    [`RULE_MARKER`][spark_mlt.storage.schema.RULE_MARKER], the rule and the row's values (so a write
+    [`RULE_MARKER`][spark_mlt.delta.schema.RULE_MARKER], the rule and the row's values (so a write
     job fails before it commits).
 
     Example::
 
-        rows = enforce_rules(rows, table_layout(DeltaTable(path)))
+        rows = enforce_rules(rows, snapshot.layout)
     """
     for name, expression in layout.generated.items():
         if name not in df.columns:

@@ -6,22 +6,22 @@ A table location is a plain path (``/data/ratings_mlt``) or a URI (``file:///dat
 A user names it once; each of the three libraries that touch it gets its own form:
 
 * delta-rs (``deltalake``, the commits and the log) gets the location as given (it reads ``s3://``
-  and ``s3a://`` alike) and the [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]; what they
+  and ``s3a://`` alike) and the [`StorageOptions`][spark_mlt.delta.fs.StorageOptions]; what they
   leave out it takes from the environment (``AWS_*``, ``AZURE_STORAGE_*``, ``GOOGLE_*``).
 * Spark (the Parquet files) gets a plain path made absolute (its JVM does not follow Python's
   ``os.chdir``), a ``file:`` URI unchanged, and ``s3://`` as ``s3a://``: Hadoop's S3
   connector (``hadoop-aws``, on EMR and Databricks too) is ``s3a``; plain Apache Hadoop has no
   ``s3://`` filesystem. Spark's own settings (``spark.hadoop.fs.s3a.*``) configure it:
-  [`s3a_conf`][spark_mlt.storage.fs.s3a_conf] derives them from the same storage options where a user wants that.
+  [`s3a_conf`][spark_mlt.delta.fs.s3a_conf] derives them from the same storage options where a user wants that.
 * the driver's own file work (listing the files Spark committed, reading their Parquet
   footers, removing a staging folder, vacuum's cleanup) goes through ``pyarrow.fs``, never
   ``os`` or ``shutil``: an S3 location gets a ``pyarrow.fs.S3FileSystem`` configured from the
   storage options (endpoint, region, keys; the environment for what they leave out), other
   URIs ``FileSystem.from_uri`` (credentials from the environment).
 
-Secrets stay out of sight: [`StorageOptions`][spark_mlt.storage.fs.StorageOptions] shows the values
+Secrets stay out of sight: [`StorageOptions`][spark_mlt.delta.fs.StorageOptions] shows the values
 of secret keys (any key naming a secret, key, token, password, signature or credential) as ``***``
-in its ``repr``, and [`redact`][spark_mlt.storage.fs.redact] scrubs them from a message, so an error
+in its ``repr``, and [`redact`][spark_mlt.delta.fs.redact] scrubs them from a message, so an error
 or a log line that mentions the options never prints a secret. Nothing here writes options to a
 table's properties or commits.
 
@@ -113,7 +113,7 @@ class StorageOptions(Mapping[str, str]):
 
 
 def storage_options_of(options: Mapping[str, str] | None) -> StorageOptions:
-    """``options`` as [`StorageOptions`][spark_mlt.storage.fs.StorageOptions] (itself when it is one already)."""
+    """``options`` as [`StorageOptions`][spark_mlt.delta.fs.StorageOptions] (itself when it is one already)."""
     return options if isinstance(options, StorageOptions) else StorageOptions(options)
 
 
@@ -123,7 +123,7 @@ _STORE_ENVIRONMENT = ("AWS_", "AZURE_", "GOOGLE_", "GCS_")
 
 def redact(text: str, options: Mapping[str, str] | None = None) -> str:
     """``text`` with every secret value replaced by ``***``: those of ``options`` (see
-    [`StorageOptions`][spark_mlt.storage.fs.StorageOptions]) and those of the store settings in the
+    [`StorageOptions`][spark_mlt.delta.fs.StorageOptions]) and those of the store settings in the
     environment (``AWS_*``, ``AZURE_*``, ``GOOGLE_*``, ``GCS_*`` variables whose names name a
     secret).
 
@@ -235,7 +235,7 @@ class Location:
         return path[len(self.root) :].lstrip("/")
 
     def spark_path(self, relative: str = "") -> str:
-        """What Spark is given for ``relative`` (see [`spark_uri`][spark_mlt.storage.fs.spark_uri])."""
+        """What Spark is given for ``relative`` (see [`spark_uri`][spark_mlt.delta.fs.spark_uri])."""
         base = spark_uri(self.uri) if "://" in self.uri else self.root
         if not relative:
             return base
@@ -283,7 +283,7 @@ def spark_uri(path: str | os.PathLike[str]) -> str:
 
 
 def locate(path: str | os.PathLike[str], storage_options: Mapping[str, str] | None = None) -> Location:
-    """The [`Location`][spark_mlt.storage.fs.Location] of a plain path or a URI, with the store's options.
+    """The [`Location`][spark_mlt.delta.fs.Location] of a plain path or a URI, with the store's options.
 
     Example::
 

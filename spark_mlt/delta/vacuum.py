@@ -1,0 +1,133 @@
+"""Which files of a table no version needs: its orphans, what a vacuum deletes, and what of its
+deleted rows is still in storage, read from the log's replay (`spark_mlt.delta.snapshot`).
+
+A table's files are the files under its folder outside hidden folders and files (a name that
+starts with ``_`` or ``.``: the log, ``_change_data``, Spark's ``_SUCCESS`` and ``.crc``
+markers), deletion vector files left out: the jar-free path never lists or deletes one (a vector
+file that no version needs any more stays until Delta's own ``VACUUM`` removes it).
+
+* [`orphan_files`][spark_mlt.delta.vacuum.orphan_files]: the files no version the log holds
+  references (its commits' and checkpoints' ``add``, ``remove`` and ``cdc`` actions): left by
+  writes that died between writing their files and committing them, or files of versions whose
+  log entries are gone.
+* [`vacuum_files`][spark_mlt.delta.vacuum.vacuum_files]: what a vacuum with a retention period
+  deletes: files the latest version does not hold, that no tombstone newer than the retention
+  names (time travel to those versions keeps working) and that were written before it (a write
+  in progress has files no version references yet).
+* [`removed_files`][spark_mlt.delta.vacuum.removed_files]: the files the newest commits removed
+  that are still in storage, with when each was removed.
+
+Example::
+
+    snapshot = read_snapshot(locate("/data/ratings_mlt"))
+    vacuum_files(snapshot, retention_ms=7 * 24 * 3_600_000, now_ms=int(time.time() * 1000))
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from spark_mlt.delta.actions import AddCDCFile, AddFile, RemoveFile
+from spark_mlt.delta.fs import Location
+from spark_mlt.delta.log import DeltaLog
+from spark_mlt.delta.snapshot import Snapshot
+from spark_mlt.errors import MissingTableError
+
+__all__ = ["orphan_files", "removed_files", "table_files", "vacuum_files"]
+
+_DELETION_VECTOR = re.compile(r"deletion_vector_[0-9a-fA-F-]+\.bin")
+
+
+def _hidden(relative: str) -> bool:
+    return any(part.startswith(("_", ".")) for part in relative.split("/"))
+
+
+def table_files(location: Location) -> dict[str, int]:
+    """The table's files (see the module's notes) by path relative to the table, each with its
+    modification time in milliseconds since the epoch."""
+    found = {}
+    for info in location.files():
+        relative = location.relative(info.path)
+        name = relative.rsplit("/", 1)[-1]
+        if _hidden(relative) or _DELETION_VECTOR.fullmatch(name):
+            continue
+        found[relative] = 0 if info.mtime_ns is None else int(info.mtime_ns // 1_000_000)
+    return found
+
+
+def _referenced(location: Location) -> set[str]:
+    """The paths every version the log holds references: the actions of its commits and of its
+    checkpoints (which hold the state of versions whose commits are gone).
+
+    Raises:
+        MissingTableError: there is no table at ``location``.
+    """
+    log = DeltaLog(location)
+    listing = log.listing()
+    if listing.latest is None:
+        raise MissingTableError(f"no Delta table at {location.uri}", parameter="path")
+    paths: set[str] = set()
+
+    def note(actions: Iterable[object]) -> None:
+        for action in actions:
+            if isinstance(action, AddFile | RemoveFile | AddCDCFile):
+                paths.add(action.path)
+
+    for checkpoints in listing.checkpoints.values():
+        for checkpoint in checkpoints:
+            note(log.checkpoint_actions(checkpoint))
+    for file in listing.commits.values():
+        note(log.commit_actions(file))
+    return paths
+
+
+def orphan_files(location: Location) -> list[str]:
+    """The table's files that no version of its log references, sorted (relative to the table).
+
+    Example::
+
+        orphan_files(locate("/data/ratings_mlt"))  # ['mlt-20261122T031200-1a2b3c4d5e6f/part-00000-....parquet']
+    """
+    referenced = _referenced(location)
+    return sorted(path for path in table_files(location) if path not in referenced)
+
+
+def vacuum_files(snapshot: Snapshot, *, retention_ms: int, now_ms: int) -> list[str]:
+    """The files a vacuum of ``snapshot`` (the latest version) with a retention of
+    ``retention_ms`` deletes at ``now_ms`` (see the module's notes), sorted.
+
+    Example::
+
+        vacuum_files(snapshot, retention_ms=0, now_ms=int(time.time() * 1000))
+    """
+    cutoff = now_ms - retention_ms
+    held = set(snapshot.files)
+    recent = {
+        remove.path
+        for remove in snapshot.tombstones.values()
+        if remove.deletion_timestamp is None or remove.deletion_timestamp > cutoff
+    }
+    return sorted(
+        path
+        for path, modified in table_files(snapshot.location).items()
+        if path not in held and path not in recent and modified <= cutoff
+    )
+
+
+def removed_files(snapshot: Snapshot, *, history: int) -> dict[str, int]:
+    """The files the last ``history`` commits up to ``snapshot`` removed that the version no
+    longer holds and storage still has, each with when it was removed (its ``remove`` action's
+    ``deletionTimestamp``, else its commit's timestamp)."""
+    removed: dict[str, int] = {}
+    for commit in snapshot.commits(history):
+        for action in commit.actions:
+            if isinstance(action, RemoveFile):
+                removed.setdefault(action.path, action.deletion_timestamp or commit.timestamp)
+    held = set(snapshot.files)
+    location = snapshot.location
+    return {
+        path: at
+        for path, at in sorted(removed.items())
+        if path not in held and "://" not in path and not path.startswith("/") and location.exists(path)
+    }
