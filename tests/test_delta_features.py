@@ -594,3 +594,22 @@ def test_the_zoo_has_every_table_its_delta_can_build(zoo: Zoo) -> None:
     the builder would quietly test less: only what the line's Delta lacks may be missing."""
     lacking = {"3": {"widen", "identity", "in_commit_timestamps", "variant"}}.get(zoo.manifest["delta"][0], set())
     assert set(zoo.manifest["skipped"]) == lacking
+
+
+def test_a_timestamp_partition_is_logged_in_utc_whatever_the_writing_sessions_time_zone(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Spark names a timestamp partition's folder in its session's time zone, which no reader
+    elsewhere knows: the log holds the protocol's UTC form (as delta-spark writes it), and
+    delta-rs and the jar-free reader read the same instants back."""
+    path = str(tmp_path / "t")
+    rows = spark.createDataFrame([(1, "2024-01-01 00:00:00"), (2, "2024-06-01 12:30:00.5")], "id long, ts string")
+    rows = rows.select("id", F.to_utc_timestamp("ts", "UTC").alias("ts"))  # instants, whatever the session
+    with session_conf(spark, {"spark.sql.session.timeZone": "America/New_York"}):
+        write_delta(rows, path, options=WriteOptions(partition_by=["ts"], backend="delta-rs"))
+    logged = sorted(add.partition_values["ts"] for add in read_delta_snapshot(locate(path)).files.values())
+    assert logged == ["2024-01-01T00:00:00.000000Z", "2024-06-01T12:30:00.500000Z"]
+    ours = sorted((r.id, r.ts) for r in read_delta(spark, path, backend="delta-rs").collect())
+    assert ours == sorted((r.id, r.ts) for r in rows.collect())
+    theirs = DeltaTable(path).to_pyarrow_table().sort_by("id").column("ts").to_pylist()
+    assert [t.isoformat() for t in theirs] == ["2024-01-01T00:00:00+00:00", "2024-06-01T12:30:00.500000+00:00"]

@@ -12,8 +12,8 @@ type). It becomes one Spark query whose plan has the same shape for one file or 
 * a small table of the reads (one row per read: its file as Spark names it, its number, its
   partition values and extra values) broadcast-joined on ``_metadata.file_path``; a row whose
   file the scan does not list fails the query rather than lose its partition values;
-* partition values typed in Spark from the log's strings (a cast, in the session's time zone
-  for a timestamp without one, as delta-spark types them), an empty string read as null;
+* partition values typed in Spark from the log's strings
+  ([`partition_value`][spark_mlt.delta.partitions.partition_value]: as delta-spark types them);
 * rows left out (or kept) by their position: the read's number times 2^40 plus the row's index
   in its file (``_metadata.row_index``, the index Delta's own reader uses), joined with the
   positions the reads list (broadcast up to a million).
@@ -36,15 +36,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Literal
 
-from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import ArrayType, DataType, IntegerType, LongType, StringType, StructField, StructType
+from pyspark.sql.types import ArrayType, IntegerType, LongType, StringType, StructField, StructType
 
 from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.actions import AddFile
 from spark_mlt.delta.deletion_vectors import deleted_runs, read_deleted_rows
 from spark_mlt.delta.features import check_readable
 from spark_mlt.delta.fs import Location
+from spark_mlt.delta.partitions import partition_value
 from spark_mlt.delta.schema import TableLayout, logical_columns
 from spark_mlt.delta.snapshot import Snapshot
 from spark_mlt.errors import TableError, TableFeatureError
@@ -54,7 +55,6 @@ __all__ = [
     "FileRead",
     "exact_files",
     "file_reads",
-    "partition_value",
     "scan",
     "scan_snapshot",
     "spark_file",
@@ -187,17 +187,6 @@ def scan(
     }
     columns = [values[name] if name in values else data[name] for name in layout.logical.names]
     return rows.select(*columns, *(F.col(c.name) for c in stored), *(F.col(c.name) for c in extras))
-
-
-def partition_value(text: Column, kind: DataType) -> Column:
-    """A partition value typed from the log's string (``""`` is null, the protocol says), as
-    delta-spark types it: a cast, in the session's time zone for a timestamp without one.
-
-    Example::
-
-        partition_value(F.col("p"), DateType())
-    """
-    return F.when(text == F.lit(""), F.lit(None)).otherwise(text).cast(kind)
 
 
 def _partition_alias(index: int) -> str:

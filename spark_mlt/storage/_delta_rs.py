@@ -44,12 +44,14 @@ from deltalake import Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
 from pyspark.sql import DataFrame
+from pyspark.sql.types import TimestampType
 
 from spark_mlt.delta import rs
 from spark_mlt.delta.config import TableConfig
 from spark_mlt.delta.features import check_writable
 from spark_mlt.delta.fs import Location, redact
 from spark_mlt.delta.log import DeltaLog
+from spark_mlt.delta.partitions import utc_timestamp
 from spark_mlt.delta.schema import RULE_MARKER, TableLayout, enforce_rules, layout_of, physical_columns
 from spark_mlt.delta.snapshot import Snapshot
 from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
@@ -117,6 +119,9 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     stored = physical_columns(layout, df)
     names = layout.physical_names
     stored_partitions = [names.get(column, column) for column in partition_by]
+    # Spark names a timestamp partition's folder in its session's time zone; the log gets UTC
+    timestamps = {names.get(c, c) for c in partition_by if isinstance(layout.logical[c].dataType, TimestampType)}
+    zone = str(df.sparkSession.conf.get("spark.sql.session.timeZone"))
     write_id = uuid.uuid4().hex
     staging = f"{STAGING_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{write_id[:12]}"
     location = plan.location
@@ -124,7 +129,8 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         write_staging(stored, plan, staging, stored_partitions)
     try:
         with _timed(timings, "footers"):
-            files = add_actions(location, staging, stored_partitions, spec)
+            values = _PartitionValues(stored_partitions, timestamps, zone)
+            files = add_actions(location, staging, values, spec)
             files = _Files([*files.actions, *_remove_actions(plan)], files.rows)
         with _timed(timings, "commit"):
             metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, WRITE_ID: write_id}
@@ -264,7 +270,7 @@ def _hidden(relative: str) -> bool:
     return any(part.startswith(("_", ".")) for part in relative.split("/"))
 
 
-def add_actions(location: Location, staging: str, partition_by: list[str], spec: StatsSpec) -> _Files:
+def add_actions(location: Location, staging: str, partitions: _PartitionValues, spec: StatsSpec) -> _Files:
     """Add actions for the data files of Spark's committed job, with the statistics ``spec``
     names read from their footers.
 
@@ -284,7 +290,7 @@ def add_actions(location: Location, staging: str, partition_by: list[str], spec:
             AddAction(
                 path=relative,  # raw: delta-rs percent-encodes it itself
                 size=info.size,
-                partition_values=_partition_values(relative, partition_by),
+                partition_values=partitions.of(relative),
                 modification_time=info.mtime_ns // 1_000_000,
                 data_change=True,
                 stats=file_stats(metadata, spec),
@@ -332,15 +338,28 @@ def _check_replaced(plan: WritePlan, current: Snapshot) -> None:
         )
 
 
-def _partition_values(relative: str, partition_by: list[str]) -> dict[str, str | None]:
-    values: dict[str, str | None] = {}
-    for part in relative.split("/")[:-1]:
-        if "=" in part:
-            key, value = part.split("=", 1)
-            if key in partition_by:
-                value = unquote(value)
-                values[key] = None if value == _HIVE_NULL else value
-    return values
+@dataclass(frozen=True)
+class _PartitionValues:
+    """How a file's partition values are read from its folders (Spark's ``key=value``, escaped;
+    ``__HIVE_DEFAULT_PARTITION__`` for null) and serialised for the log: by physical name,
+    timestamps in UTC (see `spark_mlt.delta.partitions`)."""
+
+    columns: list[str]
+    timestamps: set[str]
+    zone: str
+
+    def of(self, relative: str) -> dict[str, str | None]:
+        values: dict[str, str | None] = {}
+        for part in relative.split("/")[:-1]:
+            if "=" in part:
+                key, value = part.split("=", 1)
+                if key in self.columns:
+                    value = unquote(value)
+                    if value == _HIVE_NULL:
+                        values[key] = None
+                    else:
+                        values[key] = utc_timestamp(value, self.zone) if key in self.timestamps else value
+        return values
 
 
 #: The modes of a delta-rs commit: an overwrite of a table this write created is an append.

@@ -42,7 +42,8 @@ from spark_mlt.column.sqltext import identifier
 from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.actions import AddFile
 from spark_mlt.delta.fs import locate
-from spark_mlt.delta.scan import partition_value, scan_snapshot
+from spark_mlt.delta.partitions import partition_value
+from spark_mlt.delta.scan import scan_snapshot
 from spark_mlt.delta.schema import TableLayout
 from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import ConcurrentWriteError, TableFeatureError
