@@ -142,3 +142,29 @@ def test_the_file_search_finds_a_key_beyond_another_writers_cut_maximum(
     keyed = key_rows(spark, read_snapshot(path), rows.select("ts"), ["ts"], backend="delta-rs")
     assert len(keyed.candidates) == 1
     assert keyed.held.count() == 1
+
+
+@pytest.mark.delta_spark
+@pytest.mark.parametrize(
+    ("column", "kind", "values"),
+    [
+        ("ts", "TIMESTAMP", ["2024-01-02 03:04:05.678901", "2024-01-02 03:04:05.678999", "1970-01-01 00:00:00.000001"]),
+        ("s", "STRING", ["a" * 32 + "\U0001f600", "a" * 31 + "é" * 5, "\U0010ffff" * 40, "z" * 70]),
+    ],
+)
+def test_the_file_search_finds_every_key_of_a_table_delta_spark_wrote(
+    spark: SparkSession, tmp_path: Path, column: str, kind: str, values: list[str]
+) -> None:
+    """Keys at the edges delta-spark cuts its bounds at (sub-millisecond timestamp maxima,
+    strings past the 32-character prefix), one file each: the jar-free file search finds the
+    file of every key, on this line's Delta."""
+    path = str(tmp_path / "t")
+    target = f"delta.`{path}`"
+    spark.sql(f"CREATE TABLE {target} ({column} {kind}, v INT) USING delta")
+    for value in values:
+        escaped = value.replace("'", "\\'")
+        spark.sql(f"INSERT INTO {target} VALUES (CAST('{escaped}' AS {kind}), 1)")
+    keys = spark.read.format("delta").load(path).select(column)
+    keyed = key_rows(spark, read_snapshot(path), keys, [column], backend="delta-rs")
+    assert len(keyed.candidates) == len(values)
+    assert keyed.held.count() == len(values)
