@@ -144,7 +144,8 @@ class Snapshot:
         the log still holds them."""
         oldest = 0 if limit is None else max(0, self.version - limit + 1)
         log = self.log
-        files = [log.commit_file(version) for version in range(self.version, oldest - 1, -1)]
+        listed = log.listing().commits  # one listing, not a request per commit
+        files = [listed.get(version) for version in range(self.version, oldest - 1, -1)]
         found = []
         for commit in log.commits(files, in_commit_from=self.config.in_commit_timestamps_from):
             if commit is None:  # older commits were cleaned up from the log
