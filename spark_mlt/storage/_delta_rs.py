@@ -63,6 +63,7 @@ from spark_mlt.errors import (
     StorageError,
     TableFeatureError,
 )
+from spark_mlt.storage._delta_spark import session_conf
 from spark_mlt.storage._plan import (
     DeltaWriteResult,
     WritePlan,
@@ -234,14 +235,29 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
     timings[name] = time.perf_counter() - started
 
 
+#: Spark's setting of how timestamps are stored, and what the jar-free writer stores them as
+#: when the session does not set it (Spark's default, INT96, keeps no bounds in a footer).
+TIMESTAMP_TYPE = ("spark.sql.parquet.outputTimestampType", "TIMESTAMP_MICROS")
+
+
 def write_staging(df: DataFrame, plan: WritePlan, staging: str, partition_by: list[str]) -> None:
-    """Spark writes ``df`` as Parquet into the staging folder; removed again if the job fails."""
+    """Spark writes ``df`` as Parquet into the staging folder; removed again if the job fails.
+
+    Timestamps are written as Parquet's ``TIMESTAMP(MICROS)`` (INT64, the protocol's type) unless
+    the session sets ``spark.sql.parquet.outputTimestampType``: Spark's default, INT96, keeps no
+    minimum or maximum in a footer, so such a column would get no bounds in the log, and every
+    filter on it would scan every file (and lose every row in deltalake's pyarrow dataset, which
+    misreads a column without bounds)."""
     location = plan.location
+    spark = df.sparkSession
+    key, value = TIMESTAMP_TYPE
+    conf = {} if spark.conf.get(key, None) is not None else {key: value}
     try:
         writer = df.write.mode("errorifexists").options(**plan.parquet_options)
         if partition_by:
             writer = writer.partitionBy(*partition_by)
-        writer.parquet(location.spark_path(staging))
+        with session_conf(spark, conf):
+            writer.parquet(location.spark_path(staging))
     except BaseException as error:
         location.remove_folder(staging)
         broken = _broken_rule(error)

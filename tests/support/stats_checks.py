@@ -310,6 +310,8 @@ def _compare(
             into.agreed += 1
         elif stat == "maxValues" and _rounded_up(column.kind, mine, other):
             into.leave_out("timestamp maximum rounded up to a whole millisecond (delta-spark's is cut down)")
+        elif other is None and isinstance(column.kind, BooleanType):
+            into.leave_out("a boolean's bounds, which delta-spark leaves out (deltalake's dataset misreads none)")
         elif stat == "maxValues" and isinstance(other, str) and other.endswith("\ufffd"):
             into.leave_out("older Delta's U+FFFD tie-breaker (another maximum)")
         else:

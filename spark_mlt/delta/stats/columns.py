@@ -9,7 +9,10 @@
 * ``nullCount`` for every such column but arrays and maps (a Parquet footer counts the nulls of
   their elements, not of the column); ``minValues`` / ``maxValues`` for the types delta-spark
   collects them for: integers, floats, decimals, dates, timestamps (with and without time zone)
-  and strings in binary order (not collated ones); never booleans or binary.
+  and strings in binary order (not collated ones), and for booleans, as delta-rs' writer does
+  (delta-spark does not): deltalake's pyarrow dataset (1.6.6) reads a column without bounds in
+  a file whose other columns have them as ``column >= null``, and loses every row of the file
+  to any filter on it. Never binary (Delta has no JSON form for a binary bound).
 
 Example::
 
@@ -23,6 +26,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from pyspark.sql.types import (
+    BooleanType,
     ByteType,
     DataType,
     DateType,
@@ -148,4 +152,4 @@ def _has_bounds(field: StructField, collated: bool) -> bool:
     kind = field.dataType
     if isinstance(kind, StringType):
         return not collated and getattr(kind, "collation", "UTF8_BINARY") == "UTF8_BINARY"
-    return isinstance(kind, (*INTEGERS, *FLOATS, DecimalType, DateType, TimestampType, TimestampNTZType))
+    return isinstance(kind, (*INTEGERS, *FLOATS, BooleanType, DecimalType, DateType, TimestampType, TimestampNTZType))

@@ -24,10 +24,13 @@ How the footer is read:
 
 How each bound is written (the protocol's "Per-file Statistics", in delta-spark's forms):
 
-* integers and decimals as exact JSON numbers; floats exactly (a 32-bit float as the double that
-  holds it, which every reader reads back as the same float); a file with a NaN or an infinity in
-  a float column gets no bounds for it (Spark sorts NaN above every number, delta-rs' readers
-  compare a ``"NaN"`` bound as a number, and JSON holds neither);
+* integers and decimals as exact JSON numbers, booleans as JSON booleans; floats exactly (a
+  32-bit float as the double that holds it, which every reader reads back as the same float), a
+  zero minimum as -0.0 and a zero maximum as +0.0 (the Parquet format's rule for its own
+  statistics: delta-rs' DataFusion scan and DuckDB order -0.0 below +0.0 when they prune, but
+  compare a row's -0.0 equal to 0.0); a file with a NaN or an infinity in a float column gets no
+  bounds for it (Spark sorts NaN above every number, delta-rs' readers compare a ``"NaN"`` bound
+  as a number, and JSON holds neither);
 * dates as ``2024-01-02``; timestamps at millisecond precision, the minimum rounded down and the
   maximum rounded up to a whole millisecond (``2024-01-02T03:04:05.679Z``; without time zone, no
   ``Z``), a true bound for every reader whether or not it adds Delta's millisecond back;
@@ -57,6 +60,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.types import (
+    BooleanType,
     DataType,
     DateType,
     DecimalType,
@@ -235,6 +239,10 @@ def _timestamps(kind: DataType, physical: str, logical: dict[str, Any]) -> Decod
     return lambda raw: None if _integer(raw) is None else raw * unit
 
 
+def _booleans(kind: DataType, physical: str, logical: dict[str, Any]) -> Decode | None:
+    return _boolean if physical == "BOOLEAN" and logical["Type"] == "None" else None
+
+
 def _strings(kind: DataType, physical: str, logical: dict[str, Any]) -> Decode | None:
     return _bytes if physical == "BYTE_ARRAY" and logical["Type"] == "String" else None
 
@@ -247,11 +255,16 @@ _DECODERS: tuple[tuple[type | tuple[type, ...], _Decoders], ...] = (
     (DateType, _dates),
     ((TimestampType, TimestampNTZType), _timestamps),
     (StringType, _strings),
+    (BooleanType, _booleans),
 )
 
 
 def _integer(raw: Any) -> int | None:
     return raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+
+
+def _boolean(raw: Any) -> bool | None:
+    return raw if isinstance(raw, bool) else None
 
 
 def _float(raw: Any) -> float | None:
@@ -315,6 +328,8 @@ _EPOCH_DAY = dt.date(1970, 1, 1)
 
 
 def _lower(kind: DataType, value: Any, prefix: int) -> Any:
+    if isinstance(kind, FLOATS) and value == 0:
+        return -0.0
     if isinstance(kind, StringType):
         text = _text(value)
         return None if text is None else truncate_min_string(text, prefix)
@@ -324,6 +339,8 @@ def _lower(kind: DataType, value: Any, prefix: int) -> Any:
 
 
 def _upper(kind: DataType, value: Any, prefix: int) -> Any:
+    if isinstance(kind, FLOATS) and value == 0:
+        return 0.0
     if isinstance(kind, StringType):
         text = _text(value)
         return None if text is None else truncate_max_string(text, prefix)

@@ -1,0 +1,137 @@
+"""Every reader counts, with the statistics the jar-free writer committed, what it counts with its
+statistics-based skipping off (the differential harness of `tests.support.differential`).
+
+``SPARK_MLT_DIFF_EXAMPLES`` cases (4 in ``make test``; 200 per Spark line in CI), seeds from
+``SPARK_MLT_DIFF_SEED`` (0) on: a failing case reruns alone with its seed and
+``SPARK_MLT_DIFF_EXAMPLES=1``. ``SPARK_MLT_DIFF_PREDICATES`` predicates per case (48; delta-spark
+asks ``SPARK_MLT_DIFF_SPARK_PREDICATES`` of them, 24: each costs it a skipping job). With
+``SPARK_MLT_TEST_DELTA_SPARK=1`` delta-spark is one of the readers. ``SPARK_MLT_DIFF_REPORT``
+names a file that receives the summary and every finding, each with its case in full, the
+statistics and footers of the predicate's columns and the statistics its files' values contradict.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+from pyspark.sql import SparkSession
+from pyspark.sql.types import LongType, StructField, StructType
+
+from tests.conftest import delta_spark_requested
+from tests.support.differential import (
+    Case,
+    Column,
+    Compare,
+    DeltaRsFileUris,
+    DeltaSpark,
+    Log,
+    Reader,
+    Table,
+    Tally,
+    generate,
+    readers,
+    run_case,
+    spark_line,
+    write_twin,
+)
+
+EXAMPLES = int(os.environ.get("SPARK_MLT_DIFF_EXAMPLES", "4"))
+FIRST_SEED = int(os.environ.get("SPARK_MLT_DIFF_SEED", "0"))
+PREDICATES = int(os.environ.get("SPARK_MLT_DIFF_PREDICATES", "48"))
+
+
+@pytest.mark.compat
+def test_readers_count_with_statistics_what_they_count_without(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """For each generated case and predicate, each reader's count with the table's statistics is
+    its count with its Delta skipping off: a statistic that makes a reader skip a file holding a
+    matching row loses rows silently."""
+    found, missing = readers(spark if delta_spark_requested() else None)
+    tally = Tally()
+    for reader, reason in missing.items():
+        tally.skips[f"{reader}: {reason}"] += EXAMPLES
+    line = spark_line(spark)
+    # parquet-java warns "Too much memory used" at each row group of a few hundred bytes
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        for seed in range(FIRST_SEED, FIRST_SEED + EXAMPLES):
+            case = generate(seed, line=line)
+            root = tmp_path_factory.mktemp(f"differential{seed}")
+            run_case(spark, case, str(root), found, tally, limit=PREDICATES)
+            shutil.rmtree(root, ignore_errors=True)
+    finally:
+        spark.sparkContext.setLogLevel("WARN")  # the tests' log4j configuration's level
+    report = tally.summary() + "".join("\n" + finding.message() for finding in tally.findings)
+    if os.environ.get("SPARK_MLT_DIFF_REPORT"):
+        with open(os.environ["SPARK_MLT_DIFF_REPORT"], "w", encoding="utf-8") as handle:
+            handle.write(report + "\n")
+    with capsys.disabled():
+        print("\n" + tally.summary())
+    assert not tally.findings, report
+
+
+def _two_files(path: str) -> str:
+    """A table of two files, ``x`` 1-10 and 100-110; returns the second's path after deleting it
+    from disk (the log still holds it): a reader that skips it by statistics reads the table, one
+    that does not fails."""
+    write_deltalake(path, pa.table({"x": pa.array(range(1, 11), pa.int64())}))
+    write_deltalake(path, pa.table({"x": pa.array(range(100, 111), pa.int64())}), mode="append")
+    second = Log.read(path).adds[1]["path"]
+    os.remove(os.path.join(path, second))
+    return second
+
+
+@pytest.mark.compat
+def test_each_reader_skips_files_by_statistics_and_not_without(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Each reader's two counts are what they claim: with statistics it skips a file whose bounds
+    exclude the predicate (here: deleted from disk, so reading it fails), without them it reads
+    it; delta-spark's batched form (one ``UNION ALL`` of every predicate) skips too."""
+    found, _ = readers(spark if delta_spark_requested() else None)
+    root = tmp_path_factory.mktemp("skipping")
+    path, twin = str(root / "table"), str(root / "twin")
+    _two_files(path)
+    log = Log.read(path)
+    write_twin(path, log, twin)
+    case = Case(seed=-1, schema=StructType([StructField("x", LongType())]), rows=[])
+    table = Table(case, path, twin, log)
+    below = Compare(Column(("x",), LongType()), "<", (50,))
+    problems = []
+    for reader in found:
+        if isinstance(reader, DeltaRsFileUris):  # its counts read every file: the files it keeps
+            kept = reader.kept(table, below)
+            if kept != {0}:
+                problems.append(f"{reader.name} keeps files {kept}, not [0]")
+            continue
+        try:
+            answer = _count_with_statistics(reader, table, below)
+        except Exception as error:  # noqa: BLE001 (reported with the reader's name)
+            problems.append(f"{reader.name} read the file its statistics exclude: {error}"[:300])
+            continue
+        if answer != 10:
+            problems.append(f"{reader.name} counted {answer} rows, not 10")
+        try:
+            _count_without(reader, table, below)
+            problems.append(f"{reader.name} without statistics did not read the second file")
+        except Exception:  # noqa: BLE001 (each reader has its own error for a missing file)
+            pass
+    assert not problems, "\n".join(problems)
+
+
+def _count_with_statistics(reader: Reader, table: Table, predicate: Compare) -> int:
+    """The reader's count with statistics alone (the count without would read the deleted file);
+    delta-spark's batched with another predicate."""
+    if isinstance(reader, DeltaSpark):
+        other = Compare(predicate.column, "<", (5,))
+        return reader.with_statistics(table, [predicate, other])[0]
+    return reader.with_statistics(table, [predicate])[0]
+
+
+def _count_without(reader: Reader, table: Table, predicate: Compare) -> int:
+    return reader.without_statistics(table, [predicate])[0]
