@@ -100,6 +100,18 @@ test-slow: check-java $(STAMP) jvm ## Run the slow and exhaustive tests make tes
 	@$(call line_jars,$(BIN)/python,s3)
 	$(BIN)/python -m pytest -m "slow or exhaustive" $(XDIST) $(PYTEST_ARGS)
 
+# The differential statistics harness (tests/test_differential.py) at CI's size on the newest line
+# (make test runs 4 cases; each older line runs it in tests/compat/run-line.sh): every case written
+# jar-free, its statistics checked against its files, and read by every reader with and without
+# their statistics-based skipping; two shards side by side
+DIFF_EXAMPLES ?= 200
+test-differential: check-java $(STAMP) ## Run the differential statistics harness on DIFF_EXAMPLES generated tables (200; SPARK_MLT_DIFF_SEED=... the first seed) and print what it compared
+	@mkdir -p .differential && rm -f .differential/newest.txt*
+	SPARK_MLT_DIFF_EXAMPLES=$(DIFF_EXAMPLES) SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1 SPARK_MLT_DIFF_PREDICATES=16 \
+	    SPARK_MLT_DIFF_REPORT=.differential/newest.txt PYSPARK_PYTHON=$(BIN)/python \
+	    $(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS) tests/test_differential.py; \
+	    status=$$?; grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:" .differential/newest.txt.* 2>/dev/null; exit $$status
+
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own
 # jar, stack and Delta 3.2, gets every compat and delta_spark test; every other line a smoke run
 # (tests/compat/run-line.sh says what it holds). Measured: the 3.5 line took 23 min of CI (its
@@ -202,4 +214,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java check-jdk jars jvm zoo demo paper venv test test-slow test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper dist docs clean
+.PHONY: help check-java check-jdk jars jvm zoo demo paper venv test test-slow test-differential test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper dist docs clean

@@ -2,7 +2,8 @@
 # The compatibility suite on one PySpark line: builds (or reuses) its venv with
 # tests/compat/venv.sh (that pyspark and stack first, then spark-mlt, which must replace
 # none of them), runs the tests marked compat (the jobs on a local S3 server among
-# them), then on a line Delta publishes jars for
+# them), the differential statistics harness (200 cases written on the line, read by every
+# reader it has: SPARK_MLT_DIFF_EXAMPLES), then on a line Delta publishes jars for
 # the delta-spark tests (local disk, catalog tables, S3). The jars come from `make jars`
 # (make test-compat runs it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
 #
@@ -52,18 +53,35 @@ delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
 if [[ $delta_spark_depth == smoke ]]; then
     delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended" tests/test_delta_spark.py)
 else
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_sync_delta_spark.py)
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py)
 fi
 echo "== compat tests ($depth)"
-# the generated statistics tables (tests/test_stats.py): more examples than make test's 8
-PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-16} \
-    "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" "${tests[@]}"
+# the generated statistics tables (tests/test_stats.py); the differential harness runs on its own below
+PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-4} \
+    "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" \
+    --ignore=tests/test_differential.py "${tests[@]}"
+# the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases (200) written
+# on this line, each read by every reader the line has (delta-spark with its jars): the cheap ones
+# every case, the others in turn; two shards side by side (pytest-xdist's --dist load)
+differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-200}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
+    SPARK_MLT_DIFF_PREDICATES="${SPARK_MLT_DIFF_PREDICATES:-16}" SPARK_MLT_DIFF_SPARK_PREDICATES="${SPARK_MLT_DIFF_SPARK_PREDICATES:-4}")
+[[ -f .jars/spark-$line/delta/.complete ]] && differential+=(SPARK_MLT_TEST_DELTA_SPARK=1)
+echo "== differential statistics harness on Spark $line"
+started=$SECONDS
+mkdir -p .differential && rm -f ".differential/pyspark-$version.txt".*
+status=0
+env "${differential[@]}" SPARK_MLT_DIFF_REPORT=".differential/pyspark-$version.txt" PYSPARK_PYTHON="$venv/bin/python" \
+    PYARROW_IGNORE_TIMEZONE=1 "$venv/bin/python" -m pytest -p no:cacheprovider -q -n 2 --dist load "$@" \
+    tests/test_differential.py || status=$?
+grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:" ".differential/pyspark-$version.txt".* 2>/dev/null || true
+echo "== differential statistics harness on Spark $line: $((SECONDS - started)) s"
+((status == 0)) || exit "$status"
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     echo "== delta-spark on Spark $line ($delta_spark_depth)"
     started=$SECONDS
     SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
-        SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-4} \
+        SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-2} \
         "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "${xdist[@]}" "$@" "${delta_spark[@]}"
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
 else

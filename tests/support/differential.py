@@ -89,7 +89,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 from deltalake import DeltaTable, QueryBuilder, Schema
 from deltalake.exceptions import DeltaError
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
     BinaryType,
@@ -759,6 +759,13 @@ _ARROW_OPS: dict[str, Callable[[Any, Any], Any]] = {
 }
 
 
+def _nan_literal(predicate: Predicate) -> bool:
+    """Whether the predicate compares a column with NaN."""
+    if isinstance(predicate, Junction):
+        return any(_nan_literal(part) for part in predicate.parts)
+    return any(isinstance(v, float) and math.isnan(v) for v in predicate.values)
+
+
 def _arrow_type(schema: pa.Schema, path: tuple[str, ...]) -> pa.DataType:
     kind = schema.field(path[0]).type
     for name in path[1:]:
@@ -1143,40 +1150,73 @@ class Reader:
 
 
 class DeltaSpark(Reader):
-    """delta-spark: with statistics, every predicate's ``count(*) ... WHERE p`` in one ``UNION
-    ALL`` (each branch its own scan, whose files Delta skips by that branch's filter); without,
-    every ``count_if(p)`` of one scan with ``spark.databricks.delta.stats.skipping`` off. Spark's
-    own Parquet filter pushdown is off for both (its row-group pruning is Spark's, not the
-    table's), so the counts differ only by Delta's skipping. Each branch costs a skipping job:
-    at most ``budget`` predicates per case (``SPARK_MLT_DIFF_SPARK_PREDICATES``, 24)."""
+    """delta-spark: the files its data skipping keeps for ``WHERE p`` (the prepared scan's
+    ``inputFiles``: the files a query of the predicate reads), and each file's rows that match,
+    counted by one query with ``spark.databricks.delta.stats.skipping`` off (``count_if`` of every
+    predicate, by ``_metadata.file_path``: Spark's own evaluation of the rows, without its Parquet
+    filter pushdown, whose row-group pruning is Spark's, not the table's). With statistics, the
+    rows of the kept files; without, of every file. A predicate costs delta-spark's skipping (a
+    small job over the table's state), not a scan: at most ``budget`` of them per case
+    (``SPARK_MLT_DIFF_SPARK_PREDICATES``, 24)."""
 
     name = "delta-spark"
 
     def __init__(self, spark: SparkSession) -> None:
         self.spark = spark
         self.budget = int(os.environ.get("SPARK_MLT_DIFF_SPARK_PREDICATES", "24"))
+        self._frames: dict[str, DataFrame] = {}
+        self._per_file: tuple[Any, dict[str, list[int]]] = (None, {})
 
     def render(self, table: Table, predicate: Predicate) -> str:
         return predicate.render("spark")
 
-    def with_statistics(self, table: Table, found: Sequence[Predicate | None]) -> list[int]:
-        source = f"delta.{identifier(table.path)}"
-        query = " UNION ALL ".join(
-            f"SELECT {i} AS i, count(*) AS n FROM {source}" + ("" if p is None else f" WHERE {p.render('spark')}")
-            for i, p in enumerate(found)
-        )
-        settings = {"spark.databricks.delta.stats.skipping": "true", "spark.sql.parquet.filterPushdown": "false"}
-        with session_settings(self.spark, settings):
-            counts = dict(self.spark.sql(query).collect())
-        return [int(counts[i]) for i in range(len(found))]
+    def _source(self, table: Table) -> str:
+        return f"delta.{identifier(table.path)}"
 
-    def without_statistics(self, table: Table, found: Sequence[Predicate | None]) -> list[int]:
-        source = f"delta.{identifier(table.path)}"
-        columns = ", ".join("count(*)" if p is None else f"count_if({p.render('spark')})" for p in found)
+    def kept(self, table: Table, predicate: Predicate | None) -> set[str]:
+        """The files (normalised paths) delta-spark's skipping keeps for the predicate: the
+        ``inputFiles`` of a filter on the table, read once (its snapshot is not listed again)."""
+        if table.path not in self._frames:
+            self._frames = {table.path: self.spark.read.format("delta").load(table.path)}
+        rows = self._frames[table.path]
+        if predicate is not None:
+            rows = rows.where(self.render(table, predicate))
+        with session_settings(self.spark, {"spark.databricks.delta.stats.skipping": "true"}):
+            return {_spark_file(name, uri=False) for name in rows.inputFiles()}
+
+    def per_file(self, table: Table, found: Sequence[Predicate | None]) -> dict[str, list[int]]:
+        """Each file's matching rows for every predicate, every file read (skipping off); one
+        query for both counts of a case."""
+        key = (table.path, tuple(id(p) for p in found))
+        if self._per_file[0] == key:
+            return self._per_file[1]
+        self._per_file = (key, self._count_per_file(table, found))
+        return self._per_file[1]
+
+    def _count_per_file(self, table: Table, found: Sequence[Predicate | None]) -> dict[str, list[int]]:
+        columns = ", ".join("count(*)" if p is None else f"count_if({self.render(table, p)})" for p in found)
+        query = f"SELECT _metadata.file_path AS f, {columns} FROM {self._source(table)} GROUP BY 1"
         settings = {"spark.databricks.delta.stats.skipping": "false", "spark.sql.parquet.filterPushdown": "false"}
         with session_settings(self.spark, settings):
-            row = self.spark.sql(f"SELECT {columns} FROM {source}").collect()[0]
-        return [int(n) for n in row]
+            return {
+                _spark_file(str(row[0]), uri=True): [int(n) for n in row[1:]] for row in self.spark.sql(query).collect()
+            }
+
+    def with_statistics(self, table: Table, found: Sequence[Predicate | None]) -> list[int]:
+        kept = [self.kept(table, p) for p in found]
+        counts = self.per_file(table, found)
+        return [sum(n[i] for f, n in counts.items() if f in kept[i]) for i in range(len(found))]
+
+    def without_statistics(self, table: Table, found: Sequence[Predicate | None]) -> list[int]:
+        counts = self.per_file(table, found)
+        return [sum(n[i] for n in counts.values()) for i in range(len(found))]
+
+
+def _spark_file(name: str, *, uri: bool) -> str:
+    """A data file as Spark names it, in one form: ``_metadata.file_path`` gives a URI (its
+    path percent-encoded), ``inputFiles`` a Hadoop path (decoded, ``file:`` before it)."""
+    path = unquote(name) if uri else name
+    return os.path.normpath(path.removeprefix("file:").removeprefix("//")) if path.startswith("file:") else path
 
 
 def plain_dataset(table: Table, delta: ds.FileSystemDataset) -> ds.FileSystemDataset:
@@ -1233,6 +1273,10 @@ class PyarrowDataset(Reader):
         return str(predicate.arrow(pa.schema(table.delta.schema().to_arrow())))
 
     def cannot(self, table: Table, predicate: Predicate) -> str | None:
+        # pyarrow's guarantees: with a file's bounds of 1.0, ``f < NaN`` simplifies to true
+        # (extra rows, the plain dataset's filter returns none), whatever the table's statistics
+        if _nan_literal(predicate):
+            return "a comparison with NaN (pyarrow simplifies it by a file's bounds to true: extra rows)"
         # deltalake 1.6 turns a column that a file bounds no value of (while it bounds others)
         # into ``c >= null and c <= null``: every predicate on it loses rows, even IS NOT NULL
         for path in predicate.columns():
@@ -1441,6 +1485,18 @@ def duckdb_delta_extension() -> str | None:
     return path if os.path.exists(path) else None
 
 
+@functools.cache
+def _duckdb() -> Any:
+    """One DuckDB connection per process with the ``delta`` extension loaded (loading its 80 MB
+    costs half a second)."""
+    import duckdb  # noqa: PLC0415 (an optional reader)
+
+    connection = duckdb.connect()
+    connection.execute(f"LOAD {_squote(duckdb_delta_extension() or '')}")
+    connection.execute("SET TimeZone = 'UTC'")
+    return connection
+
+
 class DuckDB(Reader):
     """DuckDB's ``delta_scan`` (delta-kernel-rs): ``WHERE p`` per predicate in one ``UNION ALL``,
     against the same with ``pushdown_filters='none'``, which keeps the filter in DuckDB's Parquet
@@ -1464,20 +1520,13 @@ class DuckDB(Reader):
 
     @staticmethod
     def _counts(table: Table, found: Sequence[Predicate | None], options: str) -> list[int]:
-        import duckdb  # noqa: PLC0415 (an optional reader)
-
-        connection = duckdb.connect()
-        try:
-            connection.execute(f"LOAD {_squote(duckdb_delta_extension() or '')}")
-            connection.execute("SET TimeZone = 'UTC'")
-            source = f"delta_scan({_squote(table.path)}{options})"
-            query = " UNION ALL ".join(
-                f"SELECT {i} AS i, count(*) AS n FROM {source}" + ("" if p is None else f" WHERE {p.render('duckdb')}")
-                for i, p in enumerate(found)
-            )
-            counts = dict(connection.execute(query).fetchall())
-        finally:
-            connection.close()
+        connection = _duckdb()
+        source = f"delta_scan({_squote(table.path)}{options})"
+        query = " UNION ALL ".join(
+            f"SELECT {i} AS i, count(*) AS n FROM {source}" + ("" if p is None else f" WHERE {p.render('duckdb')}")
+            for i, p in enumerate(found)
+        )
+        counts = dict(connection.execute(query).fetchall())
         return [int(counts[i]) for i in range(len(found))]
 
     def with_statistics(self, table: Table, found: Sequence[Predicate | None]) -> list[int]:
