@@ -153,15 +153,6 @@ class Snapshot:
             found.append(commit)
         return found
 
-    def advance(self, version: int | None = None) -> Snapshot:
-        """A newer version of the same table (None: the latest), replaying only the commits
-        after this one when the log still holds them.
-
-        Raises:
-            MissingTableError: the log has no such version.
-        """
-        return read_snapshot(self.location, version)
-
 
 _NUM_RECORDS = re.compile(r'\{"numRecords":(\d+)[,}]')
 

@@ -100,7 +100,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     if plan.snapshot is None:  # a new table: refused up front, or created before its files
         created = spark_arrow_schema(df)
         _check_creatable(plan, created)
-        if _maps_columns(plan.properties):
+        if TableConfig.of(plan.properties).column_mapping != "none":
             plan = _created_first(plan, created)
     snapshot = plan.snapshot
     if snapshot is not None:
@@ -165,12 +165,13 @@ def _check_creatable(plan: WritePlan, arrow_schema: pa.Schema) -> None:
                 feature="timestampNtz",
                 parameter="df",
             )
-    if not _maps_columns(plan.properties):
+    config = TableConfig.of(plan.properties)
+    if config.column_mapping == "none":
         return
     properties = {k.lower(): str(v).lower() for k, v in plan.properties.items()}
     features = (
         any(_holds_ntz(field.type, in_map=False, anywhere=True) for field in arrow_schema)
-        or properties.get("delta.enabledeletionvectors") == "true"
+        or config.deletion_vectors
         or any(key.startswith("delta.feature.") for key in properties)
         or properties.get("delta.minreaderversion", "1").strip() not in ("1", "2")
     )
@@ -196,10 +197,6 @@ def _holds_ntz(kind: pa.DataType, *, in_map: bool, anywhere: bool) -> bool:
     if pa.types.is_struct(kind):
         return any(_holds_ntz(kind.field(i).type, in_map=in_map, anywhere=anywhere) for i in range(kind.num_fields))
     return False
-
-
-def _maps_columns(properties: Mapping[str, str]) -> bool:
-    return str(properties.get("delta.columnMapping.mode", "none")).lower() not in ("none", "")
 
 
 def _created_first(plan: WritePlan, arrow_schema: pa.Schema) -> WritePlan:
