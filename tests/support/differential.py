@@ -521,6 +521,9 @@ def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[
                 spark.conf.set(key, value)
 
 
+_CODEC = "spark.sql.parquet.compression.codec"
+
+
 def write_case(spark: SparkSession, case: Case, path: str) -> None:
     """The case written jar-free: the first ``split`` rows create the table, the rest append."""
     options = WriteOptions(
@@ -530,7 +533,10 @@ def write_case(spark: SparkSession, case: Case, path: str) -> None:
         parquet_options=case.parquet_options,
     )
     parts = [("error", case.rows[: case.split], case.files[0]), ("append", case.rows[case.split :], case.files[1])]
-    with session_settings(spark, case.session):
+    session = dict(case.session)
+    if spark_line(spark) < (4, 0) and session.get(_CODEC) == "lz4_raw":
+        session[_CODEC] = "lz4raw"  # Spark 3.5's name of the same codec
+    with session_settings(spark, session):
         for mode, rows, files in parts:
             if rows:
                 df = spark.createDataFrame(rows, case.schema).repartition(files)
@@ -1400,6 +1406,13 @@ class DeltaRsScan(Reader):
     def render(self, table: Table, predicate: Predicate) -> str:
         return predicate.render("datafusion")
 
+    def cannot(self, table: Table, predicate: Predicate) -> str | None:
+        # deltalake 1.6.3 (Spark 3.5's stack): a filter on a field of a struct<int, string>
+        # matches every row (``a['x'] = 1`` counts both of (1, 'x'), (2, 'y')), statistics or not
+        if not hasattr(DeltaTable, "scan") and any(len(path) > 1 for path in predicate.columns()):
+            return "a struct field (deltalake 1.6.3's DataFusion filters struct fields wrongly, with statistics or not)"
+        return None
+
     @staticmethod
     def _counts(delta: DeltaTable, found: Sequence[Predicate | None]) -> list[int]:
         if not hasattr(delta, "scan"):  # deltalake before 1.6.6: the same engine through QueryBuilder
@@ -1734,7 +1747,12 @@ def _audit_all(table: Table, tally: Tally) -> None:
     """Every statistic of every leaf column that its file's values contradict, as a finding of
     the reader ``statistics`` (whether or not a predicate meets it)."""
     for column, _ in leaves(table.case):
-        for problem in audit(table, column.path):
+        try:
+            problems = audit(table, column.path)
+        except OSError as error:  # pyarrow 14 (Spark 3.5's stack) fails on some of parquet-java's v2 pages
+            tally.skips[f"audit: pyarrow {pa.__version__} cannot read a file ({_error(error)[:60]})"] += 1
+            return
+        for problem in problems:
             if any(text in problem for text in _CONTRADICTIONS):
                 finding = Finding(table.case, "statistics", ".".join(column.path), "", None, None)
                 finding.error = f"{column.kind.simpleString()}: {problem}"
@@ -1808,6 +1826,12 @@ KNOWN_READER_ERRORS: tuple[tuple[str, str, str], ...] = (
         "polars",
         "incoming: Datetime('ms'",
         "Polars 1.44 does not read a file's millisecond timestamps into the table's microseconds",
+    ),
+    (
+        "polars",
+        '"DeltaByteArray"-encoded optional parquet pages not yet supported',
+        "Polars 2.1 does not decode parquet-java 1.13's DELTA_BYTE_ARRAY pages of a fixed-length decimal "
+        "(Spark 3.5, parquet.writer.version=v2)",
     ),
     (
         "polars",
