@@ -15,7 +15,7 @@ and invariants, 3: checkConstraints, 4: changeDataFeed and generatedColumns, 5: 
 6: identityColumns; reader 2: columnMapping), and of those only the ones the table's metadata
 turns on count (a writer-6 table without an identity column has none to keep).
 
-[`FEATURES`][spark_mlt.delta.features.FEATURES] is the one list of what the jar-free path does
+`FEATURES` is the one list of what the jar-free path does
 with each feature; the feature table of docs/storage.md (Guarantees) is checked against it by the
 tests.
 """

@@ -23,7 +23,7 @@ refuses ``y = NULL``), so the checks here do too.
 Everything here is read from a snapshot's ``metaData`` once
 ([`Snapshot.layout`][spark_mlt.delta.snapshot.Snapshot.layout]) and used by the jar-free scan
 (`spark_mlt.delta.scan`), the statistics (`spark_mlt.delta.stats`) and the writer
-([`spark_mlt.storage._delta_rs`][spark_mlt.storage._delta_rs]).
+(`spark_mlt.storage._delta_rs`).
 """
 
 from __future__ import annotations
@@ -384,7 +384,7 @@ def physical_columns(layout: TableLayout, df: DataFrame) -> DataFrame:
 def enforce_rules(df: DataFrame, layout: TableLayout) -> DataFrame:
     """``df`` with the table's generated columns it lacks computed, in the table's column order, and
     every rule checked row by row: the first row that breaks one fails the query with
-    [`RULE_MARKER`][spark_mlt.delta.schema.RULE_MARKER], the rule and the row's values (so a write
+    `RULE_MARKER`, the rule and the row's values (so a write
     job fails before it commits).
 
     Example::
