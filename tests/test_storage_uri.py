@@ -15,11 +15,13 @@ from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt.column import mlt_encode
+from spark_mlt.errors import MLTError
 from spark_mlt.storage import (
     TABLE_FORMAT_VERSION,
     MissingTableError,
     WriteOptions,
     orphan_files,
+    pending_erasures,
     read_codecs,
     read_delta,
     read_snapshot,
@@ -63,7 +65,15 @@ def test_a_table_at_a_file_uri_is_written_appended_read_and_vacuumed(
     orphan.parent.mkdir()
     pq.write_table(pa.table({"userId": [1]}), orphan)
     assert orphan_files(uri) == ["mlt-20261122T000000-000000000000/part-00000.parquet"]
-    assert vacuum(uri) == []  # younger than the retention period
+    assert vacuum(uri) == []  # younger than the table's retention (Delta's default, 7 days)
+    assert vacuum(uri, retention_hours=0.5) == []
+    DeltaTable(str(tmp_path / "ratings")).alter.set_table_properties(
+        {"delta.deletedFileRetentionDuration": "interval 0 hours"}
+    )
+    assert vacuum(uri) == ["mlt-20261122T000000-000000000000/part-00000.parquet"]  # the table's own retention
+    assert pending_erasures(uri)["retention_hours"] == 0
+    with pytest.raises(MLTError, match="retention_hours must be a number of hours >= 0.*got -1"):
+        vacuum(uri, retention_hours=-1)
     assert vacuum(uri, retention_hours=0, dry_run=False) == ["mlt-20261122T000000-000000000000/part-00000.parquet"]
     assert not orphan.parent.exists()
     assert orphan_files(uri) == []

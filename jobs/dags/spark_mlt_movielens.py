@@ -239,7 +239,8 @@ with DAG(
 # each run applies the source's changes since the version the mirror holds (its change data
 # feed), in one commit, exactly once: the mirror records the source version it reached, so a
 # retried or overlapping run commits nothing twice. After each sync the erasures are made
-# physical as far as the retention allows: the files the syncs removed more than 7 days ago are
+# physical as far as the retention allows: the files the syncs removed longer ago than each table's
+# retention (delta.deletedFileRetentionDuration, 7 days unless set) are
 # vacuumed from the mirror, its quarantine and its vocabularies (docs/sync.md: erasure step by step).
 CUSTOMERS = _variable("spark_mlt_customers_source", f"{SPARK_MLT_HOME}/data/customers")
 CUSTOMERS_MLT = _variable("spark_mlt_customers_output", f"{SPARK_MLT_HOME}/output/customers_mlt")
@@ -283,7 +284,7 @@ with DAG(
         py_files=PY_FILES,
         conf=SPARK_CONF,
         name="spark-mlt-customers-erase",
-        # the files the syncs removed more than the retention (7 days) ago
+        # the files the syncs removed longer ago than each table's retention (7 days unless set)
         application_args=["--input", CUSTOMERS_MLT, "--apply"],
     )
     sync_customers >> erase_customers

@@ -502,7 +502,11 @@ def _add_table_commands(sub: Any) -> None:
         )
         if name in ("vacuum", "erase"):
             command.add_argument(
-                "--retention-hours", type=int, default=168, help="keep files younger than this (default: 168, 7 days)"
+                "--retention-hours",
+                type=float,
+                default=None,
+                help="keep files younger than this (default: the table's delta.deletedFileRetentionDuration, "
+                "168 hours unless it sets one)",
             )
             command.add_argument("--apply", action="store_true", help="delete the files (default: only list them)")
         if name == "vacuum":

@@ -44,14 +44,15 @@ def erase_physically(
     mirror: str,
     *,
     quarantine: str | None = None,
-    retention_hours: int = 168,
+    retention_hours: float | None = None,
     apply: bool = False,
     spark: SparkSession | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """For the mirror, its quarantine and its vocabularies: purge the rows deletion vectors hide
     (``REORG TABLE ... APPLY (PURGE)``, which needs ``spark`` with Delta's jars) and vacuum the
-    files older than ``retention_hours`` (``apply=False``: only list them); returns, per table,
+    files older than ``retention_hours`` (by default each table's ``delta.deletedFileRetentionDuration``,
+    7 days unless set; ``apply=False``: only list them); returns, per table,
     what was (or would be) deleted and what is still pending, with the time each pending file
     may go (``pending_erasures``).
 

@@ -4,7 +4,8 @@ A write that dies between Spark's job commit and its Delta commit (a killed driv
 uncommitted staging folder; a write in progress has one too, until it commits, and the two cannot be
 told apart from the files alone. So [`orphan_files`][spark_mlt.storage.maintenance.orphan_files]
 only lists, and [`vacuum`][spark_mlt.storage.maintenance.vacuum] deletes only files older than a
-retention period (7 days by default, Delta's own), which also keeps time travel to recent versions
+retention period (the table's ``delta.deletedFileRetentionDuration`` by default: 7 days unless the
+table sets it, as with Delta's own ``VACUUM``), which also keeps time travel to recent versions
 working. Which files those are is read from the table's log by the Delta core
 (`spark_mlt.delta.vacuum`), and the empty staging folders left behind are removed through the
 table's pyarrow filesystem, so both work on any location (see `spark_mlt.delta.fs`).
@@ -29,6 +30,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from spark_mlt.delta.config import TableConfig
 from spark_mlt.delta.features import check_writable
 from spark_mlt.delta.fs import Location, locate
 from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
@@ -65,7 +67,7 @@ def orphan_files(path: str | os.PathLike[str], *, storage_options: Mapping[str, 
 def vacuum(
     path: str | os.PathLike[str],
     *,
-    retention_hours: int = 168,
+    retention_hours: float | None = None,
     dry_run: bool = True,
     spark: SparkSession | None = None,
     storage_options: Mapping[str, str] | None = None,
@@ -73,7 +75,8 @@ def vacuum(
     """Files to delete (or, with ``dry_run=False``, deleted) older than ``retention_hours``:
     orphans of failed writes and files no version within the retention period needs.
 
-    The default retention (7 days, Delta's own) keeps time travel to recent versions and
+    The default retention, the table's ``delta.deletedFileRetentionDuration`` (7 days unless
+    the table sets it, as with Delta's ``VACUUM``), keeps time travel to recent versions and
     never touches the files of a write still in progress. Empty staging folders left behind
     are removed too. With ``spark`` (a session with Delta's jars) Delta's ``VACUUM`` does the
     work; ``path`` may then be a catalog table's name.
@@ -88,32 +91,55 @@ def vacuum(
 
         vacuum("/data/ratings_mlt", retention_hours=24, dry_run=False)
     """
-    if retention_hours < 0:
-        raise MLTError(f"retention_hours must be >= 0, got {retention_hours}", parameter="retention_hours")
+    _check_retention(retention_hours)
     location = locate(resolve_location(path, spark=spark), storage_options)
     if spark is not None and use_delta_spark(spark):
-        files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
+        files, retention_ms = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
     else:
         snapshot = read_delta_snapshot(location)
         check_writable(snapshot, operation="vacuum")
-        now = int(time.time() * 1000)
-        files = vacuum_files(snapshot, retention_ms=retention_hours * 3_600_000, now_ms=now)
+        retention_ms = _retention_ms(retention_hours, snapshot.config)
+        files = vacuum_files(snapshot, retention_ms=retention_ms, now_ms=int(time.time() * 1000))
         if not dry_run:
             for name in files:
                 location.remove_file(location.path(name))
     if not dry_run:
-        _remove_empty_staging(location, cutoff=time.time() - retention_hours * 3600)
+        _remove_empty_staging(location, cutoff=time.time() - retention_ms / 1000)
     return sorted(files)
 
 
-def _delta_vacuum(spark: SparkSession, location: Location, *, retention_hours: int, dry_run: bool) -> list[str]:
-    """Delta's ``VACUUM``: its dry run lists the files (as URIs), the real one deletes them."""
+def _check_retention(retention_hours: float | None) -> None:
+    if retention_hours is not None and not retention_hours >= 0:
+        raise MLTError(
+            f"retention_hours must be a number of hours >= 0 (or None: the table's "
+            f"delta.deletedFileRetentionDuration), got {retention_hours!r}",
+            parameter="retention_hours",
+        )
+
+
+def _retention_ms(retention_hours: float | None, config: TableConfig) -> int:
+    """``retention_hours`` in milliseconds, or the table's deleted-file retention when None."""
+    if retention_hours is None:
+        return config.deleted_file_retention_ms
+    return round(retention_hours * 3_600_000)
+
+
+def _delta_vacuum(
+    spark: SparkSession, location: Location, *, retention_hours: float | None, dry_run: bool
+) -> tuple[list[str], int]:
+    """Delta's ``VACUUM``: its dry run lists the files (as URIs), the real one deletes them.
+    Returns them with the retention it used, in milliseconds (without ``retention_hours``, the
+    table's own, which ``VACUUM`` without ``RETAIN`` uses too)."""
     target = path_target(location)
+    properties = {str(row[0]): str(row[1]) for row in spark.sql(f"SHOW TBLPROPERTIES {target}").collect()}
+    retention_ms = _retention_ms(retention_hours, TableConfig.of(properties))
+    hours = None if retention_hours is None else int(retention_hours) if retention_hours == int(retention_hours) else retention_hours
+    retain = "" if hours is None else f" RETAIN {hours} HOURS"
     with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
-        listed = spark.sql(f"VACUUM {target} RETAIN {retention_hours} HOURS DRY RUN").collect()
+        listed = spark.sql(f"VACUUM {target}{retain} DRY RUN").collect()
         if not dry_run:
-            spark.sql(f"VACUUM {target} RETAIN {retention_hours} HOURS").collect()
-    return [_relative_to(location, str(row[0])) for row in listed]
+            spark.sql(f"VACUUM {target}{retain}").collect()
+    return [_relative_to(location, str(row[0])) for row in listed], retention_ms
 
 
 def _relative_to(location: Location, uri: str) -> str:
@@ -141,11 +167,15 @@ def _remove_empty_staging(location: Location, *, cutoff: float) -> None:
 
 
 def pending_erasures(
-    path: str | os.PathLike[str], *, retention_hours: int = 168, storage_options: Mapping[str, str] | None = None
+    path: str | os.PathLike[str],
+    *,
+    retention_hours: float | None = None,
+    storage_options: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """What of a table's deleted rows is still in its storage, and when it can go: the files
     its commits removed (an update's, a delete's, a sync's rewritten files) that are still
-    there, each with the time a vacuum with ``retention_hours`` may delete it, and the rows its
+    there, each with the time a vacuum with ``retention_hours`` (by default the table's
+    ``delta.deletedFileRetentionDuration``) may delete it, and the rows its
     deletion vectors hide (their bytes stay in the data files until a purge,
     ``REORG TABLE ... APPLY (PURGE)``, rewrites them). Reads the table's last
     ``ERASURE_HISTORY`` (10,000) commits; no Spark.
@@ -154,10 +184,11 @@ def pending_erasures(
 
         pending_erasures("/data/customers_mlt")["removed_files"]  # [{"path": ..., "deletable_after": ...}]
     """
+    _check_retention(retention_hours)
     location = locate(resolve_location(path), storage_options)
     snapshot = read_snapshot(location.uri, storage_options=storage_options)
     still = removed_files(snapshot.delta, history=ERASURE_HISTORY).items()
-    retention_ms = retention_hours * 3_600_000
+    retention_ms = _retention_ms(retention_hours, snapshot.delta.config)
     files = [
         {
             "path": name,
@@ -171,7 +202,7 @@ def pending_erasures(
         "removed_files": files,
         "removed_bytes": sum(location.filesystem.get_file_info(location.path(f["path"])).size or 0 for f in files),
         "rows_in_deletion_vectors": hidden,
-        "retention_hours": retention_hours,
+        "retention_hours": retention_ms / 3_600_000,
     }
 
 
