@@ -72,7 +72,7 @@ def test_a_table_at_a_file_uri_is_written_appended_read_and_vacuumed(
     )
     assert vacuum(uri) == ["mlt-20261122T000000-000000000000/part-00000.parquet"]  # the table's own retention
     assert pending_erasures(uri)["retention_hours"] == 0
-    with pytest.raises(MLTError, match="retention_hours must be a number of hours >= 0.*got -1"):
+    with pytest.raises(MLTError, match=r"retention_hours must be a number of hours >= 0.*got -1"):
         vacuum(uri, retention_hours=-1)
     assert vacuum(uri, retention_hours=0, dry_run=False) == ["mlt-20261122T000000-000000000000/part-00000.parquet"]
     assert not orphan.parent.exists()

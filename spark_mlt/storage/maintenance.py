@@ -133,8 +133,7 @@ def _delta_vacuum(
     target = path_target(location)
     properties = {str(row[0]): str(row[1]) for row in spark.sql(f"SHOW TBLPROPERTIES {target}").collect()}
     retention_ms = _retention_ms(retention_hours, TableConfig.of(properties))
-    hours = None if retention_hours is None else int(retention_hours) if retention_hours == int(retention_hours) else retention_hours
-    retain = "" if hours is None else f" RETAIN {hours} HOURS"
+    retain = "" if retention_hours is None else f" RETAIN {f'{retention_hours:f}'.rstrip('0').rstrip('.')} HOURS"
     with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
         listed = spark.sql(f"VACUUM {target}{retain} DRY RUN").collect()
         if not dry_run:
