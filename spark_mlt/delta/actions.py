@@ -49,9 +49,9 @@ FileKey = tuple[str, str | None]
 
 def _strings(mapping: Any) -> dict[str, str | None]:
     """A JSON object (or a checkpoint's map, as a list of pairs) of strings, nulls kept."""
-    if mapping is None:
+    if not mapping:
         return {}
-    items = mapping.items() if isinstance(mapping, Mapping) else mapping
+    items = mapping.items() if isinstance(mapping, (dict, Mapping)) else mapping
     return {str(key): None if value is None else str(value) for key, value in items}
 
 
