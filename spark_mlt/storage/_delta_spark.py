@@ -78,19 +78,24 @@ def create_table(
 
 
 @contextmanager
-def session_conf(spark: SparkSession, conf: Mapping[str, str]) -> Iterator[None]:
-    """Sets ``conf`` on the session for the block and restores the previous values after."""
+def session_conf(spark: SparkSession, conf: Mapping[str, str | None]) -> Iterator[None]:
+    """Sets ``conf`` on the session for the block (a None value unsets its key) and restores the
+    previous values after."""
     previous: dict[str, str | None] = {key: spark.conf.get(key, None) for key in conf}
-    for key, value in conf.items():
-        spark.conf.set(key, value)
     try:
+        for key, value in conf.items():
+            _set(spark, key, value)
         yield
     finally:
         for key, old in previous.items():
-            if old is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, old)
+            _set(spark, key, old)
+
+
+def _set(spark: SparkSession, key: str, value: str | None) -> None:
+    if value is None:
+        spark.conf.unset(key)
+    else:
+        spark.conf.set(key, value)
 
 
 #: How often a write that lost to another writer's commit is run again, each time after

@@ -113,6 +113,7 @@ from pyspark.sql.types import (
 
 from spark_mlt.column.sqltext import identifier, string
 from spark_mlt.storage import WriteOptions, write_delta
+from spark_mlt.storage._delta_spark import session_conf
 
 _UTC = dt.timezone.utc
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
@@ -502,23 +503,9 @@ def _value(rng: random.Random, kind: DataType, null_rate: float) -> Any:
 # --- writing ------------------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def session_settings(spark: SparkSession, settings: dict[str, str]) -> Iterator[None]:
-    """The session with ``settings`` for the block, then as it was."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    try:
-        for key, value in settings.items():
-            if value == UNSET:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
-        yield
-    finally:
-        for key, value in before.items():
-            if value is None:
-                spark.conf.unset(key)
-            else:
-                spark.conf.set(key, value)
+def session_settings(spark: SparkSession, settings: dict[str, str]) -> contextlib.AbstractContextManager[None]:
+    """The session with ``settings`` (``UNSET``: the key unset) for the block, then as it was."""
+    return session_conf(spark, {key: None if value == UNSET else value for key, value in settings.items()})
 
 
 _CODEC = "spark.sql.parquet.compression.codec"
