@@ -87,8 +87,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from deltalake import DeltaTable, QueryBuilder, Schema
-from deltalake.exceptions import DeltaError
+from deltalake import DeltaTable, QueryBuilder
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import (
     ArrayType,
@@ -114,6 +113,7 @@ from pyspark.sql.types import (
 from spark_mlt.column.sqltext import identifier, string
 from spark_mlt.storage import WriteOptions, write_delta
 from spark_mlt.storage._delta_spark import session_conf
+from tests.support.stats_cases import delta_rs_creates_column_mapping
 
 _UTC = dt.timezone.utc
 _INTEGERS = (ByteType, ShortType, IntegerType, LongType)
@@ -184,18 +184,6 @@ class Case:
     @property
     def column_mapping(self) -> bool:
         return self.properties.get("delta.columnMapping.mode", "none") != "none"
-
-
-@functools.cache
-def delta_rs_creates_column_mapping() -> bool:
-    """Whether this deltalake creates column-mapped tables (1.6.6 does, 1.6.3 does not)."""
-    with tempfile.TemporaryDirectory() as folder:
-        try:
-            schema = Schema.from_arrow(pa.schema([("a", pa.int64())]))
-            DeltaTable.create(folder, schema, configuration={"delta.columnMapping.mode": "name"})
-        except DeltaError:
-            return False
-    return True
 
 
 def spark_line(spark: SparkSession) -> tuple[int, int]:
