@@ -1542,7 +1542,7 @@ def readers(spark: SparkSession | None) -> tuple[list[Reader], dict[str, str]]:
     if spark is not None:
         found.insert(0, DeltaSpark(spark))
     else:
-        missing["delta-spark"] = "the session has no Delta jars"
+        missing["delta-spark"] = "not asked for (SPARK_MLT_TEST_DELTA_SPARK=1 with Delta's jars)"
     try:
         import polars  # noqa: F401, PLC0415 (an optional reader)
 
