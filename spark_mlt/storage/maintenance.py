@@ -131,9 +131,13 @@ def _delta_vacuum(
     Returns them with the retention it used, in milliseconds (without ``retention_hours``, the
     table's own, which ``VACUUM`` without ``RETAIN`` uses too)."""
     target = path_target(location)
-    properties = {str(row[0]): str(row[1]) for row in spark.sql(f"SHOW TBLPROPERTIES {target}").collect()}
-    retention_ms = _retention_ms(retention_hours, TableConfig.of(properties))
-    retain = "" if retention_hours is None else f" RETAIN {f'{retention_hours:f}'.rstrip('0').rstrip('.')} HOURS"
+    if retention_hours is None:  # the table's properties only then: VACUUM without RETAIN reads them itself
+        shown = spark.sql(f"SHOW TBLPROPERTIES {target}").collect()
+        retention_ms = TableConfig.of({str(row[0]): str(row[1]) for row in shown}).deleted_file_retention_ms
+        retain = ""
+    else:
+        retention_ms = round(retention_hours * 3_600_000)
+        retain = f" RETAIN {f'{retention_hours:f}'.rstrip('0').rstrip('.')} HOURS"
     with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
         listed = spark.sql(f"VACUUM {target}{retain} DRY RUN").collect()
         if not dry_run:
