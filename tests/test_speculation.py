@@ -113,8 +113,10 @@ def test_a_speculative_attempt_on_the_other_host_replaced_the_stalled_one(cluste
     assert run.returncode == 0, f"job exited {run.returncode} after {run.seconds:.1f} s\n{why}"
     assert set(run.report["hosts"]) == set(HOSTS), f"{run.report}\n{why}"
 
+    # The UDF leaves a marker per attempt that reached it. The stalled attempt may not reach
+    # it: on a loaded machine its Python worker can still be starting when the copy is
+    # launched, finishes and has it killed. Spark's event log below says that it ran.
     attempts = sorted(path.name for path in run.markers.iterdir())
-    assert "0-0" in attempts, f"{attempts}\n{why}"
     assert "0-1" in attempts, f"{attempts}\n{why}"
     assert {name.split("-")[0] for name in attempts} == {"0", "1", "2", "3"}, attempts
     # Done before the stalled attempt could have woken up.
