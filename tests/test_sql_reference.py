@@ -8,6 +8,9 @@ users``, ``register_mlt_functions(...)`` in the page's namespace), which must fa
 message, at the moment the cause says (``(run time)``: while the query runs, else when Spark
 analyses it). Every function that the jar's extension registers, and each name
 ``register_mlt_functions`` creates, has an entry with the reference's parts.
+
+A section that works on a tokenized table of its own (`ELSEWHERE`) is run by its own test, on
+such a table, and left out here.
 """
 
 from __future__ import annotations
@@ -30,6 +33,8 @@ from spark_mlt.column import register_mlt_functions
 
 PAGE = Path(__file__).resolve().parents[1] / "docs" / "sql-functions.md"
 ERRORS_HEADER = ["Cause", "Call", "Message"]
+#: the sections that read a tokenized table, and the test that runs each on one
+ELSEWHERE = {"String keys: back to their values": "tests/test_sql_string_keys.py"}
 #: what every function's entry holds, as Spark's and Sedona's function references do
 PARTS = ("**Signature**", "**Arguments**", "**Returns**", "**Errors**", "**Example**")
 
@@ -87,6 +92,8 @@ def _read(text: str) -> Page:
         if token.type == "heading_open" and token.tag == "h2":
             section = tokens[i + 1].content.replace("`", "")
             starts.append((section, token.map[0] if token.map else 0))
+        elif section in ELSEWHERE:
+            continue
         elif token.type == "fence":
             lang = token.info.split()[0] if token.info else ""
             if pending is not None:
