@@ -11,6 +11,7 @@ as a run would, and prints JSON.
 
 from __future__ import annotations
 
+import ast
 import importlib.metadata
 import importlib.util
 import json
@@ -24,6 +25,7 @@ from typing import Any
 import pytest
 
 import spark_mlt.jars
+from spark_mlt.batch import cli
 from spark_mlt.batch.cli import JOBS, _job_call, _parse, _values
 from spark_mlt.batch.stream import tokenize_stream
 from spark_mlt.jars import DELTA_EXTENSION, JVM_EXTENSION, jvm_jar_name
@@ -243,6 +245,28 @@ def test_two_spark_submit_tasks_tokenize_then_verify(parsed: list[dict[str, Any]
         assert task["retry_delay_s"] > 0
     assert tasks["tokenize_movielens"]["downstream"] == ["decode_verify"]
     assert tasks["decode_verify"]["downstream"] == []
+
+
+#: the exit codes the DAG's docstring lists, by the words it gives each, and the command's constants
+EXIT_WORDS = {
+    "failure": cli.EXIT_FAILURE,
+    "usage error": cli.EXIT_USAGE,
+    "``decode --verify`` found": cli.EXIT_MISMATCH,
+    "interrupted": cli.EXIT_INTERRUPTED,
+}
+
+
+def test_the_docstring_gives_the_exit_codes_the_jobs_return() -> None:
+    """The docstring said ``decode_verify`` fails with exit 1 on a mismatch, where ``decode
+    --verify`` exits 3 (``EXIT_MISMATCH``); each code it lists is the command's for its meaning.
+    Read from the file, as the DAG's ``doc_md``: no Airflow needed."""
+    doc = ast.get_docstring(ast.parse((DAGS / "spark_mlt_movielens.py").read_text(encoding="utf-8"))) or ""
+    prose = " ".join(doc.split())
+    verify = re.search(r"``decode_verify`` runs .*?: the job then exits (\d+)\.", prose)
+    assert verify is not None, "the docstring says no exit code of decode_verify's mismatch"
+    assert int(verify[1]) == cli.EXIT_MISMATCH
+    listed = {words: int(code) for code, words in re.findall(rf"(\d+) ({'|'.join(map(re.escape, EXIT_WORDS))})", prose)}
+    assert listed == EXIT_WORDS
 
 
 def test_applications_are_the_repository_jobs(parsed: list[dict[str, Any]]) -> None:

@@ -7,7 +7,12 @@ Two ``SparkSubmitOperator`` tasks, once a day::
 * ``tokenize_movielens`` runs ``jobs/tokenize_movielens.py --input <release> --output
   <root>/ds=<date> --mode overwrite``.
 * ``decode_verify`` runs ``jobs/decode_table.py --input <root>/ds=<date> --verify``; it fails
-  (exit 1) when a decoded id differs from the original.
+  when a decoded id differs from the original: the job then exits 3.
+
+A task fails when its job exits with any code but 0 (docs/cli.md, "Exit codes"): 1 failure (one
+line ``spark-mlt: error: ...`` on stderr), 2 usage error (a bad flag or conf value, before any
+Spark work), 3 ``decode --verify`` found decoded ids that differ from the originals, 130
+interrupted.
 
 Idempotent reruns: each DAG run writes its own table, ``<root>/ds=<logical date>``, in
 ``overwrite`` mode, so a retried task or a cleared and re-run DAG run replaces that run's
