@@ -46,6 +46,7 @@ from spark_mlt.storage import (
     read_snapshot,
     s3a_conf,
     vacuum,
+    vocabulary_paths,
     write_delta,
 )
 from tests.support import s3 as local_s3
@@ -103,7 +104,9 @@ def test_movielens_and_tokenize_into_s3_then_decode_append_inspect_vacuum_and_re
     report = tokenize_table(spark, str(source), orders, ["customer_id", "sku"], job)
     assert (report.rows_out, report.rows_rejected) == (2, 1)
     assert [r.note for r in read_delta(spark, f"{orders}_quarantine", storage_options=options).collect()] == ["c"]
-    assert read_snapshot(orders, storage_options=options).properties["mlt.vocabulary.sku"] == f"{orders}_vocab/sku"
+    stored = read_snapshot(orders, storage_options=options)
+    assert stored.properties["mlt.vocabulary.sku"] == "../orders_mlt_vocab/sku"  # beside the table: relative
+    assert vocabulary_paths(stored.properties, location=stored.path) == {"sku": f"{orders}_vocab/sku"}
     decoded = decode_table(spark, orders, DecodeOptions(output=f"{orders}_ids", storage_options=options))
     assert decoded.rows_out == 2
     keys = read_delta(spark, f"{orders}_ids", storage_options=options).select("note", "sku").collect()

@@ -116,8 +116,8 @@ def test_a_missing_table_is_a_table_not_found_error_naming_path(tmp_path: Path) 
 def test_vocabulary_paths_read_the_vocabulary_properties_only() -> None:
     assert vocabulary_properties({"sku": "/v/sku"}) == {"mlt.vocabulary.sku": "/v/sku"}
     properties = {"mlt.vocab.store": "/x/store", "mlt.vocabulary.sku": "/v/sku", "mlt.codec.sku": "{}"}
-    assert vocabulary_paths(properties) == {"sku": "/v/sku"}  # mlt.vocab. is no name of ours
-    assert vocabulary_paths({}) == {}
+    assert vocabulary_paths(properties, location="/t") == {"sku": "/v/sku"}  # mlt.vocab. is no name of ours
+    assert vocabulary_paths({}, location="/t") == {}
 
 
 @pytest.fixture

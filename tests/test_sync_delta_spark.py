@@ -164,7 +164,7 @@ def _decoded(spark: SparkSession, path: str, at: tuple[int, int] | None = None) 
     snapshot = read_snapshot(path, version=version)
     table = spark.read.format("delta").option("versionAsOf", snapshot.version).load(path)
     table = unpack_token_columns(table, snapshot.codecs)
-    vocabularies = vocabulary_paths(snapshot.properties)
+    vocabularies = vocabulary_paths(snapshot.properties, location=snapshot.path)
     assert sorted(snapshot.codecs) == sorted(COLUMNS)
     assert sorted(vocabularies) == ["sku"]
     vocabulary = spark.read.format("delta")

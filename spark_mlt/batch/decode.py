@@ -135,7 +135,7 @@ def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None 
         _check_token_columns(input, snapshot.codecs, table)
         report.codecs = snapshot.codecs
         report.layouts = dict(token_layouts(table.schema, snapshot.codecs))
-    vocabularies = vocabulary_paths(snapshot.properties)
+    vocabularies = vocabulary_paths(snapshot.properties, location=snapshot.path)
     table, decoded = _decoded(spark, table, report, vocabularies, opts)
     if opts.verify:
         with phase(report, "verify"):

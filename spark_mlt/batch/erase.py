@@ -33,11 +33,11 @@ def erased_tables(
     mirror: str, *, quarantine: str | None = None, storage_options: Mapping[str, str] | None = None
 ) -> list[str]:
     """The tables a mirror's erasures touch: the mirror, its quarantine (if there is one) and
-    the vocabularies its properties name."""
+    the vocabularies its properties name (a relative one resolved against the mirror's location)."""
     snapshot = read_snapshot(mirror, storage_options=storage_options)
     side = quarantine or f"{mirror.rstrip('/')}_quarantine"
     tables = [mirror, *([side] if table_exists(side, storage_options=storage_options) else [])]
-    return tables + list(vocabulary_paths(snapshot.properties).values())
+    return tables + list(vocabulary_paths(snapshot.properties, location=snapshot.path).values())
 
 
 def erase_physically(

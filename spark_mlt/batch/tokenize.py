@@ -16,7 +16,6 @@ a plain Parquet write, since Spark's Parquet writer pays per value.
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Mapping, Sequence
 
 from pyspark import StorageLevel
@@ -44,6 +43,7 @@ from spark_mlt.storage import (
     snapshot_for_write,
     token_write_options,
     vocabulary_properties,
+    vocabulary_property_value,
     write_delta,
 )
 from spark_mlt.storage.catalog import Backend, is_table_name, use_delta_spark
@@ -256,7 +256,7 @@ def _key_ids(
     for column, id_column in sources.items():
         path = _vocabulary_of(output, column, options)
         df = assign_ids(spark, df, column, path, id_column=id_column, storage_options=options.storage_options)
-        paths[column] = path if "://" in path or is_table_name(path) else os.path.abspath(path)
+        paths[column] = vocabulary_property_value(output, path)
     return df, sources, vocabulary_properties(paths)
 
 

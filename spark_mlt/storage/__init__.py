@@ -59,8 +59,10 @@ from spark_mlt.storage.properties import (
     VOCABULARY_PROPERTY_PREFIX,
     AppTransaction,
     check_run_id,
+    resolve_vocabulary_path,
     vocabulary_paths,
     vocabulary_properties,
+    vocabulary_property_value,
 )
 from spark_mlt.storage.reader import read_appended, read_delta, read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
@@ -133,6 +135,7 @@ __all__ = [
     "read_vocabulary",
     "redact",
     "replace_keys",
+    "resolve_vocabulary_path",
     "s3a_conf",
     "snapshot_for_write",
     "table_exists",
@@ -141,5 +144,6 @@ __all__ = [
     "vacuum",
     "vocabulary_paths",
     "vocabulary_properties",
+    "vocabulary_property_value",
     "write_delta",
 ]

@@ -8,7 +8,15 @@ Table properties (the table's metadata configuration):
 * ``mlt.format.version``: the table layout's version,
   [`TABLE_FORMAT_VERSION`][spark_mlt.storage.properties.TABLE_FORMAT_VERSION] (an int here, the
   string ``"1"`` in the table: Delta property values are strings).
-* ``mlt.vocabulary.<column>``: the path of the key vocabulary of string column ``<column>``.
+* ``mlt.vocabulary.<column>``: where the key vocabulary of string column ``<column>`` is. A
+  vocabulary beside the table (same scheme and bucket, under the table's parent folder, as the
+  default ``<table>_vocab/<column>`` is) is recorded relative to the table's parent folder, as
+  ``../<path under that folder>`` with ``/`` separators (``../orders_mlt_vocab/sku`` for the table
+  ``/lake/orders_mlt``), so a table copied or moved together with its vocabularies still decodes;
+  any other vocabulary by its absolute path, URI or catalog name. A value is relative exactly
+  when it starts with ``../`` (absolute paths start with ``/``, URIs hold ``://``, names hold no
+  ``/``); readers resolve it against the table's location when they read it
+  ([`vocabulary_paths`][spark_mlt.storage.properties.vocabulary_paths]).
 * anything else a caller passes (``WriteOptions.properties``), e.g. the MovieLens job's label
   rule: storage knows codecs and table properties, not what the layers above record.
 
@@ -24,11 +32,14 @@ appends and overwrites must reuse the stored codecs
 
 from __future__ import annotations
 
+import os
+import posixpath
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.errors import CodecFormatError, CodecMismatchError, MLTError
+from spark_mlt.storage.catalog import is_table_name
 
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
@@ -41,10 +52,12 @@ __all__ = [
     "codec_properties",
     "codecs_from_properties",
     "merge_codecs",
+    "resolve_vocabulary_path",
     "run_app_id",
     "run_transaction",
     "vocabulary_paths",
     "vocabulary_properties",
+    "vocabulary_property_value",
 ]
 
 CODEC_PROPERTY_PREFIX = "mlt.codec."
@@ -105,25 +118,112 @@ def merge_codecs(location: str, stored: Mapping[str, MLTCodec], wanted: Mapping[
 
 
 def vocabulary_properties(paths: Mapping[str, str]) -> dict[str, str]:
-    """The table properties recording each string column's vocabulary path (new names only).
+    """The table properties recording each string column's vocabulary (new names only), from the
+    values [`vocabulary_property_value`][spark_mlt.storage.properties.vocabulary_property_value] gives.
 
     Example::
 
-        vocabulary_properties({"sku": "/data/vocab/sku"})  # {"mlt.vocabulary.sku": "/data/vocab/sku"}
+        vocabulary_properties({"sku": "../orders_mlt_vocab/sku"})  # {"mlt.vocabulary.sku": "../orders_mlt_vocab/sku"}
     """
     return {f"{VOCABULARY_PROPERTY_PREFIX}{column}": path for column, path in paths.items()}
 
 
-def vocabulary_paths(properties: Mapping[str, str]) -> dict[str, str]:
-    """The vocabulary path of each string column recorded in a table's ``properties``
-    (``mlt.vocabulary.<column>``).
+#: How a vocabulary value relative to its table begins (the rest is the path under the table's parent folder).
+_RELATIVE = "../"
+
+
+def vocabulary_property_value(table: str, vocabulary: str) -> str:
+    """What ``mlt.vocabulary.<column>`` records for the vocabulary at ``vocabulary`` of the table
+    at ``table``: ``../`` and the vocabulary's path under the table's parent folder when it is
+    there on the table's store (same scheme, case aside, and same bucket or host); otherwise the
+    vocabulary's absolute path, its URI or its catalog name, as given. A catalog table's
+    vocabularies are never relative (its location is the catalog's to move).
 
     Example::
 
-        vocabulary_paths(read_snapshot("/data/orders_mlt").properties)  # {"sku": "/data/vocab/sku"}
+        vocabulary_property_value("/lake/orders_mlt", "/lake/orders_mlt_vocab/sku")  # "../orders_mlt_vocab/sku"
+        vocabulary_property_value("s3://b/lake/x", "s3://b/lake/vocab/x/sku")         # "../vocab/x/sku"
+        vocabulary_property_value("s3://b/lake/x", "s3://other/x_vocab/sku")          # "s3://other/x_vocab/sku"
+        vocabulary_property_value("db.orders_mlt", "db.orders_mlt_vocab_sku")          # "db.orders_mlt_vocab_sku"
+    """
+    if is_table_name(vocabulary):
+        return vocabulary
+    absolute = vocabulary if "://" in vocabulary else os.path.abspath(vocabulary)
+    if is_table_name(table):
+        return absolute
+    (table_store, table_path), (store, path) = _split_location(table), _split_location(vocabulary)
+    parent = posixpath.dirname(table_path)
+    if table_path == "/" or not _same_store(table_store, store) or not path.startswith(parent.rstrip("/") + "/"):
+        return absolute
+    return _RELATIVE + posixpath.relpath(path, parent)
+
+
+def resolve_vocabulary_path(location: str, value: str) -> str:
+    """The vocabulary that the value ``value`` of ``mlt.vocabulary.<column>`` names, for the table
+    at ``location`` (e.g. [`TableSnapshot.path`][spark_mlt.storage.table.TableSnapshot]):
+    a relative value (``../...``) resolved against the table's parent folder, on the table's store
+    and in its form (an absolute path for a plain path); any other value as it is.
+
+    Raises:
+        MLTError: ``value`` is relative and ``location`` is a catalog name, not a location.
+
+    Example::
+
+        resolve_vocabulary_path("/mnt/prod/orders_mlt", "../orders_mlt_vocab/sku")  # "/mnt/prod/orders_mlt_vocab/sku"
+        resolve_vocabulary_path("s3://b/lake/x", "../x_vocab/sku")                   # "s3://b/lake/x_vocab/sku"
+        resolve_vocabulary_path("/mnt/prod/orders_mlt", "/old/vocab/sku")            # "/old/vocab/sku"
+    """
+    if not value.startswith(_RELATIVE):
+        return value
+    if is_table_name(location):
+        raise MLTError(
+            f"location {location!r} is a catalog table's name, and the vocabulary {value!r} is relative to "
+            "the table's location: pass the location (read_snapshot(...).path)",
+            parameter="location",
+        )
+    store, path = _split_location(location)
+    return store + posixpath.normpath(posixpath.join(posixpath.dirname(path), value.removeprefix(_RELATIVE)))
+
+
+def vocabulary_paths(properties: Mapping[str, str], *, location: str) -> dict[str, str]:
+    """The vocabulary of each string column recorded in the ``properties`` of the table at
+    ``location`` (``mlt.vocabulary.<column>``), relative values resolved against ``location``
+    ([`resolve_vocabulary_path`][spark_mlt.storage.properties.resolve_vocabulary_path]).
+
+    Raises:
+        MLTError: a value is relative and ``location`` is a catalog name.
+
+    Example::
+
+        snapshot = read_snapshot("/data/orders_mlt")
+        vocabulary_paths(snapshot.properties, location=snapshot.path)  # {"sku": "/data/orders_mlt_vocab/sku"}
     """
     prefix = VOCABULARY_PROPERTY_PREFIX
-    return dict(sorted((k.removeprefix(prefix), v) for k, v in properties.items() if k.startswith(prefix)))
+    return dict(
+        sorted(
+            (key.removeprefix(prefix), resolve_vocabulary_path(location, value))
+            for key, value in properties.items()
+            if key.startswith(prefix)
+        )
+    )
+
+
+def _split_location(location: str) -> tuple[str, str]:
+    """``location`` as its store (scheme and authority, empty for a plain path) and its absolute
+    POSIX path on that store: ``s3://b/x`` gives ``("s3://b", "/x")``, ``file:///x`` gives
+    ``("file://", "/x")``, a plain path ``("", its absolute path)``."""
+    if "://" not in location:
+        return "", os.path.abspath(location).replace(os.sep, "/")
+    scheme, rest = location.split("://", 1)
+    authority, _, path = rest.partition("/")
+    return f"{scheme}://{authority}", posixpath.normpath("/" + path)
+
+
+def _same_store(one: str, other: str) -> bool:
+    """Whether two stores of ``_split_location`` are one: the same scheme (case aside) and the same authority."""
+    scheme, _, authority = one.partition("://")
+    other_scheme, _, other_authority = other.partition("://")
+    return (scheme.lower(), authority) == (other_scheme.lower(), other_authority)
 
 
 def check_run_id(run_id: object) -> str | None:
