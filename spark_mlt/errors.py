@@ -5,13 +5,18 @@ catch the whole family or one kind::
 
     MLTError (ValueError)
     ├── MLTTypeError (also TypeError)   an argument of the wrong Python type
-    ├── OptionError                     an option value that is not allowed (unknown choice, conflicting Params)
+    ├── OptionError                     an option value that is not allowed (unknown choice, conflicting Params,
+    │   │                               an option the existing tables cannot take)
+    │   └── TableOptionError            an option the job's existing tables cannot take: nothing was written
     ├── CodecParameterError             p, n, M, seed or cardinality not usable
     ├── CodecFormatError                a codec document, table property or light-mlt pickle is corrupt
     ├── InvalidIdError                  an id outside the codec's domain (NumPy codec)
     ├── InvalidTokenError               a token vector that is no valid code (NumPy codec)
     ├── SourceError                     a job's input cannot be read as asked (missing file or column)
-    │   └── ChangeFeedError             a source's change data feed cannot cover a sync's next versions
+    │   ├── ChangeFeedError             a source's change data feed cannot cover a sync's next versions
+    │   └── UnknownColumnError          an option names a column the input lacks (also an OptionError)
+    ├── RejectedRowsError               a run rejected more rows than ``max_rejected`` allows (its rows
+    │                                   and quarantine are committed)
     ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
     ├── MissingJarsError (FileNotFoundError) a checkout's jar cache lacks a line's jars (``make jars``)
     ├── JarVersionError                 the session's spark-mlt jar is of another version than the package
@@ -23,6 +28,7 @@ catch the whole family or one kind::
         ├── MissingCodecError           the table stores no codec for a token column
         ├── TableSchemaError            the rows' schema differs from the table's
         ├── VocabularyError             a key vocabulary is inconsistent
+        ├── CodecCapacityError          a column's ids outgrew its codec (the way forward: a re-size)
         ├── ConcurrentWriteError        another write committed first and this one could not be
         │                               retried safely: it committed nothing
         ├── TableFeatureError           the table uses a Delta feature the jar-free path cannot
@@ -44,6 +50,7 @@ from __future__ import annotations
 
 __all__ = [
     "ChangeFeedError",
+    "CodecCapacityError",
     "CodecFormatError",
     "CodecMismatchError",
     "CodecParameterError",
@@ -60,12 +67,15 @@ __all__ = [
     "MissingJarsError",
     "MissingTableError",
     "OptionError",
+    "RejectedRowsError",
     "SourceError",
     "StorageError",
     "TableError",
     "TableExistsError",
     "TableFeatureError",
+    "TableOptionError",
     "TableSchemaError",
+    "UnknownColumnError",
     "VocabularyError",
 ]
 
@@ -97,6 +107,13 @@ class OptionError(MLTError):
     """
 
 
+class TableOptionError(OptionError):
+    """An option that the job's existing tables cannot take (other columns or key than the table
+    was written with, a codec or layout it does not hold, ``handle_invalid`` against its
+    quarantine), found before anything was written; the message names what the table holds and
+    the way forward."""
+
+
 class CodecParameterError(MLTError):
     """The codec parameters (p, n, M, seed, cardinality) are not usable."""
 
@@ -125,6 +142,25 @@ class ChangeFeedError(SourceError):
     def __init__(self, message: str, *, version: int) -> None:
         super().__init__(message, parameter="input")
         self.version = version
+
+
+class UnknownColumnError(SourceError, OptionError):
+    """An option (``columns``, ``key``, ``partition_by``) names a column the input does not have;
+    the message names the nearest columns it has."""
+
+
+class RejectedRowsError(MLTError):
+    """A run with ``handle_invalid`` ``skip`` or ``quarantine`` rejected more rows than its
+    ``max_rejected`` allows. Its rows and quarantine are committed (a data-quality failure, not a
+    crash): ``report`` is the run's report.
+
+    Attributes:
+        report: the run's report (a ``JobReport``).
+    """
+
+    def __init__(self, message: str, *, report: object) -> None:
+        super().__init__(message, parameter="max_rejected")
+        self.report = report
 
 
 class MissingExtraError(MLTError, ImportError):
@@ -173,6 +209,22 @@ class TableSchemaError(TableError):
 
 class VocabularyError(TableError):
     """A vocabulary table is inconsistent (an id used twice, or a key with two ids)."""
+
+
+class CodecCapacityError(TableError):
+    """A column's ids outgrew the codec its table holds (a vocabulary that would hold more ids
+    than the codec's capacity); found before anything was written. The message names the column
+    and the way forward: a re-size (``resize=True``), which re-tokenizes every row.
+
+    Attributes:
+        column: the user's column.
+        capacity: the codec's capacity.
+    """
+
+    def __init__(self, message: str, *, column: str, capacity: int) -> None:
+        super().__init__(message)
+        self.column = column
+        self.capacity = capacity
 
 
 class ConcurrentWriteError(TableError):

@@ -139,7 +139,7 @@ def test_warehouse_table_quarantines_bad_rows_and_loses_none(spark: SparkSession
     assert (report.rows_in, report.rows_out, report.rows_rejected) == (5, 3, 2)
     rejected = read_delta(spark, f"{output}_quarantine").orderBy("note").collect()
     assert [r.note for r in rejected] == ["b", "d"]
-    assert "product_id: id -5 is not a whole number in [0, 2197)" in rejected[0].mlt_reason
+    assert "product_id: id -5 is negative: ids are in [0, 2197)" in rejected[0].mlt_reason
     kept = read_delta(spark, output).orderBy("note").collect()
     assert [(r.note, r.customer_id_mlt is None) for r in kept] == [("a", False), ("c", True), ("e", False)]
 
@@ -225,7 +225,7 @@ def test_the_shipped_example_configs_run(spark: SparkSession, tmp_path: Path) ->
     assert set(read_codecs(str(tmp_path / "orders_mlt"))) == {"customer_id", "product_id"}
 
 
-def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
+def test_cli_fails_with_a_one_line_reason_exit_1_for_a_run_and_2_for_a_column_the_input_lacks(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     folder = generate_synthetic(tmp_path / "ml", ratings=50, users=5, movies=5)
@@ -236,23 +236,13 @@ def test_cli_fails_with_exit_code_1_and_a_one_line_reason(
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("spark-mlt: error: TableExistsError: --mode 'error' and a Delta table already exists at")
     assert err[-1].endswith("pass --mode append or --mode overwrite")  # the advice in the command line's words
-    assert (
-        main(
-            [
-                "tokenize",
-                "--input",
-                str(folder / "ratings.csv"),
-                "--input-format",
-                "csv",
-                "--columns",
-                "nope",
-                "--output",
-                str(tmp_path / "x"),
-            ]
-        )
-        == 1
-    )
-    assert "column(s) ['nope'] not in the input" in capsys.readouterr().err
+    csv = ["tokenize", "--input", str(folder / "ratings.csv"), "--input-format", "csv", "--output", str(tmp_path / "x")]
+    assert main([*csv, "--columns", "userid"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "--columns names column(s) ['userid'] not in the input" in err[0]
+    assert "did you mean 'userId' for 'userid'?" in err[0]
+    assert not (tmp_path / "x").exists()
 
 
 def test_codec_sizing_from_data_matches_the_paper_rule(spark: SparkSession, tmp_path: Path) -> None:

@@ -261,7 +261,12 @@ def test_bad_ids_are_quarantined_with_reasons_and_none_lost(spark: SparkSession,
     assert sorted(kept["sku"], key=lambda v: -1 if v is None else v) == [None, 0, 7, CODEC.max_id]
     rejected = DeltaTable(f"{out}_q").to_pyarrow_table().to_pydict()
     assert sorted(rejected["sku"]) == sorted([-1, CODEC.max_id + 1, 2**63 - 1, -(2**63)])
-    assert all(f"is not a whole number in [0, {CODEC.capacity})" in reason for reason in rejected["mlt_reason"])
+    reasons = dict(zip(rejected["sku"], rejected["mlt_reason"], strict=True))
+    domain = f"[0, {CODEC.capacity}) of its codec (p={CODEC.p}, n={CODEC.n})"
+    assert reasons[-1] == f"sku: id -1 is negative: ids are in {domain}"
+    assert reasons[-(2**63)].startswith(f"sku: id {-(2**63)} is negative")
+    for big in (CODEC.max_id + 1, 2**63 - 1):
+        assert reasons[big].startswith(f"sku: id {big} is out of range {domain}: re-size the codec"), reasons[big]
 
 
 def test_decoding_a_table_without_codec_properties_is_refused(spark: SparkSession, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, Literal, get_args
 from spark_mlt.codec import DEFAULT_SEED
 from spark_mlt.codec.modmath import is_prime, next_prime
 from spark_mlt.column.layouts import STORAGE_LAYOUTS, StorageLayout
+from spark_mlt.column.sizing import DEFAULT_HEADROOM
 from spark_mlt.errors import MLTError, MLTTypeError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, Engine, HandleInvalid, check_choice
 from spark_mlt.storage import (
@@ -48,6 +49,7 @@ __all__ = [
     "SyncOptions",
     "TokenizeOptions",
     "WriteMode",
+    "rejected_limit",
     "trigger_seconds",
 ]
 
@@ -93,6 +95,31 @@ def trigger_seconds(trigger: str) -> float | None:
         )
     number, unit = float(found.group(1)), found.group(2)
     return number * next(seconds for prefix, seconds in _UNIT_SECONDS if unit.startswith(prefix))
+
+
+def rejected_limit(value: int | str | None) -> tuple[int | None, float | None]:
+    """The most rejected rows of ``max_rejected``: a count (``100``, ``"100"``) or a share of the
+    run's rows (``"0.1%"``), as ``(count, None)`` or ``(None, share)``; ``(None, None)`` for no limit.
+
+    Raises:
+        MLTError: naming ``max_rejected``, for anything else.
+
+    Example::
+
+        >>> rejected_limit("0.5%"), rejected_limit(10)
+        ((None, 0.005), (10, None))
+    """
+    if value is None:
+        return None, None
+    text = str(value).strip() if isinstance(value, int | str) and not isinstance(value, bool) else None
+    if text is not None and re.fullmatch(r"\d+", text):
+        return int(text), None
+    if text is not None and re.fullmatch(r"\d+(\.\d+)?%", text) and float(text[:-1]) <= 100:
+        return None, float(text[:-1]) / 100
+    raise MLTError(
+        f"max_rejected must be a count of rows (100) or a share of the run's rows (0.1%); got {value!r}",
+        parameter="max_rejected",
+    )
 
 
 def _help(text: str) -> dict[str, Any]:
@@ -176,11 +203,19 @@ class JobOptions:
             "stop: nothing is written, vocabularies included"
         ),
     )
+    drop_ids: bool = field(
+        default=False,
+        metadata=_help(
+            "leave the raw id columns out of the output: only their tokens are written (they still decode, "
+            "with the table's properties and vocabularies; tokens are no pseudonyms)"
+        ),
+    )
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
-        if not isinstance(self.dry_run, bool):
-            raise MLTTypeError(f"dry_run must be True or False; got {self.dry_run!r}", parameter="dry_run")
+        for name in ("dry_run", "drop_ids"):
+            if not isinstance(getattr(self, name), bool):
+                raise MLTTypeError(f"{name} must be True or False; got {getattr(self, name)!r}", parameter=name)
         _check_positive("p", self.p)
         if self.p is not None and not is_prime(self.p):  # refused before any Spark work, as every option
             raise MLTError(
@@ -256,14 +291,52 @@ class TokenizeOptions(JobOptions):
         default_factory=dict,
         metadata=_help("options of Spark's reader, key=value (csv: header and inferSchema default to true)"),
     )
+    max_rejected: int | str | None = field(
+        default=None,
+        metadata=_help(
+            "the most rows skip or quarantine may reject in a run: a count (100) or a share of its rows (0.1%); "
+            "past it the run still commits its rows and quarantine, then fails (exit 4). Default: no limit"
+        ),
+    )
+    headroom: float = field(
+        default=DEFAULT_HEADROOM,
+        metadata=_help(
+            "room for ids to come when a codec is sized: it holds this many times the ids there are at the first "
+            "run (a string key's vocabulary, or the largest id), so that years of growth and churn fit"
+        ),
+    )
+    resize: bool = field(
+        default=False,
+        metadata=_help(
+            "size the codecs afresh (from --p/--n or --headroom) and re-tokenize every row: with --mode overwrite "
+            "(tokenize) or --full-refresh (sync), when ids outgrow a codec; older versions keep their codec"
+        ),
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("handle_invalid", self.handle_invalid, HANDLE_INVALID)
+        rejected_limit(self.max_rejected)
+        room = self.headroom
+        if isinstance(room, bool) or not isinstance(room, int | float) or not math.isfinite(room) or room < 1:
+            raise MLTError(f"headroom must be a number >= 1 (1: no room); got {room!r}", parameter="headroom")
+        if not isinstance(self.resize, bool):
+            raise MLTTypeError(f"resize must be True or False; got {self.resize!r}", parameter="resize")
         check_choice("input_format", self.input_format, INPUT_FORMATS)
         if not isinstance(self.read_options, Mapping):
             raise MLTTypeError(f"read_options must be a mapping; got {self.read_options!r}", parameter="read_options")
         object.__setattr__(self, "read_options", {str(k): str(v) for k, v in self.read_options.items()})
+        if self.resize and not self._rewrites_every_row():
+            raise MLTError(
+                f"resize re-tokenizes every row, so it needs {self._REWRITE}: a table's rows hold one codec",
+                parameter="resize",
+            )
+
+    #: What rewrites every row of the output, which ``resize`` needs.
+    _REWRITE: ClassVar[str] = "mode='overwrite'"
+
+    def _rewrites_every_row(self) -> bool:
+        return self.mode == "overwrite"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -387,6 +460,11 @@ class SyncOptions(TokenizeOptions):
                     f"reaches; {name} is for batch runs",
                     parameter=name,
                 )
+
+    _REWRITE: ClassVar[str] = "full_refresh=True"
+
+    def _rewrites_every_row(self) -> bool:
+        return self.full_refresh
 
     @property
     def interval(self) -> float | None:

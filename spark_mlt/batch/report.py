@@ -45,6 +45,8 @@ class JobReport:
         source_version: the source version a mirror holds after a sync (None for other jobs).
         rows_deleted: the keys a sync deleted from its mirror (and quarantine).
         erased: the keys a sync erased from each string column's vocabulary.
+        warnings: what the run warns of (a column past
+            [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of its codec).
     """
 
     rows_in: int = 0
@@ -60,6 +62,7 @@ class JobReport:
     source_version: int | None = None
     rows_deleted: int = 0
     erased: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
     def summary(self) -> str:
         """One line: rows in, out and rejected, mismatches, the table and version written."""
@@ -76,6 +79,7 @@ class JobReport:
             parts.append(f"table {self.write.path} version {self.write.version}")
             if self.write.skipped:
                 parts.append("run id already committed: nothing written")
+        parts += [f"warning: {text}" for text in self.warnings]
         return ", ".join(parts)
 
     def to_dict(self) -> dict[str, Any]:
@@ -86,7 +90,7 @@ class JobReport:
         shows it: ``p``, ``n``, ``seed``, ``capacity``, ``fingerprint``, ``layout``,
         ``packed_bits``), ``write`` (``path``, ``version``, ``rows``,
         ``files``, ``backend``, ``skipped``; null when nothing was written), ``seconds`` per
-        phase, and for a sync ``source_version``, ``rows_deleted`` and ``erased``.
+        phase, ``warnings``, and for a sync ``source_version``, ``rows_deleted`` and ``erased``.
 
         Example::
 
@@ -101,6 +105,7 @@ class JobReport:
             "columns": {name: codec_summary(codec, self.layouts.get(name)) for name, codec in self.codecs.items()},
             "write": None,
             "seconds": {name: round(seconds, 3) for name, seconds in self.seconds.items()},
+            "warnings": list(self.warnings),
         }
         if self.write is not None:
             write = self.write

@@ -43,6 +43,7 @@ from pyspark.sql.types import StructType
 
 from spark_mlt.batch.options import StreamOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport
+from spark_mlt.batch.thresholds import check_rejected, warn_capacity
 from spark_mlt.batch.tokenize import job_backend, tokenize_frame
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.delta.fs import locate, spark_uri
@@ -346,7 +347,8 @@ def tokenize_stream(
     check_stream_job(options)
     report = JobReport(capabilities=Capabilities.of(spark))  # once: the loop and every batch read it
     if options.input_format == "delta" and not use_delta_spark(report.capabilities):
-        return _follow_delta(spark, input, output, columns, options, stream=stream, report=report)
+        _follow_delta(spark, input, output, columns, options, stream=stream, report=report)
+        return _checked(report, output, options)
     query = start_stream(spark, input, output, columns, options, stream=stream, report=report)
     logged = -1
     try:
@@ -358,6 +360,14 @@ def tokenize_stream(
     except KeyboardInterrupt:
         query.stop()
         raise
+    return _checked(report, output, options)
+
+
+def _checked(report: JobReport, output: str, options: TokenizeOptions) -> JobReport:
+    """The stream's report, once it stopped, after its thresholds: a warning per codec past half
+    its capacity, and ``RejectedRowsError`` past ``max_rejected`` (over all its batches)."""
+    warn_capacity(report, output, storage_options=options.storage_options)
+    check_rejected(report, options)
     return report
 
 

@@ -47,10 +47,13 @@ from pyspark.sql import functions as F
 
 from spark_mlt.batch.options import SyncOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport, phase
+from spark_mlt.batch.thresholds import check_rejected, warn_capacity
 from spark_mlt.batch.tokenize import (
     REASON_COLUMN,
     _key_ids,
     _vocabulary_of,
+    check_names,
+    check_output,
     fit_job_codecs,
     job_backend,
     split_invalid,
@@ -59,7 +62,7 @@ from spark_mlt.batch.tokenize import (
 )
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column.sqltext import identifier
-from spark_mlt.errors import MLTError, SourceError
+from spark_mlt.errors import ChangeFeedError, MLTError, SourceError, TableOptionError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import (
     AppTransaction,
@@ -80,7 +83,7 @@ from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
 from spark_mlt.storage.vocabulary import erase_keys
 
-__all__ = ["SYNC_APP_PREFIX", "sync_app_id", "sync_table"]
+__all__ = ["KEY_PROPERTY", "SYNC_APP_PREFIX", "check_sync", "sync_app_id", "sync_table"]
 
 log = logging.getLogger("spark_mlt")
 
@@ -140,6 +143,10 @@ def sync_table(spark: SparkSession, input: str, output: str, columns: Sequence[s
     run = _Run(spark, input, output, list(columns), options, report)
     while True:
         _sync_once(run, refresh=refresh)
+        check_rejected(report, options)
+        warn_capacity(report, output, storage_options=options.storage_options)
+        if refresh and options.resize:  # the next windows keep the re-sized codecs
+            run = dataclasses.replace(run, options=dataclasses.replace(options, full_refresh=False, resize=False))
         refresh = False
         if interval is None:
             return report
@@ -155,17 +162,12 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
     spark, options, report = run.spark, run.options, run.report
     started = time.perf_counter()
     source = _source_snapshot(spark, run.input, options)
-    names = source.schema.names
-    missing = [c for c in [*run.columns, *options.key] if c not in names]
-    if missing:
-        raise SourceError(
-            f"columns or key name column(s) {missing} not in the source; it has {names}", parameter="columns"
-        )
     app = sync_app_id(source)
     backend = job_backend(report.capabilities or Capabilities.of(spark))
     mirror = snapshot_for_write(
         run.output, "append", storage_options=options.storage_options, spark=spark, backend=backend
     )
+    check_sync(run, source, mirror, refresh=refresh)
     held = None if mirror is None else mirror.transaction_version(app)
     if refresh or mirror is None or (held is None and mirror.created_empty):
         _refresh(run, source=source, mirror=mirror, app=app)
@@ -191,6 +193,60 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
     )
 
 
+#: The mirror's table property that records its source's primary key (``customer_id`` or
+#: ``a,b``), checked on every later run.
+KEY_PROPERTY = "mlt.sync.key"
+
+
+def check_sync(run: _Run, source: TableSnapshot, mirror: TableSnapshot | None, *, refresh: bool) -> None:
+    """Refuses, before anything is written, what the source and the mirror cannot take: columns
+    or a key the source lacks (naming the near ones), a source without its change data feed,
+    other id columns, key, codec, layout or shape than the mirror holds (see
+    [`check_output`][spark_mlt.batch.tokenize.check_output]), and ``handle_invalid`` other than
+    ``quarantine`` beside a quarantine the mirror has.
+
+    Raises:
+        UnknownColumnError: a column or key column is not in the source.
+        ChangeFeedError: the source's change data feed is off.
+        TableOptionError: an option the mirror cannot take (the message says what it holds).
+    """
+    options = run.options
+    names = source.schema.names
+    where = f"the source {source.path}"
+    check_names(options.key, names, "key", where)
+    if options.drop_ids:
+        raise TableOptionError(
+            "drop_ids: a mirror keeps its raw id columns: a window finds the rows of its keys and the values it "
+            "erases by them; leave the ids out of the tables you derive from it (spark-mlt tokenize --drop-ids)",
+            parameter="drop_ids",
+        )
+    check_output(mirror if not (refresh and options.resize) else None, names, run.columns, options)
+    if not source.delta.config.change_data_feed:
+        raise ChangeFeedError(
+            f"input: {where} has no change data feed (delta.enableChangeDataFeed), which a mirror follows after its "
+            f"first run; turn it on first: ALTER TABLE delta.`{source.path}` SET TBLPROPERTIES "
+            "(delta.enableChangeDataFeed = true)",
+            version=source.version,
+        )
+    if mirror is None:
+        return
+    key = mirror.properties.get(KEY_PROPERTY)
+    if key is not None and key != ",".join(options.key):
+        raise TableOptionError(
+            f"key: the mirror {mirror.path} follows its source by the key [{key}]; got {list(options.key)}: a mirror "
+            "keeps its key (sync into a new output for another key)",
+            parameter="key",
+        )
+    quarantine = options.quarantine or f"{run.output.rstrip('/')}_quarantine"
+    if options.handle_invalid != "quarantine" and table_exists(quarantine, storage_options=options.storage_options):
+        raise TableOptionError(
+            f"handle_invalid={options.handle_invalid!r}: the mirror {mirror.path} has a quarantine ({quarantine}) "
+            "whose rows its windows keep in step with the source; pass handle_invalid='quarantine', or remove "
+            "the mirror and its quarantine and sync anew",
+            parameter="handle_invalid",
+        )
+
+
 def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, app: str) -> None:
     """The mirror rebuilt from the source at its version, in one commit (and its quarantine's)."""
     spark, options, report = run.spark, run.options, run.report
@@ -203,6 +259,7 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
     try:
         with phase(report, "check the key"):
             _check_unique(rows, options.key, f"version {version} of {source.path}")
+            deleted = _deleted_by_refresh(run, rows, mirror) if mirror is not None else 0
         # before the mirror's commit: a run killed after it finds nothing left to do
         with phase(report, "erase"):
             report.erased = _erase_absent(spark, rows, run.output, run.columns, options)
@@ -232,12 +289,29 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
     finally:
         rows.unpersist()
     _add(report, done, version)
+    if done.write is not None and not done.write.skipped:
+        report.rows_deleted += deleted
+
+
+def _deleted_by_refresh(run: _Run, rows: DataFrame, mirror: TableSnapshot) -> int:
+    """How many keys the mirror (and its quarantine) hold that no row of the source holds: the
+    keys a full refresh deletes."""
+    options = run.options
+    key = [identifier(c) for c in options.key]
+    held = read_snapshot_rows(run.spark, mirror, backend=run.backend).select(*key)
+    quarantine = options.quarantine or f"{run.output.rstrip('/')}_quarantine"
+    if options.handle_invalid == "quarantine" and table_exists(quarantine, storage_options=options.storage_options):
+        side = read_snapshot(quarantine, storage_options=options.storage_options)
+        held = held.unionByName(read_snapshot_rows(run.spark, side, backend=run.backend).select(*key))
+    return held.distinct().join(rows.select(*key), list(options.key), "left_anti").count()
 
 
 def _mirror_files(options: SyncOptions) -> WriteOptions:
     """The mirror's files: key ranges of at most ``file_rows`` rows each, so that a window's
-    changed keys fall into few small files."""
-    return WriteOptions(cluster_by=options.key, max_file_rows=options.file_rows)
+    changed keys fall into few small files; a new mirror records its key."""
+    return WriteOptions(
+        cluster_by=options.key, max_file_rows=options.file_rows, properties={KEY_PROPERTY: ",".join(options.key)}
+    )
 
 
 def _check_columns(mirror: TableSnapshot, source: TableSnapshot, columns: Sequence[str]) -> None:
@@ -325,7 +399,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             )
         final = _last_rows(changes, key, names=source.schema.names)
         with phase(report, "vocabularies"):
-            with_ids, sources, _ = _key_ids(spark, final, columns, output, options)
+            with_ids, sources, _ = _key_ids(spark, final, columns, output, options, mirror.codecs)
         fit_job_codecs(report, with_ids, columns, options, mirror, sources=sources)
         tokens = tokenize_dataframe(
             with_ids,

@@ -16,6 +16,7 @@ a plain Parquet write, since Spark's Parquet writer pays per value.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 from collections.abc import Mapping, Sequence
 
 from pyspark import StorageLevel
@@ -25,11 +26,12 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_mlt.batch.options import JobOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport, phase
+from spark_mlt.batch.thresholds import check_rejected, warn_capacity
 from spark_mlt.capabilities import Capabilities
-from spark_mlt.codec import MLTCodec
+from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.column import fit_codecs, mlt_encode
 from spark_mlt.column.layouts import Layout, StorageLayout, token_layouts
-from spark_mlt.errors import MLTError, OptionError, SourceError
+from spark_mlt.errors import MLTError, OptionError, TableOptionError, UnknownColumnError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, TOKEN_SUFFIX, Engine, HandleInvalid, RowHandling, check_choice
 from spark_mlt.storage import (
     AppTransaction,
@@ -50,6 +52,8 @@ from spark_mlt.storage.catalog import Backend, is_table_name, use_delta_spark
 
 __all__ = [
     "REASON_COLUMN",
+    "check_names",
+    "check_output",
     "fit_job_codecs",
     "job_backend",
     "resolve_layouts",
@@ -93,14 +97,24 @@ REASON_COLUMN = "mlt_reason"
 
 
 def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
-    """Why the id in ``source`` got no tokens, or null when it got some (or is null)."""
+    """Why the id in ``source`` got no tokens (out of range, negative, not a whole number), or
+    null when it got some (or is null: null ids get null tokens). A string key's id comes from
+    its vocabulary (``source`` is not ``column``): the reason names the key too."""
+    value = F.col(source)
+    domain = f"[0, {codec.max_id + 1}) of its codec (p={codec.p}, n={codec.n})"
+    what = (
+        F.lit(f"{column}: id ")
+        if source == column
+        else F.concat(F.lit(f"{column}: "), F.col(column).cast("string"), F.lit(" has vocabulary id "))
+    )
+    why = (
+        F.when(value < 0, F.lit(" is negative: ids are in " + domain))
+        .when(value > F.lit(codec.max_id), F.lit(f" is out of range {domain}: re-size the codec (docs: Growth)"))
+        .otherwise(F.lit(" is not a whole number: ids are whole numbers in " + domain))
+    )
     return F.when(
-        F.col(source).isNotNull() & F.col(f"{column}{TOKEN_SUFFIX}").isNull(),
-        F.concat(
-            F.lit(f"{column}: id "),
-            F.col(source).cast("string"),
-            F.lit(f" is not a whole number in [0, {codec.max_id + 1}) (p={codec.p}, n={codec.n})"),
-        ),
+        value.isNotNull() & F.col(f"{column}{TOKEN_SUFFIX}").isNull(),
+        F.concat(what, value.cast("string"), why),
     )
 
 
@@ -173,6 +187,82 @@ def split_invalid(tokens: DataFrame, codecs: Mapping[str, MLTCodec]) -> tuple[Da
     return good, rejected
 
 
+def check_names(names: Sequence[str], available: Sequence[str], parameter: str, where: str = "the input") -> None:
+    """Refuses names that are not among ``available``, suggesting the nearest ones.
+
+    Raises:
+        UnknownColumnError: naming ``parameter``, the unknown names and the near ones.
+    """
+    unknown = [name for name in names if name not in available]
+    if not unknown:
+        return
+    near = {name: difflib.get_close_matches(name, list(available), n=1, cutoff=0.6) for name in unknown}
+    hints = "; ".join(f"did you mean {near[name][0]!r} for {name!r}?" for name in unknown if near[name])
+    raise UnknownColumnError(
+        f"{parameter} names column(s) {unknown} not in {where}, which has {list(available)}"
+        + (f"; {hints}" if hints else ""),
+        parameter=parameter,
+    )
+
+
+def check_output(
+    snapshot: TableSnapshot | None, names: Sequence[str], columns: Sequence[str], options: JobOptions
+) -> None:
+    """Refuses, before anything is written, options that the existing table ``snapshot`` cannot
+    take with input columns ``names``: other id columns than it tokenizes, a codec (``p``, ``n``,
+    ``seed``) or token layout other than it holds (unless the options ``resize``), or raw ids
+    kept where it leaves them out (``drop_ids``) or the other way round.
+
+    Raises:
+        UnknownColumnError: a column is not among ``names``.
+        TableOptionError: naming the option, what the table holds and the way forward.
+    """
+    check_names(columns, names, "columns")
+    if snapshot is None or not snapshot.codecs:
+        return
+    where = f"the table {snapshot.path}"
+    held = sorted(snapshot.codecs)
+    if sorted(columns) != held:
+        raise TableOptionError(
+            f"columns: {where} tokenizes {held}; got {sorted(columns)}: a table keeps its id columns (write the "
+            "others to a new table)",
+            parameter="columns",
+        )
+    resize = getattr(options, "resize", False)
+    for column, codec in snapshot.codecs.items():
+        wanted = {"p": options.p, "n": options.n, "seed": options.seed if options.seed != DEFAULT_SEED else None}
+        for name, value in wanted.items():
+            if not resize and value is not None and value != getattr(codec, name):
+                raise TableOptionError(
+                    f"{name}={value}: {where} holds the codec p={codec.p}, n={codec.n}, seed={codec.seed} for column "
+                    f"{column!r} (capacity {codec.capacity}); a table's rows hold one codec: leave {name} out, or "
+                    "re-size every row with resize=True (docs: Columns, Room to grow)",
+                    parameter=name,
+                )
+    layouts = token_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
+    for column, layout in layouts.items():
+        if not resize and options.layout not in ("auto", layout):
+            raise TableOptionError(
+                f"layout={options.layout!r}: {where} stores the tokens of {column!r} as {layout!r}; pass "
+                f"layout='auto' or layout={layout!r}",
+                parameter="layout",
+            )
+    stored = set(snapshot.schema.names)
+    kept = [c for c in columns if c in stored]
+    if options.drop_ids and kept and not resize:
+        raise TableOptionError(
+            f"drop_ids: {where} keeps the raw id column(s) {kept} beside their tokens; a table keeps one shape: "
+            "leave drop_ids out, or rewrite it with mode='overwrite' and resize=True",
+            parameter="drop_ids",
+        )
+    dropped = [c for c in columns if c not in stored]
+    if not options.drop_ids and dropped and not resize:
+        raise TableOptionError(
+            f"drop_ids: {where} leaves the raw id column(s) {dropped} out; pass drop_ids=True",
+            parameter="drop_ids",
+        )
+
+
 def fit_job_codecs(
     report: JobReport,
     df: DataFrame,
@@ -182,11 +272,13 @@ def fit_job_codecs(
     *,
     sources: Mapping[str, str] | None = None,
 ) -> None:
-    """Set ``report.codecs`` (those of the existing table ``snapshot``, else sized from ``df``'s
-    column or its ``sources[column]``) and ``report.layouts``
+    """Set ``report.codecs`` (those of the existing table ``snapshot`` unless the options
+    ``resize`` it, else sized from ``df``'s column or its ``sources[column]`` with the options'
+    ``headroom``) and ``report.layouts``
     ([`resolve_layouts`][spark_mlt.batch.tokenize.resolve_layouts])."""
-    codecs = snapshot.codecs if snapshot is not None else {}
-    layouts = token_layouts(from_arrow_schema(snapshot.schema), codecs) if snapshot is not None else {}
+    kept = snapshot is not None and not getattr(options, "resize", False)
+    codecs = snapshot.codecs if kept and snapshot is not None else {}
+    layouts = token_layouts(from_arrow_schema(snapshot.schema), codecs) if kept and snapshot is not None else {}
     source = {c: (sources or {}).get(c, c) for c in columns}
     with phase(report, "size codecs"):
         sized = fit_codecs(
@@ -196,6 +288,7 @@ def fit_job_codecs(
             n=options.n,
             seed=options.seed,
             existing={source[c]: codec for c, codec in codecs.items() if c in source},
+            headroom=getattr(options, "headroom", 1.0),
         )
         report.codecs = {c: sized[source[c]] for c in columns}
         report.layouts = dict(resolve_layouts(report.codecs, options.layout, layouts))
@@ -217,6 +310,8 @@ def write_tokens(
     metadata and a new table's properties. Sets ``report.write`` and ``report.rows_out``, and
     returns the write's result."""
     token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
+    if options.drop_ids:
+        tokens = tokens.drop(*report.codecs)
     parquet = token_write_options(tokens, token_columns, data_page_version=options.data_page_version)
     backend = job_backend(report.capabilities or Capabilities.of(tokens.sparkSession))
     report.write = write_delta(
@@ -226,7 +321,13 @@ def write_tokens(
         mode=options.mode,
         run_id=options.run_id if transaction is None else transaction,
         snapshot=snapshot,
-        options=dataclasses.replace(write, partition_by=options.partition_by, parquet_options=parquet, backend=backend),
+        options=dataclasses.replace(
+            write,
+            partition_by=options.partition_by,
+            parquet_options=parquet,
+            backend=backend,
+            resize=getattr(options, "resize", False),
+        ),
         storage_options=options.storage_options,
     )
     report.rows_out = report.write.rows
@@ -245,17 +346,33 @@ def _read_input(spark: SparkSession, input: str, options: TokenizeOptions) -> Da
     return reader.format(options.input_format).load(input)
 
 
-def _key_ids(
-    spark: SparkSession, df: DataFrame, columns: Sequence[str], output: str, options: TokenizeOptions
+def _key_ids(  # noqa: PLR0917 - the job's private step, called positionally by the sync too
+    spark: SparkSession,
+    df: DataFrame,
+    columns: Sequence[str],
+    output: str,
+    options: TokenizeOptions,
+    codecs: Mapping[str, MLTCodec] | None = None,
 ) -> tuple[DataFrame, dict[str, str], dict[str, str]]:
     """String key columns through their append-only vocabularies: ``df`` with a dense id
-    column per key, the id column of each key, and the table properties naming the vocabularies."""
+    column per key, the id column of each key, and the table properties naming the vocabularies.
+    With ``handle_invalid="error"``, a vocabulary that would outgrow its column's codec (of the
+    existing table: ``codecs``) is refused before anything is appended."""
     types = dict(df.dtypes)
     sources = {c: f"__{c}_id" for c in columns if types[c] == "string"}
     paths = {}
     for column, id_column in sources.items():
         path = _vocabulary_of(output, column, options)
-        df = assign_ids(spark, df, column, path, id_column=id_column, storage_options=options.storage_options)
+        codec = (codecs or {}).get(column) if options.handle_invalid == "error" and not options.resize else None
+        df = assign_ids(
+            spark,
+            df,
+            column,
+            path,
+            id_column=id_column,
+            storage_options=options.storage_options,
+            capacity=None if codec is None else codec.max_id + 1,
+        )
         paths[column] = vocabulary_property_value(output, path)
     return df, sources, vocabulary_properties(paths)
 
@@ -379,8 +496,14 @@ def tokenize_table(
     the codecs and layouts (``report.codecs``, ``report.layouts``) and returns before writing
     anything.
 
+    A run that rejects more rows than ``options.max_rejected`` allows commits them, then raises
+    ``RejectedRowsError``; a codec past half its capacity gets a warning in ``report.warnings``.
+
     Raises:
-        SourceError: a column is not in the input.
+        UnknownColumnError: a column is not in the input.
+        RejectedRowsError: more rejected rows than ``options.max_rejected``; all is committed.
+        CodecCapacityError: a string key's vocabulary would outgrow its codec (nothing written).
+        TableOptionError: an option the existing table cannot take (see `check_output`).
         TableExistsError: ``mode="error"`` and ``output`` exists.
 
     Example::
@@ -397,11 +520,7 @@ def tokenize_table(
     )  # before any Spark work
     with phase(report, "read"):
         df = _read_input(spark, input, opts)
-        unknown = [c for c in columns if c not in df.columns]
-        if unknown:
-            raise SourceError(
-                f"columns names column(s) {unknown} not in the input; it has {df.columns}", parameter="columns"
-            )
+        check_output(snapshot, df.columns, columns, opts)
     if opts.dry_run:
         with phase(report, "vocabularies (planned)"):
             df, sources = _planned_key_ids(spark, df, columns, output, opts)
@@ -409,7 +528,12 @@ def tokenize_table(
         report.dry_run = True
         return report
     info = {"spark_mlt.job": "tokenize", "spark_mlt.input": input, "spark_mlt.handle_invalid": opts.handle_invalid}
-    return tokenize_frame(df, output, columns, opts, snapshot=snapshot, report=report, commit_info=info)
+    if opts.resize:
+        info["spark_mlt.resize"] = "true"
+    tokenize_frame(df, output, columns, opts, snapshot=snapshot, report=report, commit_info=info)
+    warn_capacity(report, output, storage_options=opts.storage_options)
+    check_rejected(report, opts)
+    return report
 
 
 def tokenize_frame(
@@ -444,10 +568,15 @@ def tokenize_frame(
     if report.capabilities is None:
         report.capabilities = Capabilities.of(df.sparkSession)
     info = dict(commit_info or {})
+    check_output(snapshot, df.columns, columns, opts)
     with phase(report, "vocabularies"):
-        df, sources, properties = _key_ids(df.sparkSession, df, columns, output, opts)
+        df, sources, properties = _key_ids(
+            df.sparkSession, df, columns, output, opts, snapshot.codecs if snapshot is not None else None
+        )
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
-    write = dataclasses.replace(files or WriteOptions(), commit_info=info, properties=properties)
+    write = dataclasses.replace(
+        files or WriteOptions(), commit_info=info, properties={**(files or WriteOptions()).properties, **properties}
+    )
     with phase(report, "tokenize and write"):
         tokens = tokenize_dataframe(
             df,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from spark_mlt.delta.snapshot import Snapshot
 
-__all__ = ["arrow_dataset", "create_table", "open_table"]
+__all__ = ["arrow_dataset", "create_table", "open_table", "replace_table"]
 
 
 def open_table(location: Location, *, version: int | None = None) -> DeltaTable:
@@ -71,6 +71,29 @@ def create_table(
         location.uri,
         schema,
         mode="error",
+        partition_by=partition_by or None,
+        configuration=dict(configuration),
+        raise_if_key_not_exists=False,
+        commit_properties=commit_properties,
+        storage_options=location.delta_options,
+    )
+
+
+def replace_table(
+    location: Location,
+    schema: Schema,
+    *,
+    partition_by: list[str],
+    configuration: Mapping[str, str],
+    commit_properties: CommitProperties,
+) -> DeltaTable:
+    """Replaces the table at ``location`` by an empty one with ``schema``, partitioning and
+    properties, in one commit (delta-rs' ``CREATE OR REPLACE``): its files are removed, its
+    history and application transactions stay."""
+    return DeltaTable.create(
+        location.uri,
+        schema,
+        mode="overwrite",
         partition_by=partition_by or None,
         configuration=dict(configuration),
         raise_if_key_not_exists=False,

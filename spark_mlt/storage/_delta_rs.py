@@ -97,12 +97,14 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     """Writes ``df`` as the plan says: the table's rules checked, staging write, add actions,
     one Delta commit."""
     timings: dict[str, float] = {}
+    if plan.resize:
+        _check_resizable(plan)
     if plan.snapshot is None:  # a new table: refused up front, or created before its files
         created = spark_arrow_schema(df)
         _check_creatable(plan, created)
         if TableConfig.of(plan.properties).column_mapping != "none":
             plan = _created_first(plan, created)
-    snapshot = plan.snapshot
+    snapshot = None if plan.resize else plan.snapshot  # a re-size writes the table anew
     if snapshot is not None:
         layout = snapshot.delta.layout
         df = enforce_rules(df, layout)
@@ -144,6 +146,23 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         return skipped_write(location.uri, version, plan.transaction)
     _remove_spark_markers(location, staging)
     return DeltaWriteResult(location.uri, version, files.rows, len(files.actions), "delta-rs", timings)
+
+
+def _check_resizable(plan: WritePlan) -> None:
+    """Refuses a re-size the jar-free path cannot write exactly: a table with column mapping or
+    table features, whose replaced metadata delta-rs would not carry over."""
+    snapshot = plan.snapshot
+    if snapshot is None:
+        return
+    features = snapshot.delta.features
+    if snapshot.delta.config.column_mapping != "none" or features.reader or features.writer:
+        raise TableFeatureError(
+            f"resize: the Delta table at {plan.location.uri} uses table features "
+            f"({', '.join(sorted(features.reader | features.writer)) or 'column mapping'}), which the jar-free "
+            "path cannot carry into a re-sized table; re-size it in a session with Delta's jars",
+            feature="resize",
+            parameter="resize",
+        )
 
 
 def _check_creatable(plan: WritePlan, arrow_schema: pa.Schema) -> None:
@@ -454,6 +473,17 @@ def _commit_base(
     """The table a commit goes to (created first when the plan found none), the version whose
     changes were already checked (None: none yet), and the commit's mode."""
     checked: int | None
+    if plan.resize and plan.snapshot is not None:
+        # the table anew, empty, with the plan's codecs and schema (its older versions keep
+        # theirs); the files follow in the next commit, milliseconds later
+        table = rs.replace_table(
+            plan.location,
+            Schema.from_arrow(arrow_schema),
+            partition_by=partition_by,
+            configuration=plan.properties,
+            commit_properties=CommitProperties(custom_metadata={**plan.commit_info, "spark_mlt.operation": "resize"}),
+        )
+        return table, int(table.version()), "append"
     if plan.snapshot is not None:
         table, checked, joins_table = rs.open_table(plan.location), plan.snapshot.version, True
     else:

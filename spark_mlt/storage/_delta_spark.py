@@ -163,6 +163,8 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     spark = df.sparkSession
     location = plan.location
     started = time.perf_counter()
+    if plan.resize and plan.snapshot is not None:
+        return _replace(df, plan, started)
     arrow_schema = spark_arrow_schema(df)
     snapshot = plan.snapshot
     if snapshot is None:
@@ -198,6 +200,39 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         f"{WRITE_ATTEMPTS} writes to {location.uri} in a row lost to other writers' commits; "
         "nothing of this write was committed (its files are orphans for vacuum): run it again"
     )
+
+
+#: Table properties a ``REPLACE TABLE`` must not set by hand (the protocol's).
+_PROTOCOL_KEYS = ("delta.minreaderversion", "delta.minwriterversion", "delta.feature.")
+
+
+def _replace(df: DataFrame, plan: WritePlan, started: float) -> DeltaWriteResult:
+    """A re-size: ``REPLACE TABLE ... AS SELECT``, one commit that replaces the table's rows,
+    schema and codec properties (its other properties and partitioning kept, its history too)."""
+    spark = df.sparkSession
+    assert plan.snapshot is not None
+    write_id = uuid.uuid4().hex
+    view = f"spark_mlt_resize_{write_id[:12]}"
+    sql = f"REPLACE TABLE {path_target(plan.location)} USING delta"
+    if plan.partition_by:
+        sql += f" PARTITIONED BY ({', '.join(identifier(c) for c in plan.partition_by)})"
+    kept = {k: v for k, v in plan.properties.items() if not k.lower().startswith(_PROTOCOL_KEYS)}
+    if kept:
+        sql += f" TBLPROPERTIES ({', '.join(f'{string(k)} = {string(v)}' for k, v in sorted(kept.items()))})"
+    conf: dict[str, str | None] = {
+        "spark.databricks.delta.commitInfo.userMetadata": json.dumps({**plan.commit_info, WRITE_ID: write_id}),
+        **plan.parquet_options,
+    }
+    if plan.transaction is not None:
+        conf["spark.databricks.delta.write.txnAppId"] = plan.transaction.app_id
+        conf["spark.databricks.delta.write.txnVersion"] = str(plan.transaction.version)
+    df.createOrReplaceTempView(view)
+    try:
+        with session_conf(spark, conf):
+            spark.sql(f"{sql} AS SELECT * FROM {view}").collect()
+    finally:
+        spark.catalog.dropTempView(view)
+    return _result(plan, write_id, plan.snapshot.version, time.perf_counter() - started)
 
 
 def _result(plan: WritePlan, write_id: str, planned: int, seconds: float) -> DeltaWriteResult:

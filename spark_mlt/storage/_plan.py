@@ -91,6 +91,8 @@ class WritePlan:
         snapshot: the table when the write was planned; None when there was no table.
         replaces: files of ``snapshot`` the commit removes (their rows rewritten, or gone):
             the commit is refused if another writer removed one of them meanwhile.
+        resize: an overwrite that replaces the table's codecs and schema with the plan's
+            (every row re-tokenized); older versions keep theirs.
     """
 
     location: Location
@@ -103,6 +105,7 @@ class WritePlan:
     parquet_options: Mapping[str, str]
     snapshot: TableSnapshot | None
     replaces: tuple[ReplacedFile, ...] = ()
+    resize: bool = False
 
 
 @dataclass(frozen=True)

@@ -35,7 +35,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.fs import locate
-from spark_mlt.errors import VocabularyError
+from spark_mlt.errors import CodecCapacityError, VocabularyError
 from spark_mlt.storage._delta_spark import path_target, session_conf
 from spark_mlt.storage.catalog import Backend, use_delta_spark
 from spark_mlt.storage.reader import read_delta
@@ -77,10 +77,15 @@ def assign_ids(
     *,
     id_column: str,
     storage_options: Mapping[str, str] | None = None,
+    capacity: int | None = None,
 ) -> DataFrame:
     """``df`` with ``id_column``: each key's id from the vocabulary at ``path``, extended first
     with the keys it has not seen (appended in one Delta commit). Null keys get null ids.
     ``storage_options`` configure the vocabulary's store (see [`write_delta`][spark_mlt.storage.writer.write_delta]).
+
+    Raises:
+        CodecCapacityError: the vocabulary would hold more than ``capacity`` ids (its column's
+            codec's); checked before anything is appended.
 
     Example::
 
@@ -94,7 +99,15 @@ def assign_ids(
         new = keys.join(known.select("key"), "key", "left_anti")
         row = known.agg(F.max("id")).first()
         start = 0 if row is None or row[0] is None else int(row[0]) + 1
-    numbered = number_keys(spark, new, start)
+    numbered, size = _numbered(spark, new, start)
+    if capacity is not None and size > capacity:
+        raise CodecCapacityError(
+            f"column {column!r}: its vocabulary would hold {size} ids (ids 0 to {size - 1}), more than its codec's "
+            f"capacity {capacity}; nothing was written. Re-size the codec: spark-mlt tokenize ... --mode overwrite "
+            "--resize, or spark-mlt sync ... --full-refresh --resize (docs: Columns, Room to grow)",
+            column=column,
+            capacity=capacity,
+        )
     if known is None or numbered is not None:
         if numbered is None:  # a new vocabulary with no key yet: the table, empty
             numbered = spark.createDataFrame([], "key string, id bigint")
@@ -139,10 +152,15 @@ def number_keys(spark: SparkSession, keys: DataFrame, start: int) -> DataFrame |
 
         number_keys(spark, spark.createDataFrame([("a",), ("b",)], "key string"), 0)  # ids 0 and 1
     """
+    return _numbered(spark, keys, start)[0]
+
+
+def _numbered(spark: SparkSession, keys: DataFrame, start: int) -> tuple[DataFrame | None, int]:
+    """[`number_keys`][spark_mlt.storage.vocabulary.number_keys], and the id after the last one."""
     keys = keys.select("key", F.pmod(F.xxhash64("key"), F.lit(BUCKETS)).alias("bucket"))
     sizes = sorted((int(r[0]), int(r[1])) for r in keys.groupBy("bucket").count().collect())
     if not sizes:
-        return None
+        return None, start
     firsts, first = [], start
     for bucket, size in sizes:
         firsts.append((bucket, first))
@@ -152,7 +170,7 @@ def number_keys(spark: SparkSession, keys: DataFrame, start: int) -> DataFrame |
     )
     within = F.row_number().over(Window.partitionBy("bucket").orderBy("key")) - F.lit(1)
     numbered = keys.join(F.broadcast(offsets), "bucket")
-    return numbered.select("key", (F.col("first") + within).cast("bigint").alias("id"))
+    return numbered.select("key", (F.col("first") + within).cast("bigint").alias("id")), first
 
 
 def keys_for_ids(

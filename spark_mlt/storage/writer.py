@@ -70,7 +70,14 @@ from spark_mlt.storage.catalog import (
     table_location,
     use_delta_spark,
 )
-from spark_mlt.storage.properties import AppTransaction, check_run_id, codec_properties, merge_codecs, run_transaction
+from spark_mlt.storage.properties import (
+    CODEC_PROPERTY_PREFIX,
+    AppTransaction,
+    check_run_id,
+    codec_properties,
+    merge_codecs,
+    run_transaction,
+)
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
 
 __all__ = [
@@ -103,6 +110,9 @@ class WriteOptions:
             sorted by them before the write (a mirror's key), so that each file's statistics
             span a narrow range.
         max_file_rows: the most rows a file holds (Spark's ``maxRecordsPerFile``; None: no limit).
+        resize: with ``mode="overwrite"`` on an existing table, replace its codecs and schema
+            with the write's (every row re-tokenized with new codecs); its other properties and
+            partitioning stay, and its older versions keep their codecs (time travel).
     """
 
     commit_info: Mapping[str, Any] = field(default_factory=dict)
@@ -112,6 +122,7 @@ class WriteOptions:
     backend: Backend = "auto"
     cluster_by: Sequence[str] = ()
     max_file_rows: int | None = None
+    resize: bool = False
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, BACKENDS)
@@ -253,12 +264,24 @@ def write_delta(
     backend: Backend = "delta-spark" if use_delta_spark(df.sparkSession, opts.backend) else "delta-rs"
     call = _WriteCall(df, mode, dict(codecs or {}), opts, backend, storage_options)
     location, snapshot = _open_table(call, path, snapshot)
-    stored = merge_codecs(location.uri, snapshot.codecs, call.codecs) if snapshot is not None else call.codecs
+    resize = opts.resize and snapshot is not None
+    if resize and mode != "overwrite":
+        raise MLTError("resize: a re-size rewrites every row: it needs mode='overwrite'", parameter="resize")
+    fresh = resize or snapshot is None
+    stored = call.codecs if fresh or snapshot is None else merge_codecs(location.uri, snapshot.codecs, call.codecs)
     if txn is not None and snapshot is not None and snapshot.holds(txn):
         return skipped_write(location.uri, snapshot.version, txn)
     if backend == "delta-rs" and snapshot is not None:
         check_jar_free_write(snapshot, mode)
     plan = _write_plan(call, location, snapshot, stored, run_id=run_id, txn=txn)
+    if resize and snapshot is not None:
+        kept = {k: v for k, v in snapshot.properties.items() if not k.startswith(CODEC_PROPERTY_PREFIX)}
+        plan = dataclasses.replace(
+            plan,
+            resize=True,
+            partition_by=tuple(snapshot.partition_columns),
+            properties={**kept, **plan.properties},
+        )
     if replaces:
         if backend != "delta-rs" or snapshot is None:
             raise MLTError(
