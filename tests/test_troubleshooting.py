@@ -22,8 +22,10 @@ import sys
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
+import pyarrow as pa
 import pyspark
 import pytest
+from deltalake import DeltaTable, Field, write_deltalake
 from markdown_it import MarkdownIt
 from pyspark.sql import DataFrame, SparkSession
 
@@ -330,6 +332,79 @@ def _delta_jars(here: Workspace, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return [other_said, said] if has_delta else [said, other_said]
 
 
+# --- spark-mlt sync -----------------------------------------------------------------------
+
+#: the sync entries' run: the source lake/customers into its mirror out/customers_mlt
+_SYNC = (
+    "sync", "--input", "lake/customers", "--output", "out/customers_mlt", "--columns", "customer_id", "--key",
+    "customer_id",
+)  # fmt: skip
+
+
+def _customers(here: Workspace, rows: Sequence[tuple[int | None, str]], mode: str = "append") -> None:
+    """Rows of ``(customer_id, country)`` written to the source (``mode="error"``: a new table,
+    its change data feed on)."""
+    ids, countries = zip(*rows, strict=True)
+    table = pa.table({"customer_id": pa.array(ids, pa.int64()), "country": pa.array(countries, pa.string())})
+    configuration = {"delta.enableChangeDataFeed": "true"} if mode == "error" else None
+    write_deltalake(str(here.root / "lake" / "customers"), table, mode=mode, configuration=configuration)  # type: ignore[call-overload]
+
+
+def _synced(here: Workspace, rows: Sequence[tuple[int | None, str]] = ((1, "FR"), (2, "DE"))) -> None:
+    """A new source of ``rows`` and its mirror, synced once (none when ``rows`` break the key)."""
+    for folder in ("lake/customers", "out/customers_mlt", "out/customers_mlt_quarantine"):
+        shutil.rmtree(here.root / folder, ignore_errors=True)
+    _customers(here, rows, "error")
+    if len({customer for customer, _ in rows}) == len(rows):
+        assert here.cli(*_SYNC)[0] == 0
+
+
+def _refused(here: Workspace, *argv: str) -> str:
+    code, said = here.cli(*_SYNC, *argv)
+    assert code == 1
+    return said
+
+
+def _sync_feed(here: Workspace) -> list[str]:
+    """A file of the window vacuumed; a column added."""
+    _synced(here)
+    _customers(here, [(3, "IT")])  # version 1's file, which version 2 removes and a vacuum deletes
+    _customers(here, [(1, "FR")], "overwrite")
+    DeltaTable(str(here.root / "lake" / "customers")).vacuum(
+        retention_hours=0, enforce_retention_duration=False, dry_run=False
+    )
+    vacuumed = _refused(here)
+    _synced(here)
+    DeltaTable(str(here.root / "lake" / "customers")).alter.add_columns([Field("city", "string", nullable=True)])
+    return [vacuumed, _refused(here)]
+
+
+def _sync_columns(here: Workspace) -> list[str]:
+    _synced(here)
+    DeltaTable(str(here.root / "lake" / "customers")).alter.add_columns([Field("city", "string", nullable=True)])
+    return [_refused(here, "--full-refresh")]
+
+
+def _sync_source(here: Workspace) -> list[str]:
+    """The source dropped and created again at its path: a new table id."""
+    _synced(here)
+    shutil.rmtree(here.root / "lake" / "customers")
+    _customers(here, [(1, "FR"), (2, "DE")], "error")
+    return [_refused(here)]
+
+
+def _sync_key(here: Workspace) -> list[str]:
+    """Two rows of a key in a full refresh; then, in a window, a null key and an insert of a held key."""
+    _synced(here, [(1, "FR"), (1, "DE")])
+    twice = _refused(here)
+    _synced(here)
+    _customers(here, [(None, "IT")])
+    null = _refused(here)
+    _synced(here)
+    _customers(here, [(1, "ES")])
+    return [twice, null, _refused(here)]
+
+
 #: each entry's trigger, in the page's order: its arguments are fixtures, it returns the
 #: messages the code gave, one per block the entry quotes
 TRIGGERS: dict[str, Callable[..., Sequence[str | None]]] = {
@@ -343,10 +418,14 @@ TRIGGERS: dict[str, Callable[..., Sequence[str | None]]] = {
     "checkpoint": _checkpoint,
     "delta-jars": _delta_jars,
     "table-exists": _table_exists,
+    "sync-feed": _sync_feed,
+    "sync-columns": _sync_columns,
+    "sync-source": _sync_source,
+    "sync-key": _sync_key,
 }
 
 
-def test_the_page_has_ten_entries_each_quoting_a_message() -> None:
+def test_the_page_has_an_entry_per_trigger_each_quoting_a_message() -> None:
     entries = _entries()
     assert list(entries) == list(TRIGGERS)
     assert all(entries.values())
