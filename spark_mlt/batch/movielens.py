@@ -33,7 +33,7 @@ from pyspark.sql import functions as F
 
 from spark_mlt.batch.options import MovieLensOptions
 from spark_mlt.batch.report import JobReport, phase
-from spark_mlt.batch.tokenize import fit_job_codecs, tokenize_dataframe, write_tokens
+from spark_mlt.batch.tokenize import check_output, fit_job_codecs, tokenize_dataframe, write_tokens
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.paper.data import LABEL_RULE_PROPERTY
 from spark_mlt.storage import TableSnapshot, WriteOptions, snapshot_for_write
@@ -170,6 +170,7 @@ def tokenize_movielens(
     with phase(report, "read"):
         ratings = read_ratings(spark, input)
         ratings = ratings.withColumn("label", (F.col("rating") >= opts.label_threshold).cast("int"))
+    check_output(snapshot, ratings.columns, ["userId", "movieId"], opts)
     fit_job_codecs(report, ratings, ["userId", "movieId"], opts, snapshot)
     if opts.dry_run:
         report.dry_run = True

@@ -214,12 +214,6 @@ def check_sync(run: _Run, source: TableSnapshot, mirror: TableSnapshot | None, *
     names = source.schema.names
     where = f"the source {source.path}"
     check_names(options.key, names, "key", where)
-    if options.drop_ids:
-        raise TableOptionError(
-            "drop_ids: a mirror keeps its raw id columns: a window finds the rows of its keys and the values it "
-            "erases by them; leave the ids out of the tables you derive from it (spark-mlt tokenize --drop-ids)",
-            parameter="drop_ids",
-        )
     check_output(mirror if not (refresh and options.resize) else None, names, run.columns, options)
     if not source.delta.config.change_data_feed:
         raise ChangeFeedError(

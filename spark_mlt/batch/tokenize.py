@@ -109,7 +109,10 @@ def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
     )
     why = (
         F.when(value < 0, F.lit(" is negative: ids are in " + domain))
-        .when(value > F.lit(codec.max_id), F.lit(f" is out of range {domain}: re-size the codec (docs: Growth)"))
+        .when(
+            value > F.lit(codec.max_id),
+            F.lit(f" is out of range {domain}: re-size the codec (docs: Columns, Room to grow)"),
+        )
         .otherwise(F.lit(" is not a whole number: ids are whole numbers in " + domain))
     )
     return F.when(
