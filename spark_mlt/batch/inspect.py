@@ -1,19 +1,32 @@
-"""What a tokenized Delta table holds: its codecs and token layouts, version, rows, history.
+"""What a tokenized Delta table holds: its codecs and token layouts, how much of each codec's
+capacity its ids take, version, rows, history, and for a mirror its sync's state.
 
-Everything comes from one [`spark_mlt.storage.read_snapshot`][spark_mlt.storage.read_snapshot]; no
-Spark session is needed.
+Everything comes from one [`spark_mlt.storage.read_snapshot`][spark_mlt.storage.read_snapshot] (and,
+for a mirror, the log of its source and quarantine); no Spark session is needed, and none is
+started: a mirror of a catalog table's source says its next window cannot be read without one.
+
+The commits are read once (the last ``STREAM_HISTORY``, or ``history`` if more): the history
+shown, the streaming writers and the mirror's sync state all come from that one read.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import datetime as dt
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from spark_mlt.batch.capacity import CAPACITY_WARNING, Usage, capacity_usage
 from spark_mlt.batch.report import codec_summary
+from spark_mlt.batch.sync import SYNC_APP_PREFIX
 from spark_mlt.column import token_layouts
-from spark_mlt.storage import TableSnapshot, read_snapshot
+from spark_mlt.delta.actions import Txn
+from spark_mlt.delta.log import Commit
+from spark_mlt.errors import ChangeFeedError, MissingTableError, MLTError
+from spark_mlt.storage import TableSnapshot, check_feed, is_table_name, read_snapshot, table_exists
+from spark_mlt.storage.changes import FULL_REFRESH
 from spark_mlt.storage.maintenance import pending_erasures
 
 __all__ = ["inspect_table"]
@@ -22,41 +35,226 @@ HISTORY_KEYS = ("version", "timestamp", "operation", "spark_mlt.job", "spark_mlt
 
 
 def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str, str] | None = None) -> dict[str, Any]:
-    """A table's codecs (p, n, seed, capacity, fingerprint, token layout, packed bits), its
-    version, row count, the streaming writers that committed to it (their ids and last batch),
-    the erasures pending a vacuum (files its commits removed that storage still holds, and
-    rows hidden by deletion vectors: see ``pending_erasures``) and its last ``history``
-    commits, as a JSON-ready dict.
+    """A table's codecs (p, n, seed, capacity, fingerprint, token layout, packed bits), how much
+    of each codec's capacity its ids take (``capacity``), its version, row count, the streaming
+    writers that committed to it (their ids and last batch), the erasures pending a vacuum
+    (files its commits removed that storage still holds, and rows hidden by deletion vectors:
+    see ``pending_erasures``), its last ``history`` commits and, for a mirror that
+    ``spark-mlt sync`` writes, its sync's state (``sync``; None for any other table), as a
+    JSON-ready dict.
+
+    ``capacity`` holds per codec column ``used`` (the largest id held + 1, None when the log
+    cannot tell), ``capacity``, ``share`` (``used / capacity``, 4 decimals), ``source`` (where
+    ``used`` came from, or why it is unknown) and, from a share of ``CAPACITY_WARNING`` (50%)
+    on, a ``warning`` that says how to re-size.
+
+    ``sync`` holds ``source`` (the input as the sync was given it), ``source_table_id``,
+    ``source_version`` (the version the mirror holds), ``synced_at`` (ISO-8601 UTC time of the
+    mirror's commit that reached it), ``mirror_version`` (that commit's version),
+    ``last_full_refresh`` (``version``, ``timestamp``, ``source_version`` of the newest full
+    refresh in the commits read, or None), ``next_window`` (``"up to date"``, ``{"from", "to"}``
+    with ``blocked`` when the source's change data feed cannot cover it, or a sentence: the
+    source was replaced, or cannot be read here) and ``quarantine`` (``path`` and the
+    ``source_version`` it holds).
 
     Raises:
         MissingTableError: no Delta table at ``path`` (a FileNotFoundError).
 
     Example::
 
-        inspect_table("out/ratings_mlt")["codecs"]["userId"]["layout"]  # 'packed'
+        info = inspect_table("out/ratings_mlt")
+        info["codecs"]["userId"]["layout"]  # 'packed'
+        info["capacity"]["userId"]["share"]  # 0.0412
     """
     snapshot = read_snapshot(path, storage_options=storage_options)
     layouts = token_layouts(from_arrow_schema(snapshot.schema), snapshot.codecs)
-    commits = [{key: entry.get(key) for key in HISTORY_KEYS} for entry in snapshot.history(history)]
+    read = snapshot.commits(max(history, STREAM_HISTORY))  # once, newest first
+    commits = [{key: commit.entries().get(key) for key in HISTORY_KEYS} for commit in read[: max(history, 0)]]
     codecs = {column: codec_summary(codec, layouts.get(column)) for column, codec in snapshot.codecs.items()}
+    sync = _sync_state(snapshot, path, read, storage_options)
     return {
         "path": snapshot.path,
         "version": snapshot.version,
         "rows": snapshot.rows,
         "codecs": codecs,
-        "streams": _streams(snapshot),
+        "capacity": _capacity(snapshot, mirror=sync is not None),
+        "streams": _streams(snapshot, read),
         "erasures": pending_erasures(path, storage_options=storage_options),
         "history": commits,
+        "sync": sync,
     }
 
 
-#: How far back ``inspect`` looks for streaming writers' commits.
+#: How far back ``inspect`` looks for streaming writers' and syncs' commits.
 STREAM_HISTORY = 10_000
 
 
-def _streams(snapshot: TableSnapshot) -> list[dict[str, Any]]:
+def _streams(snapshot: TableSnapshot, commits: Sequence[Commit]) -> list[dict[str, Any]]:
     """The streaming writers that committed to the table (in its last ``STREAM_HISTORY``
     commits): each writer's id and the last batch the table holds (its transaction version)."""
-    found = (commit.metadata.get("spark_mlt.writer") for commit in snapshot.commits(STREAM_HISTORY))
+    found = (commit.metadata.get("spark_mlt.writer") for commit in commits)
     writers = {str(writer) for writer in found if writer}
     return [{"writer": writer, "last_batch": snapshot.transaction_version(writer)} for writer in sorted(writers)]
+
+
+def _capacity(snapshot: TableSnapshot, *, mirror: bool) -> dict[str, dict[str, Any]]:
+    """Each codec column's usage as JSON, with a warning from ``CAPACITY_WARNING`` on."""
+    shown = {}
+    for column, usage in capacity_usage(snapshot).items():
+        share = usage.share
+        entry: dict[str, Any] = {
+            "used": usage.used,
+            "capacity": usage.capacity,
+            "share": None if share is None else round(share, 4),
+            "source": usage.source,
+        }
+        if usage.full:
+            entry["warning"] = _warning(usage, mirror=mirror)
+        shown[column] = entry
+    return shown
+
+
+def _warning(usage: Usage, *, mirror: bool) -> str:
+    """What to do about a codec whose ids have reached ``CAPACITY_WARNING`` of its capacity."""
+    rewrite = (
+        "spark-mlt sync ... --full-refresh --resize" if mirror else "spark-mlt tokenize ... --mode overwrite --resize"
+    )
+    last = usage.capacity - 1
+    state = (
+        f"ids past {last} are held already: the codec is too small"
+        if usage.used is not None and usage.used > usage.capacity
+        else f"new ids past {last} will be invalid"
+    )
+    return (
+        f"{usage.column}: ids take {usage.share:.0%} of the codec's {usage.capacity} (the warning starts at "
+        f"{CAPACITY_WARNING:.0%}); {state}. Re-size the codec: rewrite the table with a larger one ({rewrite})"
+    )
+
+
+#: The suffix of a mirror's sync application id in its quarantine (``spark_mlt.batch.sync``).
+_QUARANTINE = ":quarantine"
+#: The commit metadata value of a sync's full refresh.
+_FULL_REFRESH = "full refresh"
+
+
+def _sync_state(
+    snapshot: TableSnapshot, path: str, commits: Sequence[Commit], storage_options: Mapping[str, str] | None
+) -> dict[str, Any] | None:
+    """A mirror's sync state (see ``inspect_table``), None when no sync wrote the table."""
+    transactions = snapshot.delta.transactions
+    apps = {app for app in transactions if app.startswith(SYNC_APP_PREFIX) and not app.endswith(_QUARANTINE)}
+    if not apps:
+        return None
+    # the source followed now: the newest commit's (a replaced source's transaction stays in the log)
+    reached = next((c for c in commits if any(a.app_id in apps for a in _transactions(c))), None)
+    if reached is not None:
+        app = next(a.app_id for a in _transactions(reached) if a.app_id in apps)
+    else:  # the commits read are older than it: the latest written, where the writers record when
+        app = max(sorted(apps), key=lambda a: transactions[a].last_updated or -1)
+    held = transactions[app].version
+    source = _sync_input(reached, commits)
+    refresh = next(
+        (
+            c
+            for c in commits
+            if c.metadata.get("spark_mlt.job") == "sync" and c.metadata.get("spark_mlt.sync") == _FULL_REFRESH
+        ),
+        None,
+    )
+    source_id = app.removeprefix(SYNC_APP_PREFIX)
+    return {
+        "source": source,
+        "source_table_id": source_id,
+        "source_version": held,
+        "synced_at": None if reached is None else _instant(reached.timestamp),
+        "mirror_version": None if reached is None else reached.version,
+        "last_full_refresh": None if refresh is None else _refresh_entry(refresh),
+        "next_window": _next_window(source, source_id, held, storage_options),
+        "quarantine": _quarantine(path, app, held, storage_options),
+    }
+
+
+def _transactions(commit: Commit) -> list[Txn]:
+    return [action for action in commit.actions if isinstance(action, Txn)]
+
+
+def _sync_input(reached: Commit | None, commits: Sequence[Commit]) -> str | None:
+    """The source as the sync was given it: the reaching commit's, else the newest sync's."""
+    found = [reached] if reached is not None else [c for c in commits if c.metadata.get("spark_mlt.job") == "sync"]
+    value = found[0].metadata.get("spark_mlt.input") if found else None
+    return None if value is None else str(value)
+
+
+def _refresh_entry(commit: Commit) -> dict[str, Any]:
+    version = commit.metadata.get("spark_mlt.source_version")
+    return {
+        "version": commit.version,
+        "timestamp": _instant(commit.timestamp),
+        "source_version": None if version is None else int(version),
+    }
+
+
+def _instant(milliseconds: int) -> str:
+    """A commit timestamp (milliseconds since the epoch) in ISO-8601, UTC."""
+    moment = dt.datetime.fromtimestamp(milliseconds / 1000, tz=dt.timezone.utc)
+    return moment.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _next_window(
+    source: str | None, table_id: str, held: int, storage_options: Mapping[str, str] | None
+) -> dict[str, Any] | str:
+    """The source versions the next sync applies, read from the source's log (jar-free)."""
+    latest = _source_snapshot(source, storage_options)
+    if isinstance(latest, str):
+        return latest
+    if latest.table_id != table_id:
+        return (
+            f"the source {source} is another table now (table id {latest.table_id}; the mirror holds table "
+            f"{table_id}): the source was replaced; {FULL_REFRESH}"
+        )
+    if latest.version <= held:
+        return "up to date"
+    window: dict[str, Any] = {"from": held + 1, "to": latest.version}
+    try:
+        check_feed(latest.path, held, latest.version, storage_options=storage_options)
+    except ChangeFeedError as error:
+        window["blocked"] = str(error)
+    return window
+
+
+def _source_snapshot(source: str | None, storage_options: Mapping[str, str] | None) -> TableSnapshot | str:
+    """The source's latest version, or why it cannot be read here (no Spark is started)."""
+    if source is None:
+        return "unknown: the commits read name no source"
+    if is_table_name(source) and SparkSession.getActiveSession() is None:
+        return f"unknown: the source {source} is a catalog table, which cannot be read without Spark"
+    try:
+        return read_snapshot(source, storage_options=storage_options)
+    except MissingTableError:
+        return f"unknown: no Delta table at the source {source} (a relative path is relative to where the sync ran)"
+    except MLTError as error:  # a name the session cannot resolve, a store that refuses
+        return f"unknown: the source {source} cannot be read without Spark (inspect starts none): {error}"
+
+
+def _quarantine(path: str, app: str, held: int, storage_options: Mapping[str, str] | None) -> dict[str, Any]:
+    """The mirror's quarantine where a sync puts it by default (``<output>_quarantine``) and the
+    source version it holds (its ``...:quarantine`` transaction)."""
+    location = f"{path.rstrip('/')}_quarantine"
+    state: dict[str, Any] = {"path": location, "source_version": None}
+    try:
+        found = table_exists(location, storage_options=storage_options)
+        quarantine = read_snapshot(location, storage_options=storage_options) if found else None
+    except MLTError as error:
+        return {**state, "note": f"cannot be read: {error}"}
+    if quarantine is None:
+        return {**state, "note": "no table here: nothing quarantined yet, or the sync was given another quarantine"}
+    version = quarantine.transaction_version(app + _QUARANTINE)
+    state = {"path": quarantine.path, "source_version": version}
+    if version is None:
+        state["note"] = "it holds no sync of this source: the sync was given another quarantine"
+    elif version > held:
+        state["note"] = (
+            "ahead of the mirror: a sync stopped between the quarantine's commit and the mirror's; the next "
+            "sync finishes the window"
+        )
+    return state
