@@ -61,6 +61,7 @@ import yaml
 from spark_mlt import __version__
 from spark_mlt.batch.decode import decode_table
 from spark_mlt.batch.erase import erase_physically
+from spark_mlt.batch.find import find_value
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.movielens import tokenize_movielens
 from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, StreamOptions, SyncOptions, TokenizeOptions
@@ -371,6 +372,10 @@ _ERASE_EXAMPLES = (
     "spark-mlt erase --input out/customers_mlt --apply",
     "spark-mlt erase --input out/customers_mlt --retention-hours 0 --apply",
 )
+_FIND_EXAMPLES = (
+    "spark-mlt find --input out/customers_mlt --column customer_id --value 42",
+    "spark-mlt find --input out/customers_mlt --column email --value alice@example.com",
+)
 
 _JAR_EXAMPLES = (
     "spark-mlt jar",
@@ -485,7 +490,7 @@ def _add_job_command(sub: Any, name: str, job: Job, given: set[str]) -> None:
 
 
 def _add_table_commands(sub: Any) -> None:
-    """``inspect`` and ``vacuum``: a table's path or name, and its store's settings."""
+    """``inspect``, ``vacuum``, ``erase`` and ``find``: a table's path or name, and its store's settings."""
     for name, help_, examples in (
         ("inspect", "print a table's codecs, versions and row count (JSON)", _INSPECT_EXAMPLES),
         ("vacuum", "list (default) or delete orphan and expired files of a table", _VACUUM_EXAMPLES),
@@ -495,11 +500,21 @@ def _add_table_commands(sub: Any) -> None:
             "vocabularies (JSON: what is deleted, what is pending and until when)",
             _ERASE_EXAMPLES,
         ),
+        (
+            "find",
+            "where a value of an id column is held: the table's, its quarantine's and its vocabulary's current "
+            "rows, and their files not yet vacuumed (JSON, with a verdict; exit 0 either way)",
+            _FIND_EXAMPLES,
+        ),
     ):
         command = _add_command(sub, name, help_, examples)
-        command.add_argument_group("required").add_argument(
-            "--input", required=True, help="Delta table path, or a catalog table's name (db.table)"
-        )
+        required = command.add_argument_group("required")
+        required.add_argument("--input", required=True, help="Delta table path, or a catalog table's name (db.table)")
+        if name == "find":
+            required.add_argument("--column", required=True, help="an id column of the table (one it has a codec for)")
+            required.add_argument(
+                "--value", required=True, help="the id (an integer) or, for a string key column, the key"
+            )
         if name in ("vacuum", "erase"):
             command.add_argument(
                 "--retention-hours",
@@ -513,7 +528,7 @@ def _add_table_commands(sub: Any) -> None:
             command.add_argument(
                 "--orphans", action="store_true", help="list the files no table version references, now"
             )
-        if name == "erase":
+        if name in ("erase", "find"):
             command.add_argument(
                 "--quarantine", default=None, help="the mirror's quarantine table (default: <input>_quarantine)"
             )
@@ -767,6 +782,21 @@ def _run_erase(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _run_find(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    """The answer whether the value is held or not (exit 0: it is a question); a column that is
+    no id column of the table, or a value the column cannot hold, is a usage error."""
+    options = _storage_options(args)
+    _catalog_session(args, options)
+    try:
+        found = find_value(args.input, args.column, args.value, quarantine=args.quarantine, storage_options=options)
+    except MLTError as exc:
+        if exc.parameter in ("column", "value"):
+            raise OptionsError(str(exc)) from exc
+        raise
+    print(json.dumps(found, indent=2, default=str))
+    return EXIT_OK
+
+
 def _run_jar(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     jar = jvm_jar(args.spark_version)
     print(f"--jars {jar} --conf spark.sql.extensions={JVM_EXTENSION}" if args.submit else jar)
@@ -774,7 +804,13 @@ def _run_jar(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
 
 
 def _handler(command: str) -> Callable[[argparse.Namespace, Mapping[str, Any]], int]:
-    handlers = {"inspect": _run_inspect, "vacuum": _run_vacuum, "erase": _run_erase, "jar": _run_jar}
+    handlers = {
+        "inspect": _run_inspect,
+        "vacuum": _run_vacuum,
+        "erase": _run_erase,
+        "find": _run_find,
+        "jar": _run_jar,
+    }
     return handlers.get(command, _run_job)
 
 
@@ -844,6 +880,8 @@ def _command_names(command: str) -> set[str]:
     """The Python names that are flags of ``command``."""
     if command in JOBS:
         return {flag.name for flag in JOBS[command].flags()}
+    if command == "find":
+        return {"input", "column", "value", "quarantine", "storage_options"}
     return {"input", "retention_hours", "storage_options"}
 
 
