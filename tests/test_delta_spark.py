@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import IntegerType, StructField, StructType
 from pyspark.testing import assertDataFrameEqual
 
-from spark_mlt import MLTError
+from spark_mlt import MLTCodec, MLTError
 from spark_mlt.batch import (
     DecodeOptions,
     StreamOptions,
@@ -43,7 +43,7 @@ from spark_mlt.batch import (
 from spark_mlt.batch.cli import run
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.tokenize import tokenize_frame
-from spark_mlt.column import mlt_encode
+from spark_mlt.column import mlt_decode, mlt_encode
 from spark_mlt.delta.fs import locate
 from spark_mlt.storage import (
     AppTransaction,
@@ -146,6 +146,28 @@ def test_a_different_codec_or_schema_is_refused_and_the_table_kept(spark: SparkS
     with pytest.raises(TableSchemaError, match="does not match"):
         write_delta(_ratings(spark).drop("rating"), path, mode="append")
     assert read_snapshot(path).version == 1
+
+
+def test_a_resize_is_one_replace_commit_that_time_travel_reads_past(spark: SparkSession, tmp_path: Path) -> None:
+    """A re-size through delta-spark: one commit with the new codec, the new tokens and the
+    table's partitioning, its other properties and its history kept."""
+    path = str(tmp_path / "ratings")
+    write_delta(_ratings(spark), path, {"userId": CODEC}, options=WriteOptions(partition_by=["part"]))
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.logRetentionDuration' = 'interval 60 days')")
+    before = read_snapshot(path).version
+    bigger = MLTCodec.from_seed(13, 4)
+    rows = _ratings(spark, 0, 30).drop("userId_mlt").withColumn("userId_mlt", mlt_encode("userId", bigger))
+    resized = write_delta(rows, path, {"userId": bigger}, mode="overwrite", options=WriteOptions(resize=True))
+    assert resized.version == before + 1
+    table = DeltaTable(path)
+    assert table.metadata().partition_columns == ["part"]
+    assert table.metadata().configuration["delta.logRetentionDuration"] == "interval 60 days"
+    assert read_codecs(path) == {"userId": bigger}
+    assert read_codecs(path, version=before) == {"userId": CODEC}
+    decoded = read_delta(spark, path).select("userId", mlt_decode("userId_mlt", bigger).alias("back"))
+    assert decoded.where("userId <> back").count() == 0
+    assert read_delta(spark, path).count() == 30
+    assert read_delta(spark, path, version=before).count() == 20
 
 
 def test_a_run_id_goes_through_deltas_idempotent_writes(spark: SparkSession, tmp_path: Path) -> None:

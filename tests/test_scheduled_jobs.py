@@ -244,3 +244,24 @@ def test_drop_ids_writes_only_the_tokens_and_they_still_decode(spark: SparkSessi
     decode_table(spark, out, DecodeOptions(output=decoded))
     rows = DeltaTable(decoded).to_pyarrow_table().to_pylist()
     assert sorted((r["customer_id"], r["email"]) for r in rows) == [(5, "a@x"), (6, "b@x"), (7, "c@x")]
+
+
+def test_a_mirror_without_its_raw_ids_keeps_its_key_follows_changes_and_erases_by_the_tokens(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    source = _ids(tmp_path / "src", [1, 2, 3], ["a@x", "b@x", "c@x"])
+    out = str(tmp_path / "mirror")
+    options = SyncOptions(key=("customer_id",), drop_ids=True)
+    sync_table(spark, source, out, ["customer_id", "email"], options)
+    names = DeltaTable(out).schema().to_arrow().names
+    assert "email" not in names
+    assert {"customer_id", "customer_id_mlt", "email_mlt"} <= set(names)  # the key stays: rows are found by it
+    _ids(tmp_path / "src", [1, 2], ["a@x", "new@x"])  # 2 changes e-mail, 3 is deleted
+    report = sync_table(spark, source, out, ["customer_id", "email"], options)
+    assert report.erased == {"email": 2}  # b@x and c@x: no row holds them any more
+    vocabulary = DeltaTable(f"{out}_vocab/email").to_pyarrow_table().to_pylist()
+    assert sorted(r["key"] for r in vocabulary if r["key"] is not None) == ["a@x", "new@x"]
+    decoded = str(tmp_path / "decoded")
+    decode_table(spark, out, DecodeOptions(output=decoded))
+    rows = DeltaTable(decoded).to_pyarrow_table().to_pylist()
+    assert sorted((r["customer_id"], r["email"]) for r in rows) == [(1, "a@x"), (2, "new@x")]

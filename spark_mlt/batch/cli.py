@@ -8,7 +8,11 @@ The same flags work as ``spark-submit jobs/<job>.py ...``. Exit codes:
 with a one-line reason on stderr), [`EXIT_USAGE`][spark_mlt.batch.cli.EXIT_USAGE] (2: a bad flag or
 option value, a missing required flag, a bad conf file),
 [`EXIT_MISMATCH`][spark_mlt.batch.cli.EXIT_MISMATCH] (3: ``decode --verify`` found decoded ids that
-differ from the originals) and [`EXIT_INTERRUPTED`][spark_mlt.batch.cli.EXIT_INTERRUPTED] (130).
+differ from the originals), [`EXIT_REJECTED`][spark_mlt.batch.cli.EXIT_REJECTED] (4: more rows rejected
+than ``--max-rejected`` allows; the rows and quarantine are committed) and
+[`EXIT_INTERRUPTED`][spark_mlt.batch.cli.EXIT_INTERRUPTED] (130). An option the job's tables cannot
+take (other columns, key, codec or layout than they hold; a column the input lacks) is a usage
+error too: exit 2, before anything is written.
 
 One vocabulary, derived: a job command's flags come from its job function's arguments (``input``,
 ``output``, ``columns``) and its options dataclass's fields
@@ -70,11 +74,11 @@ from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
 from spark_mlt.batch.stream import check_stream_job, tokenize_stream
 from spark_mlt.batch.sync import sync_table
-from spark_mlt.batch.tokenize import tokenize_table
-from spark_mlt.errors import MLTError, SourceError
+from spark_mlt.batch.tokenize import check_names, tokenize_table
+from spark_mlt.errors import MLTError, OptionError, RejectedRowsError, SourceError
 from spark_mlt.jars import JVM_EXTENSION, jvm_jar
 from spark_mlt.paper import PaperOptions, PaperReport
-from spark_mlt.storage import StorageOptions, orphan_files, redact, s3a_conf, vacuum
+from spark_mlt.storage import StorageOptions, orphan_files, read_snapshot, redact, s3a_conf, vacuum
 from spark_mlt.storage.catalog import is_table_name
 
 __all__ = [
@@ -83,6 +87,7 @@ __all__ = [
     "EXIT_INTERRUPTED",
     "EXIT_MISMATCH",
     "EXIT_OK",
+    "EXIT_REJECTED",
     "EXIT_USAGE",
     "JOBS",
     "Job",
@@ -170,6 +175,8 @@ def add_flags(
             kwargs.update(nargs="+")
         elif hint in (int, float, str):
             kwargs["type"] = hint
+        elif get_origin(hint) in (Union, types.UnionType) and set(get_args(hint)) - {type(None)} <= {int, float, str}:
+            kwargs["type"] = str  # a count or a share: the options parse it
         else:  # pragma: no cover - a field type the generator does not know yet
             raise TypeError(f"no flag type for {flag.name}: {flag.hint!r}")
         group = required if flag.required and required is not None else parser
@@ -198,7 +205,7 @@ def option_flags(options: type[Any]) -> list[Flag]:
 
 
 #: Exit codes of ``spark-mlt``.
-EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_MISMATCH, EXIT_INTERRUPTED = 0, 1, 2, 3, 130
+EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_MISMATCH, EXIT_REJECTED, EXIT_INTERRUPTED = 0, 1, 2, 3, 4, 130
 
 
 @dataclass(frozen=True)
@@ -354,6 +361,7 @@ exit codes:
   1    failure (one line 'spark-mlt: error: ...' on stderr, the prefix of every error)
   2    usage error: a bad flag or option value, a missing flag, a bad conf file
   3    decode --verify: decoded ids differ from the originals
+  4    more rows rejected than --max-rejected allows (rows and quarantine committed)
   130  interrupted (Ctrl-C)
 """
 
@@ -665,6 +673,21 @@ def _check_input(job: Job, values: Mapping[str, Any]) -> None:
         raise SourceError(f"input {path!r} does not exist", parameter="input")
 
 
+def _check_names(values: Mapping[str, Any], options: Any) -> None:
+    """Before Spark starts: the columns and key a job names must be in a Delta input (read
+    jar-free; other inputs are checked once Spark has read them), naming the near ones."""
+    path, format = values.get("input"), getattr(options, "input_format", None)
+    if not isinstance(path, str) or format != "delta" or is_table_name(path):
+        return
+    try:
+        names = read_snapshot(path, storage_options=getattr(options, "storage_options", None)).schema.names
+    except MLTError:
+        return  # the job says what is wrong with its input
+    where = f"the input {path}"
+    check_names(values.get("columns") or (), names, "columns", where)
+    check_names(getattr(options, "key", ()), names, "key", where)
+
+
 def _build_options(options: type[Any], values: Mapping[str, Any]) -> Any:
     """An options dataclass from the values of its fields (the options check them).
 
@@ -715,6 +738,7 @@ def _run_job(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     values = _values(job, args, config)
     run, call = _job_call(job, values)
     _check_input(job, values)
+    _check_names(values, call["options"])
     master = args.master or config.get("master")
     conf = {**_pairs("conf", config.get("conf") or {}, str), **_pairs("conf", args.conf or [], str)}
 
@@ -913,6 +937,9 @@ def _reason(exc: BaseException, command: str) -> str:
             reason = flag + reason.removeprefix(parameter)
         else:
             reason = f"{flag}: {reason}"
+    if "outside the codec's domain" in reason and command in ("tokenize", "sync"):
+        resize = "--mode overwrite --resize" if command == "tokenize" else "--full-refresh --resize"
+        reason += f"; if ids outgrew the table's codec, re-size it: {resize}"
     advice = re.compile(r"\b(pass|use|or|set) ([a-z_]+)='([^' ]*)'")
     reason = advice.sub(lambda m: f"{m[1]} {flag_of(m[2])} {m[3]}" if m[2] in names else m[0], reason)
     return f"{type(exc).__name__}: {reason}"
@@ -925,20 +952,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     configure_logging(_verbosity_of(args))
     try:
         return _handler(args.command)(args, config)
+    except (OptionsError, UsageError, RejectedRowsError, OptionError) as exc:
+        return _refused(exc, args)
     except KeyboardInterrupt:
         print(f"{ERROR_PREFIX}interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except OptionsError as exc:
-        reason = redact(_reason(exc.__cause__ or exc, args.command), _given_storage_options(args))
-        print(f"{ERROR_PREFIX}{reason}", file=sys.stderr)
-        return EXIT_USAGE
-    except UsageError as exc:
-        print(f"{ERROR_PREFIX}{args.command}: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except Exception as exc:  # noqa: BLE001 - a job reports any failure as one line and exit 1
         reason = redact(_reason(exc, args.command), _given_storage_options(args))
         print(f"{ERROR_PREFIX}{reason}", file=sys.stderr)
         return EXIT_FAILURE
+
+
+def _refused(exc: Exception, args: argparse.Namespace) -> int:
+    """The exit code and error line of a run refused for its options (exit 2: a bad option, or
+    one the job's tables or input cannot take, found before anything was written) or past its
+    ``--max-rejected`` (exit 4, after its report: its rows and quarantine are committed)."""
+    if isinstance(exc, UsageError) and not isinstance(exc, OptionsError):
+        print(f"{ERROR_PREFIX}{args.command}: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if isinstance(exc, RejectedRowsError):
+        if isinstance(exc.report, JobReport):
+            _print_report(args.command, exc.report, as_json=getattr(args, "json", False))
+        print(f"{ERROR_PREFIX}{_reason(exc, args.command)}", file=sys.stderr)
+        return EXIT_REJECTED
+    cause = exc.__cause__ if isinstance(exc, OptionsError) and exc.__cause__ is not None else exc
+    print(f"{ERROR_PREFIX}{redact(_reason(cause, args.command), _given_storage_options(args))}", file=sys.stderr)
+    return EXIT_USAGE
 
 
 def _given_storage_options(args: argparse.Namespace) -> dict[str, str]:

@@ -207,7 +207,7 @@ class JobOptions:
         default=False,
         metadata=_help(
             "leave the raw id columns out of the output: only their tokens are written (they still decode, "
-            "with the table's properties and vocabularies; tokens are no pseudonyms)"
+            "with the table's properties and vocabularies; tokens are no pseudonyms). A mirror keeps its key"
         ),
     )
 
@@ -396,7 +396,7 @@ class SyncOptions(TokenizeOptions):
 
     #: The batch settings a sync refuses (each commit is idempotent by its source version): no
     #: flags of ``spark-mlt sync``.
-    NOT_FLAGS: ClassVar[tuple[str, ...]] = ("mode", "run_id", "dry_run", "read_options", "drop_ids")
+    NOT_FLAGS: ClassVar[tuple[str, ...]] = ("mode", "run_id", "dry_run", "read_options")
 
     input_format: InputFormat = field(
         default="delta", metadata=_help("delta (input is a Delta table's path) or table (a catalog table's name)")
@@ -448,12 +448,6 @@ class SyncOptions(TokenizeOptions):
             raise MLTError(
                 f"file_rows: the most rows a mirror file holds must be a positive whole number; got {rows!r}",
                 parameter="file_rows",
-            )
-        if self.drop_ids:
-            raise MLTError(
-                "drop_ids: a mirror keeps its raw id columns: a window finds the rows of its keys and the values it "
-                "erases by them; leave the ids out of the tables you derive from it (spark-mlt tokenize --drop-ids)",
-                parameter="drop_ids",
             )
         for name, refused in (
             ("mode", self.mode != "error"),

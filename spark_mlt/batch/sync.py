@@ -44,6 +44,7 @@ from collections.abc import Sequence
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_mlt.batch.options import SyncOptions, TokenizeOptions
 from spark_mlt.batch.report import JobReport, phase
@@ -61,6 +62,8 @@ from spark_mlt.batch.tokenize import (
     tokenize_frame,
 )
 from spark_mlt.capabilities import Capabilities
+from spark_mlt.column import mlt_decode
+from spark_mlt.column.layouts import token_layouts
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import ChangeFeedError, MLTError, SourceError, TableOptionError
 from spark_mlt.options import TOKEN_SUFFIX
@@ -214,7 +217,9 @@ def check_sync(run: _Run, source: TableSnapshot, mirror: TableSnapshot | None, *
     names = source.schema.names
     where = f"the source {source.path}"
     check_names(options.key, names, "key", where)
-    check_output(mirror if not (refresh and options.resize) else None, names, run.columns, options)
+    check_output(
+        mirror if not (refresh and options.resize) else None, names, run.columns, options, kept_ids=options.key
+    )
     if not source.delta.config.change_data_feed:
         raise ChangeFeedError(
             f"input: {where} has no change data feed (delta.enableChangeDataFeed), which a mirror follows after its "
@@ -279,6 +284,7 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             transaction=AppTransaction(app, version),
             quarantine_mode="overwrite" if mirror is not None else "append",
             files=_mirror_files(options),
+            kept_ids=options.key,
         )
     finally:
         rows.unpersist()
@@ -314,7 +320,8 @@ def _check_columns(mirror: TableSnapshot, source: TableSnapshot, columns: Sequen
     changed. Checked before anything is written."""
     tokens = {f"{c}{TOKEN_SUFFIX}" for c in columns}
     held = [(f.name, _nullable(f.type)) for f in mirror.schema if f.name not in tokens]
-    now = [(f.name, _nullable(f.type)) for f in source.schema]
+    left_out = {c for c in columns if c not in mirror.schema.names}  # drop_ids
+    now = [(f.name, _nullable(f.type)) for f in source.schema if f.name not in left_out]
     if dict(held) != dict(now):  # the order aside: a partitioned mirror may hold its partition columns last
         raise MLTError(
             f"output: the source {source.path}'s columns changed since the mirror {mirror.path} was written "
@@ -462,6 +469,8 @@ def _commit_window(
                 options=WriteOptions(commit_info=q_info, backend=backend),
                 storage_options=options.storage_options,
             )
+    if options.drop_ids:
+        good = good.drop(*(c for c in report.codecs if c not in options.key))
     parquet = token_write_options(
         good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=options.data_page_version
     )
@@ -620,22 +629,47 @@ def _erase_dropped(
     erased: dict[str, int] = {}
     for column in _string_columns(final, run.columns):
         c = identifier(column)
-        seen = [part.held.select(F.col(c).alias("key")) for part in held]
+        path = _vocabulary_of(run.output, column, options)
+        seen = [_keys_of(run, part.held, part.snapshot, column, path) for part in held]
         seen.append(changes.select(F.col(c).alias("key")))
         dropped = _union(seen).where("key IS NOT NULL")
         dropped = dropped.distinct().join(final.select(F.col(c).alias("key")), "key", "left_anti")
         if not dropped.limit(1).collect():
             continue
         others = [
-            read_snapshot_rows(spark, part.snapshot, backend=part.backend)
-            .join(part.keys, list(part.key), "left_anti")
-            .select(F.col(c).alias("key"))
+            _keys_of(
+                run,
+                read_snapshot_rows(spark, part.snapshot, backend=part.backend).join(
+                    part.keys, list(part.key), "left_anti"
+                ),
+                part.snapshot,
+                column,
+                path,
+            )
             for part in held
         ]
         dropped = dropped.join(_union(others), "key", "left_anti")
-        path = _vocabulary_of(run.output, column, options)
         erased[column] = erase_keys(spark, path, dropped, storage_options=options.storage_options)
     return erased
+
+
+def _keys_of(run: _Run, rows: DataFrame, table: TableSnapshot, column: str, vocabulary: str) -> DataFrame:
+    """The values (as ``key``) of string key column ``column`` in ``rows`` of ``table``: the
+    column itself, or where the table leaves it out (``drop_ids``) its tokens decoded to ids and
+    looked up in its ``vocabulary``."""
+    if column in rows.columns:
+        return rows.select(F.col(identifier(column)).alias("key"))
+    codec = table.codecs[column]
+    layout = token_layouts(from_arrow_schema(table.schema), {column: codec})[column]
+    ids = rows.select(mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, layout=layout).alias("__id"))
+    known = read_delta(run.spark, vocabulary, storage_options=run.options.storage_options, backend=run.backend)
+    return ids.join(known.select(F.col("id").alias("__id"), "key"), "__id").select("key")
+
+
+def _outside(spark: SparkSession, part: KeyedRows) -> DataFrame:
+    """The rows of ``part``'s table outside the window's keys."""
+    rows = read_snapshot_rows(spark, part.snapshot, backend=part.backend)
+    return rows.join(part.keys, list(part.key), "left_anti")
 
 
 def _union(frames: Sequence[DataFrame]) -> DataFrame:

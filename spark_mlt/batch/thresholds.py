@@ -1,5 +1,5 @@
 """What fails or warns a job after its commits: rejected rows past ``max_rejected``, and codecs
-past [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of their capacity.
+at [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of their capacity or more.
 
 A threshold is checked after the run's rows and quarantine are committed: a run past it is a
 data-quality failure, not a crash, and its re-run finds its commits there.
@@ -50,8 +50,8 @@ def check_rejected(report: JobReport, options: TokenizeOptions) -> None:
 
 def warn_capacity(report: JobReport, output: str, *, storage_options: Mapping[str, str] | None = None) -> None:
     """Adds a warning to ``report`` (and the log) for each codec of the table ``output`` that
-    holds more than [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of its
-    capacity, from the table's statistics and vocabularies (no data is read)."""
+    holds [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of its
+    capacity or more, from the table's statistics and vocabularies (no data is read)."""
     if report.write is None or report.dry_run:
         return
     try:

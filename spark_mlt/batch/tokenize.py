@@ -209,7 +209,12 @@ def check_names(names: Sequence[str], available: Sequence[str], parameter: str, 
 
 
 def check_output(
-    snapshot: TableSnapshot | None, names: Sequence[str], columns: Sequence[str], options: JobOptions
+    snapshot: TableSnapshot | None,
+    names: Sequence[str],
+    columns: Sequence[str],
+    options: JobOptions,
+    *,
+    kept_ids: Sequence[str] = (),
 ) -> None:
     """Refuses, before anything is written, options that the existing table ``snapshot`` cannot
     take with input columns ``names``: other id columns than it tokenizes, a codec (``p``, ``n``,
@@ -251,6 +256,7 @@ def check_output(
                 parameter="layout",
             )
     stored = set(snapshot.schema.names)
+    columns = [c for c in columns if c not in kept_ids]
     kept = [c for c in columns if c in stored]
     if options.drop_ids and kept and not resize:
         raise TableOptionError(
@@ -306,15 +312,17 @@ def write_tokens(
     snapshot: TableSnapshot | None,
     write: WriteOptions,
     transaction: AppTransaction | None = None,
+    kept_ids: Sequence[str] = (),
 ) -> DeltaWriteResult:
     """Write ``tokens`` to the Delta table ``output`` (as the job found it: ``snapshot``) with
     ``report.codecs``, the options' partitioning, token columns in the options' Parquet data
     pages, idempotent by the options' run id or ``transaction``; ``write`` gives the commit's
-    metadata and a new table's properties. Sets ``report.write`` and ``report.rows_out``, and
-    returns the write's result."""
+    metadata and a new table's properties; with ``drop_ids`` the raw id columns are left out,
+    but ``kept_ids``. Sets ``report.write`` and ``report.rows_out``, and returns the write's
+    result."""
     token_columns = [f"{c}{TOKEN_SUFFIX}" for c in report.codecs]
     if options.drop_ids:
-        tokens = tokens.drop(*report.codecs)
+        tokens = tokens.drop(*(c for c in report.codecs if c not in kept_ids))
     parquet = token_write_options(tokens, token_columns, data_page_version=options.data_page_version)
     backend = job_backend(report.capabilities or Capabilities.of(tokens.sparkSession))
     report.write = write_delta(
@@ -463,6 +471,7 @@ def _write_counting_rejected(
     snapshot: TableSnapshot | None,
     write: WriteOptions,
     transaction: AppTransaction | None,
+    kept_ids: Sequence[str] = (),
 ) -> None:
     """``skip`` in one Spark job: the rejected rows are counted by an observation on the frame
     the valid rows are written from, so the count comes with the write and nothing is persisted.
@@ -475,7 +484,9 @@ def _write_counting_rejected(
     observation = Observation()  # a fresh name per write: concurrent writes of a session do not mix
     rejected = F.count(F.when(F.col(REASON_COLUMN).isNotNull(), 1)).alias("rejected")
     good, _ = split_invalid(tokens.observe(observation, rejected), report.codecs)
-    result = write_tokens(good, output, report, options, snapshot=snapshot, write=write, transaction=transaction)
+    result = write_tokens(
+        good, output, report, options, snapshot=snapshot, write=write, transaction=transaction, kept_ids=kept_ids
+    )
     report.rows_rejected = 0 if result.skipped else int(observation.get["rejected"])
 
 
@@ -551,6 +562,7 @@ def tokenize_frame(
     transaction: AppTransaction | None = None,
     quarantine_mode: WriteMode = "append",
     files: WriteOptions | None = None,
+    kept_ids: Sequence[str] = (),
 ) -> JobReport:
     """Tokenize ``df``'s id columns into the Delta table ``output`` as it was found
     (``snapshot``): string keys through their vocabularies, codecs kept or sized, invalid ids
@@ -566,12 +578,13 @@ def tokenize_frame(
     is computed again from the same input and the committed vocabularies, which give the same rows.
     ``quarantine_mode``: how the rejected rows go to the quarantine (a mirror's full refresh
     overwrites it); ``files``: how the table's files are laid out (a mirror's key ranges:
-    ``cluster_by``, ``max_file_rows``)."""
+    ``cluster_by``, ``max_file_rows``); ``kept_ids``: id columns written even with ``drop_ids`` (a
+    mirror's key)."""
     opts, report = options, report or JobReport()
     if report.capabilities is None:
         report.capabilities = Capabilities.of(df.sparkSession)
     info = dict(commit_info or {})
-    check_output(snapshot, df.columns, columns, opts)
+    check_output(snapshot, df.columns, columns, opts, kept_ids=kept_ids)
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(
             df.sparkSession, df, columns, output, opts, snapshot.codecs if snapshot is not None else None
@@ -591,10 +604,12 @@ def tokenize_frame(
             capabilities=report.capabilities,
         ).drop(*sources.values())
         if opts.handle_invalid in ("error", "null"):
-            write_tokens(tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
+            write_tokens(
+                tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction, kept_ids=kept_ids
+            )
         elif opts.handle_invalid == "skip" and _counts_with_the_write(report.capabilities):
             _write_counting_rejected(
-                tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction
+                tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction, kept_ids=kept_ids
             )
         else:
             tokens = tokens.persist(_SET_ASIDE_LEVEL)
@@ -604,7 +619,16 @@ def tokenize_frame(
                     report.rows_rejected = rejected.count()
                 else:
                     _quarantine(rejected, output, report, opts, info, transaction=transaction, mode=quarantine_mode)
-                write_tokens(good, output, report, opts, snapshot=snapshot, write=write, transaction=transaction)
+                write_tokens(
+                    good,
+                    output,
+                    report,
+                    opts,
+                    snapshot=snapshot,
+                    write=write,
+                    transaction=transaction,
+                    kept_ids=kept_ids,
+                )
             finally:
                 tokens.unpersist()
     report.rows_in = report.rows_out + report.rows_rejected
