@@ -61,12 +61,13 @@ def test_a_flags_values_quoted_in_the_docs_are_the_parsers() -> None:
 
 def _flag_rows() -> list[tuple[list[str], list[str]]]:
     """The (flags, commands) of each row of docs/cli.md's table of flags: the flags of its first
-    cell, the commands its second cell lists (before a parenthesis)."""
+    cell, the commands its second cell lists (a remark in parentheses after one left out:
+    ``tokenize (with `--mode overwrite`), sync``)."""
     rows = []
     for line in CLI_PAGE.read_text().splitlines():
         if line.startswith("| `--"):
             cells = [cell.strip() for cell in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
-            commands = cells[1].split(" (")[0]
+            commands = re.sub(r"\s*\([^)]*\)", "", cells[1])
             rows.append((re.findall(r"`(--[a-z-]+)", cells[0]), [name.strip() for name in commands.split(",")]))
     return rows
 
