@@ -341,21 +341,26 @@ _SYNC = (
 )  # fmt: skip
 
 
-def _customers(here: Workspace, rows: Sequence[tuple[int | None, str]], mode: str = "append") -> None:
+def _customers(
+    here: Workspace, rows: Sequence[tuple[int | None, str]], mode: str = "append", *, feed: bool = True
+) -> None:
     """Rows of ``(customer_id, country)`` written to the source (``mode="error"``: a new table,
-    its change data feed on)."""
+    its change data feed on unless not ``feed``)."""
     ids, countries = zip(*rows, strict=True)
     table = pa.table({"customer_id": pa.array(ids, pa.int64()), "country": pa.array(countries, pa.string())})
-    configuration = {"delta.enableChangeDataFeed": "true"} if mode == "error" else None
+    configuration = {"delta.enableChangeDataFeed": "true"} if mode == "error" and feed else None
     write_deltalake(str(here.root / "lake" / "customers"), table, mode=mode, configuration=configuration)  # type: ignore[call-overload]
 
 
-def _synced(here: Workspace, rows: Sequence[tuple[int | None, str]] = ((1, "FR"), (2, "DE"))) -> None:
-    """A new source of ``rows`` and its mirror, synced once (none when ``rows`` break the key)."""
+def _synced(
+    here: Workspace, rows: Sequence[tuple[int | None, str]] = ((1, "FR"), (2, "DE")), *, feed: bool = True
+) -> None:
+    """A new source of ``rows`` and its mirror, synced once (none when ``rows`` break the key or
+    the source has no change data feed)."""
     for folder in ("lake/customers", "out/customers_mlt", "out/customers_mlt_quarantine"):
         shutil.rmtree(here.root / folder, ignore_errors=True)
-    _customers(here, rows, "error")
-    if len({customer for customer, _ in rows}) == len(rows):
+    _customers(here, rows, "error", feed=feed)
+    if feed and len({customer for customer, _ in rows}) == len(rows):
         assert here.cli(*_SYNC)[0] == 0
 
 
@@ -366,7 +371,9 @@ def _refused(here: Workspace, *argv: str) -> str:
 
 
 def _sync_feed(here: Workspace) -> list[str]:
-    """A file of the window vacuumed; a column added."""
+    """A source without its change data feed; a file of the window vacuumed; a column added."""
+    _synced(here, feed=False)
+    off = _refused(here)
     _synced(here)
     _customers(here, [(3, "IT")])  # version 1's file, which version 2 removes and a vacuum deletes
     _customers(here, [(1, "FR")], "overwrite")
@@ -376,7 +383,7 @@ def _sync_feed(here: Workspace) -> list[str]:
     vacuumed = _refused(here)
     _synced(here)
     DeltaTable(str(here.root / "lake" / "customers")).alter.add_columns([Field("city", "string", nullable=True)])
-    return [vacuumed, _refused(here)]
+    return [off, vacuumed, _refused(here)]
 
 
 def _sync_columns(here: Workspace) -> list[str]:
