@@ -252,6 +252,7 @@ EXIT_WORDS = {
     "failure": cli.EXIT_FAILURE,
     "usage error": cli.EXIT_USAGE,
     "``decode --verify`` found": cli.EXIT_MISMATCH,
+    "more rows rejected": cli.EXIT_REJECTED,
     "interrupted": cli.EXIT_INTERRUPTED,
 }
 

@@ -103,7 +103,7 @@ def test_array_layout_on_request_and_appends_keep_the_tables_layout(spark: Spark
     assert read_delta(spark, output).schema["userId_mlt"].dataType.simpleString() == "array<int>"
     second = tokenize_movielens(spark, str(folder), output, APPEND)  # auto: the table's layout
     assert second.layouts == first.layouts
-    with pytest.raises(MLTError, match=r"column userId_mlt of the existing table stores tokens as 'array'"):
+    with pytest.raises(MLTError, match=r"stores the tokens of '(userId|movieId)' as 'array'; pass layout='auto'"):
         tokenize_movielens(spark, str(folder), output, MovieLensOptions(mode="append", layout="packed"))
     report = decode_table(spark, output, VERIFY)
     assert (report.rows_in, report.mismatches, report.layouts["userId"]) == (400, 0, "array")

@@ -11,8 +11,12 @@ Two ``SparkSubmitOperator`` tasks, once a day::
 
 A task fails when its job exits with any code but 0 (docs/cli.md, "Exit codes"): 1 failure (one
 line ``spark-mlt: error: ...`` on stderr), 2 usage error (a bad flag or conf value, before any
-Spark work), 3 ``decode --verify`` found decoded ids that differ from the originals, 130
-interrupted.
+Spark work, or an option the job's tables cannot take, before anything is written), 3 ``decode
+--verify`` found decoded ids that differ from the originals, 4 more rows rejected than
+``--max-rejected`` allows (the rows and the quarantine are committed: a data-quality failure),
+130 interrupted. The tasks that quarantine rows pass ``--max-rejected 0``, so that a quarantined
+row fails its run where a scheduler shows it; raise it (a count, or a share such as ``0.1%``)
+where some rejected rows are expected.
 
 Idempotent reruns: each DAG run writes its own table, ``<root>/ds=<logical date>``, in
 ``overwrite`` mode, so a retried task or a cleared and re-run DAG run replaces that run's
@@ -235,6 +239,8 @@ with DAG(
             ORDERS,
             "--handle-invalid",
             "quarantine",
+            "--max-rejected",
+            "0",
         ],
     )
 
@@ -280,6 +286,8 @@ with DAG(
             "customer_id",
             "--handle-invalid",
             "quarantine",
+            "--max-rejected",
+            "0",
         ],
     )
     erase_customers = SparkSubmitOperator(
