@@ -940,6 +940,8 @@ def _reason(exc: BaseException, command: str) -> str:
     if "outside the codec's domain" in reason and command in ("tokenize", "sync"):
         resize = "--mode overwrite --resize" if command == "tokenize" else "--full-refresh --resize"
         reason += f"; if ids outgrew the table's codec, re-size it: {resize}"
+    switch = re.compile(r"\b([a-z_]+)=True\b")  # a boolean option in Python's words: its flag
+    reason = switch.sub(lambda m: flag_of(m[1]) if m[1] in names else m[0], reason)
     advice = re.compile(r"\b(pass|use|or|set) ([a-z_]+)='([^' ]*)'")
     reason = advice.sub(lambda m: f"{m[1]} {flag_of(m[2])} {m[3]}" if m[2] in names else m[0], reason)
     return f"{type(exc).__name__}: {reason}"

@@ -328,7 +328,7 @@ class TokenizeOptions(JobOptions):
         object.__setattr__(self, "read_options", {str(k): str(v) for k, v in self.read_options.items()})
         if self.resize and not self._rewrites_every_row():
             raise MLTError(
-                f"resize re-tokenizes every row, so it needs {self._REWRITE}: a table's rows hold one codec",
+                f"resize re-tokenizes every row: pass {self._REWRITE} with it (a table's rows hold one codec)",
                 parameter="resize",
             )
 

@@ -243,7 +243,7 @@ def check_output(
             if not resize and value is not None and value != getattr(codec, name):
                 raise TableOptionError(
                     f"{name}={value}: {where} holds the codec p={codec.p}, n={codec.n}, seed={codec.seed} for column "
-                    f"{column!r} (capacity {codec.capacity}); a table's rows hold one codec: leave {name} out, or "
+                    f"{column!r} (capacity {codec.capacity}); a table's rows hold one codec: give none, or "
                     "re-size every row with resize=True (docs: Columns, Room to grow)",
                     parameter=name,
                 )
