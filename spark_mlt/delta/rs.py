@@ -34,7 +34,7 @@ if TYPE_CHECKING:
 
     from spark_mlt.delta.snapshot import Snapshot
 
-__all__ = ["arrow_dataset", "create_table", "open_table", "replace_table"]
+__all__ = ["arrow_dataset", "create_table", "open_table"]
 
 
 def open_table(location: Location, *, version: int | None = None) -> DeltaTable:
@@ -61,8 +61,11 @@ def create_table(
     partition_by: list[str],
     configuration: Mapping[str, str],
     commit_properties: CommitProperties,
+    replace: bool = False,
 ) -> DeltaTable:
-    """Creates the table at ``location`` (version 0: schema and properties, no data) with delta-rs.
+    """Creates the table at ``location`` (version 0: schema and properties, no data) with delta-rs;
+    with ``replace``, replaces the table there by such an empty one in one commit (delta-rs'
+    ``CREATE OR REPLACE``: its files are removed, its history and application transactions stay).
 
     Raises:
         DeltaError: delta-rs refused (among others: a table exists there already).
@@ -70,30 +73,7 @@ def create_table(
     return DeltaTable.create(
         location.uri,
         schema,
-        mode="error",
-        partition_by=partition_by or None,
-        configuration=dict(configuration),
-        raise_if_key_not_exists=False,
-        commit_properties=commit_properties,
-        storage_options=location.delta_options,
-    )
-
-
-def replace_table(
-    location: Location,
-    schema: Schema,
-    *,
-    partition_by: list[str],
-    configuration: Mapping[str, str],
-    commit_properties: CommitProperties,
-) -> DeltaTable:
-    """Replaces the table at ``location`` by an empty one with ``schema``, partitioning and
-    properties, in one commit (delta-rs' ``CREATE OR REPLACE``): its files are removed, its
-    history and application transactions stay."""
-    return DeltaTable.create(
-        location.uri,
-        schema,
-        mode="overwrite",
+        mode="overwrite" if replace else "error",
         partition_by=partition_by or None,
         configuration=dict(configuration),
         raise_if_key_not_exists=False,

@@ -476,12 +476,13 @@ def _commit_base(
     if plan.resize and plan.snapshot is not None:
         # the table anew, empty, with the plan's codecs and schema (its older versions keep
         # theirs); the files follow in the next commit, milliseconds later
-        table = rs.replace_table(
+        table = rs.create_table(
             plan.location,
             Schema.from_arrow(arrow_schema),
             partition_by=partition_by,
             configuration=plan.properties,
             commit_properties=CommitProperties(custom_metadata={**plan.commit_info, "spark_mlt.operation": "resize"}),
+            replace=True,
         )
         return table, int(table.version()), "append"
     if plan.snapshot is not None:
