@@ -276,6 +276,13 @@ def _capacity(here: Workspace) -> list[str]:
     return [said]
 
 
+def _rejected(here: Workspace) -> list[str]:
+    later = ("warehouse/orders_later.parquet", *_TOKENIZE[3:], "--mode", "append", "--handle-invalid", "quarantine")
+    code, said = here.cli(*_TOKENIZE[:2], *later, "--quarantine", "out/orders_rejected", "--max-rejected", "0")
+    assert code == 4
+    return [said]
+
+
 def _table_exists(here: Workspace) -> list[str]:
     code, said = here.cli(*_TOKENIZE)
     assert code == 1
@@ -420,6 +427,7 @@ TRIGGERS: dict[str, Callable[..., Sequence[str | None]]] = {
     "layout": _layout,
     "id-type": _id_type,
     "capacity": _capacity,
+    "rejected": _rejected,
     "codec-mismatch": _codec_mismatch,
     "table-feature": _table_feature,
     "checkpoint": _checkpoint,

@@ -43,7 +43,7 @@ def check_rejected(report: JobReport, options: TokenizeOptions) -> None:
     where = "quarantined" if options.handle_invalid == "quarantine" else "skipped"
     raise RejectedRowsError(
         f"max_rejected: the run rejected {rejected} row(s), more than {limit}; they are {where} and the rest "
-        f"committed ({report.summary()}): fix their ids, or allow more with max_rejected",
+        f"committed ({report.summary()}): fix their ids, or allow more rejected rows",
         report=report,
     )
 
