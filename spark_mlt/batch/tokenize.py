@@ -534,8 +534,8 @@ def tokenize_table(
     )  # before any Spark work
     with phase(report, "read"):
         df = _read_input(spark, input, opts)
-        check_output(snapshot, df.columns, columns, opts)
     if opts.dry_run:
+        check_output(snapshot, df.columns, columns, opts)  # a run checks in tokenize_frame
         with phase(report, "vocabularies (planned)"):
             df, sources = _planned_key_ids(spark, df, columns, output, opts)
         fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)

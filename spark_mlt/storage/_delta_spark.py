@@ -164,7 +164,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     location = plan.location
     started = time.perf_counter()
     if plan.resize and plan.snapshot is not None:
-        return _replace(df, plan, started)
+        return _replace(df, plan, plan.snapshot.version, started)
     arrow_schema = spark_arrow_schema(df)
     snapshot = plan.snapshot
     if snapshot is None:
@@ -206,11 +206,11 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
 _PROTOCOL_KEYS = ("delta.minreaderversion", "delta.minwriterversion", "delta.feature.")
 
 
-def _replace(df: DataFrame, plan: WritePlan, started: float) -> DeltaWriteResult:
-    """A re-size: ``REPLACE TABLE ... AS SELECT``, one commit that replaces the table's rows,
-    schema and codec properties (its other properties and partitioning kept, its history too)."""
+def _replace(df: DataFrame, plan: WritePlan, planned: int, started: float) -> DeltaWriteResult:
+    """A re-size of the table at version ``planned``: ``REPLACE TABLE ... AS SELECT``, one commit
+    that replaces the table's rows, schema and codec properties (its other properties and
+    partitioning kept, its history too)."""
     spark = df.sparkSession
-    assert plan.snapshot is not None
     write_id = uuid.uuid4().hex
     view = f"spark_mlt_resize_{write_id[:12]}"
     sql = f"REPLACE TABLE {path_target(plan.location)} USING delta"
@@ -232,7 +232,7 @@ def _replace(df: DataFrame, plan: WritePlan, started: float) -> DeltaWriteResult
             spark.sql(f"{sql} AS SELECT * FROM {view}").collect()
     finally:
         spark.catalog.dropTempView(view)
-    return _result(plan, write_id, plan.snapshot.version, time.perf_counter() - started)
+    return _result(plan, write_id, planned, time.perf_counter() - started)
 
 
 def _result(plan: WritePlan, write_id: str, planned: int, seconds: float) -> DeltaWriteResult:
