@@ -98,6 +98,13 @@ def test_a_vocabulary_that_outgrows_its_codec_is_refused_naming_the_column_and_t
         tokenize_table(spark, source, str(out), ["email"], TokenizeOptions(input_format="delta", mode="append"))
     assert "--resize" in str(refused.value)
     assert _fingerprint(out, Path(f"{out}_vocab")) == before
+    quarantine = TokenizeOptions(input_format="delta", mode="append", handle_invalid="quarantine")
+    assert tokenize_table(spark, source, str(out), ["email"], quarantine).rows_rejected == 1  # ids 3 and 4: 4 is out
+    reason = DeltaTable(f"{out}_quarantine").to_pyarrow_table().column("mlt_reason").to_pylist()
+    assert reason == [
+        "email: e@x: vocabulary id 4 is out of range [0, 4) of its codec (p=2, n=2): "
+        "re-size the codec (docs: Columns, Room to grow)"
+    ]
 
 
 def test_a_resize_rewrites_every_row_with_a_larger_codec_and_time_travel_keeps_the_old_one(

@@ -105,7 +105,7 @@ def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
     what = (
         F.lit(f"{column}: id ")
         if source == column
-        else F.concat(F.lit(f"{column}: "), F.col(column).cast("string"), F.lit(" has vocabulary id "))
+        else F.concat(F.lit(f"{column}: "), F.col(column).cast("string"), F.lit(": vocabulary id "))
     )
     why = (
         F.when(value < 0, F.lit(" is negative: ids are in " + domain))
