@@ -32,12 +32,15 @@ from spark_mlt.delta.stats.columns import INTEGERS
 from spark_mlt.errors import MissingTableError, TableError
 from spark_mlt.storage import TableSnapshot, read_snapshot, vocabulary_paths
 
-__all__ = ["CAPACITY_WARNING", "Usage", "capacity_usage"]
+__all__ = ["CAPACITY_WARNING", "RESIZE_FLAGS", "Usage", "capacity_usage"]
 
 CAPACITY_WARNING: float = 0.5
 """The share of a codec's capacity (50%) from which the jobs warn after their commit and
 ``spark-mlt inspect`` says to re-size: ``spark-mlt tokenize ... --mode overwrite --resize``, or
 ``spark-mlt sync ... --full-refresh --resize`` for a mirror."""
+
+#: How each job re-sizes a table's codecs (see docs: Columns, Room to grow).
+RESIZE_FLAGS = {"tokenize": "--mode overwrite --resize", "sync": "--full-refresh --resize"}
 
 #: The id column of a vocabulary table.
 _VOCABULARY_ID = "id"
@@ -76,6 +79,29 @@ class Usage:
         """Whether ``share`` has reached [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING]."""
         share = self.share
         return share is not None and share >= CAPACITY_WARNING
+
+    def warning(self, job: str) -> str | None:
+        """What to do about this codec once it is ``full`` (None before), in the words of
+        ``job`` (``"tokenize"`` or ``"sync"``: the command that re-sizes the table).
+
+        Example::
+
+            >>> Usage("sku", capacity=8, used=4, source="vocabulary").warning("tokenize").split(";")[0]
+            "column 'sku' holds 50% of its codec's capacity (4 of 8 ids, the warning starts at 50%)"
+        """
+        if not self.full or self.used is None:
+            return None
+        last = self.capacity - 1
+        state = (
+            f"ids past {last} are held already: the codec is too small"
+            if self.used > self.capacity
+            else f"new ids past {last} will be invalid"
+        )
+        return (
+            f"column {self.column!r} holds {self.used / self.capacity:.0%} of its codec's capacity ({self.used} of "
+            f"{self.capacity} ids, the warning starts at {CAPACITY_WARNING:.0%}); {state}. Re-size the codec: "
+            f"rewrite the table with a larger one (spark-mlt {job} ... {RESIZE_FLAGS[job]})"
+        )
 
 
 def capacity_usage(snapshot: TableSnapshot) -> dict[str, Usage]:

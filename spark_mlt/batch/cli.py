@@ -63,6 +63,7 @@ from typing import Any, Literal, NoReturn, Union, get_args, get_origin, get_type
 import yaml
 
 from spark_mlt import __version__
+from spark_mlt.batch.capacity import RESIZE_FLAGS
 from spark_mlt.batch.decode import decode_table
 from spark_mlt.batch.erase import erase_physically
 from spark_mlt.batch.find import find_value
@@ -938,8 +939,7 @@ def _reason(exc: BaseException, command: str) -> str:
         else:
             reason = f"{flag}: {reason}"
     if "outside the codec's domain" in reason and command in ("tokenize", "sync"):
-        resize = "--mode overwrite --resize" if command == "tokenize" else "--full-refresh --resize"
-        reason += f"; if ids outgrew the table's codec, re-size it: {resize}"
+        reason += f"; if ids outgrew the table's codec, re-size it: {RESIZE_FLAGS[command]}"
     switch = re.compile(r"\b([a-z_]+)=True\b")  # a boolean option in Python's words: its flag
     reason = switch.sub(lambda m: flag_of(m[1]) if m[1] in names else m[0], reason)
     advice = re.compile(r"\b(pass|use|or|set) ([a-z_]+)='([^' ]*)'")

@@ -18,7 +18,7 @@ from typing import Any
 from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_mlt.batch.capacity import CAPACITY_WARNING, Usage, capacity_usage
+from spark_mlt.batch.capacity import capacity_usage
 from spark_mlt.batch.report import codec_summary
 from spark_mlt.batch.sync import SYNC_APP_PREFIX
 from spark_mlt.column import token_layouts
@@ -108,27 +108,11 @@ def _capacity(snapshot: TableSnapshot, *, mirror: bool) -> dict[str, dict[str, A
             "share": None if share is None else round(share, 4),
             "source": usage.source,
         }
-        if usage.full:
-            entry["warning"] = _warning(usage, mirror=mirror)
+        warning = usage.warning("sync" if mirror else "tokenize")
+        if warning is not None:
+            entry["warning"] = warning
         shown[column] = entry
     return shown
-
-
-def _warning(usage: Usage, *, mirror: bool) -> str:
-    """What to do about a codec whose ids have reached ``CAPACITY_WARNING`` of its capacity."""
-    rewrite = (
-        "spark-mlt sync ... --full-refresh --resize" if mirror else "spark-mlt tokenize ... --mode overwrite --resize"
-    )
-    last = usage.capacity - 1
-    state = (
-        f"ids past {last} are held already: the codec is too small"
-        if usage.used is not None and usage.used > usage.capacity
-        else f"new ids past {last} will be invalid"
-    )
-    return (
-        f"{usage.column}: ids take {usage.share:.0%} of the codec's {usage.capacity} (the warning starts at "
-        f"{CAPACITY_WARNING:.0%}); {state}. Re-size the codec: rewrite the table with a larger one ({rewrite})"
-    )
 
 
 #: The suffix of a mirror's sync application id in its quarantine (``spark_mlt.batch.sync``).

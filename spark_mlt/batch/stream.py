@@ -366,7 +366,7 @@ def tokenize_stream(
 def _checked(report: JobReport, output: str, options: TokenizeOptions) -> JobReport:
     """The stream's report, once it stopped, after its thresholds: a warning per codec past half
     its capacity, and ``RejectedRowsError`` past ``max_rejected`` (over all its batches)."""
-    warn_capacity(report, output, storage_options=options.storage_options)
+    warn_capacity(report, output, "tokenize", storage_options=options.storage_options)
     check_rejected(report, options)
     return report
 

@@ -147,7 +147,7 @@ def sync_table(spark: SparkSession, input: str, output: str, columns: Sequence[s
     while True:
         _sync_once(run, refresh=refresh)
         check_rejected(report, options)
-        warn_capacity(report, output, storage_options=options.storage_options)
+        warn_capacity(report, output, "sync", storage_options=options.storage_options)
         if refresh and options.resize:  # the next windows keep the re-sized codecs
             run = dataclasses.replace(run, options=dataclasses.replace(options, full_refresh=False, resize=False))
         refresh = False

@@ -48,10 +48,13 @@ def check_rejected(report: JobReport, options: TokenizeOptions) -> None:
     )
 
 
-def warn_capacity(report: JobReport, output: str, *, storage_options: Mapping[str, str] | None = None) -> None:
+def warn_capacity(
+    report: JobReport, output: str, job: str, *, storage_options: Mapping[str, str] | None = None
+) -> None:
     """Adds a warning to ``report`` (and the log) for each codec of the table ``output`` that
     holds [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of its
-    capacity or more, from the table's statistics and vocabularies (no data is read)."""
+    capacity or more (``Usage.warning``, in the words of ``job``: ``tokenize`` or ``sync``), from
+    the table's statistics and vocabularies (no data is read)."""
     if report.write is None or report.dry_run:
         return
     try:
@@ -59,12 +62,8 @@ def warn_capacity(report: JobReport, output: str, *, storage_options: Mapping[st
     except MLTError as error:  # a warning never fails a run that committed
         log.debug("capacity of %s not measured: %s", output, error)
         return
-    for column, use in sorted(usage.items()):
-        if use.full and use.share is not None:
-            text = (
-                f"column {column!r} holds {use.share:.0%} of its codec's capacity ({use.used} of {use.capacity} ids); "
-                "re-size it before it fills: --mode overwrite --resize (tokenize), --full-refresh --resize (sync)"
-            )
-            if text not in report.warnings:
-                report.warnings.append(text)
-                log.warning(text)
+    for _, use in sorted(usage.items()):
+        text = use.warning(job)
+        if text is not None and text not in report.warnings:
+            report.warnings.append(text)
+            log.warning(text)

@@ -545,7 +545,7 @@ def tokenize_table(
     if opts.resize:
         info["spark_mlt.resize"] = "true"
     tokenize_frame(df, output, columns, opts, snapshot=snapshot, report=report, commit_info=info)
-    warn_capacity(report, output, storage_options=opts.storage_options)
+    warn_capacity(report, output, "tokenize", storage_options=opts.storage_options)
     check_rejected(report, opts)
     return report
 
