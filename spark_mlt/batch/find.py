@@ -35,7 +35,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Literal
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import numpy as np
 import numpy.typing as npt
@@ -52,7 +52,7 @@ from spark_mlt.delta.features import check_readable
 from spark_mlt.delta.fs import Location
 from spark_mlt.delta.schema import TableLayout
 from spark_mlt.delta.stats import column_bounds, parse_stats
-from spark_mlt.errors import InvalidIdError, MissingCodecError, MLTError, MLTTypeError, TableSchemaError
+from spark_mlt.errors import InvalidIdError, MissingCodecError, MLTError, MLTTypeError, TableError, TableSchemaError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import TableSnapshot, pending_erasures, read_snapshot, table_exists, vocabulary_paths
 
@@ -423,12 +423,17 @@ def _matching_rows(
 
 def _filesystem_path(location: Location, path: str) -> str:
     """The path in the table's filesystem of a file an action names (relative to the table, or
-    absolute: a local path, a ``file:`` URI or an object in the table's own store)."""
-    if "://" not in path:
-        return path if path.startswith("/") else location.path(path)
-    if path.lower().startswith("file:"):
-        return unquote(urlsplit(path).path)
-    return path.split("://", 1)[1]
+    absolute in the table's own store: see ``Location.absolute_path``).
+
+    Raises:
+        TableError: the file is in another store, which the table's filesystem cannot read.
+    """
+    if "://" not in path and not path.startswith("/"):
+        return location.path(path)
+    resolved = location.absolute_path(path)
+    if resolved is None:
+        raise TableError(f"{path} is outside the store of the Delta table at {location.uri}: find cannot read it")
+    return resolved
 
 
 def _mask(column: pa.ChunkedArray, value: int | str | tuple[int, ...]) -> npt.NDArray[np.bool_]:

@@ -38,11 +38,10 @@ import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 import numpy as np
 import numpy.typing as npt
-import pyarrow.fs as pafs
 
 from spark_mlt.errors import MLTError, MLTTypeError, TableError, TableFeatureError
 
@@ -266,19 +265,11 @@ class DeletionVector:
 
     def _resolve_absolute(self, location: Location) -> str:
         text = self.path_or_inline_dv
-        parts = urlsplit(text)
-        scheme = parts.scheme.lower()
-        local = isinstance(location.filesystem, pafs.LocalFileSystem)
-        if local and scheme in ("", "file") and parts.netloc in ("", "localhost") and parts.path.startswith("/"):
-            return unquote(parts.path)
-        if location.scheme in ("s3", "s3a") and scheme in ("s3", "s3a") and parts.netloc:
-            return parts.netloc + unquote(parts.path)
-        table = unquote(location.uri).rstrip("/") + "/"
-        decoded = unquote(text)
-        if "://" in table and decoded.startswith(table):
-            return location.path(decoded[len(table) :])
+        resolved = location.absolute_path(text)
+        if resolved is not None:
+            return resolved
         raise TableFeatureError(
-            f"deletion vector {self.unique_id} is stored at {decoded}, outside the store of the Delta table at "
+            f"deletion vector {self.unique_id} is stored at {unquote(text)}, outside the store of the Delta table at "
             f"{location.uri}: the jar-free path reads vectors only from the table's own store; read it with a "
             "session with Delta's jars",
             feature=_FEATURE,

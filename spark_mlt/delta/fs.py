@@ -37,7 +37,7 @@ import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pyarrow.fs as pafs
 
@@ -229,6 +229,29 @@ class Location:
     def path(self, relative: str) -> str:
         """The ``filesystem`` path of ``relative`` (``/``-separated, relative to the table)."""
         return f"{self.root}/{relative}" if relative else self.root
+
+    def absolute_path(self, uri: str) -> str | None:
+        """The ``filesystem`` path of a file a log action names by an absolute URI or path (as
+        the log writes it, percent-encoded), or None when it is outside the table's own store: a
+        local path (``file:`` or plain) for a local table, ``s3://``/``s3a://`` for an S3 table,
+        else a file under the table's URI.
+
+        Example::
+
+            locate("s3://bucket/t").absolute_path("s3a://bucket/t/x%20y.parquet")  # "bucket/t/x y.parquet"
+        """
+        parts = urlsplit(uri)
+        scheme = parts.scheme.lower()
+        local = isinstance(self.filesystem, pafs.LocalFileSystem)
+        if local and scheme in ("", "file") and parts.netloc in ("", "localhost") and parts.path.startswith("/"):
+            return unquote(parts.path)
+        if self.scheme in ("s3", "s3a") and scheme in ("s3", "s3a") and parts.netloc:
+            return parts.netloc + unquote(parts.path)
+        table = unquote(self.uri).rstrip("/") + "/"
+        decoded = unquote(uri)
+        if "://" in table and decoded.startswith(table):
+            return self.path(decoded[len(table) :])
+        return None
 
     def relative(self, path: str) -> str:
         """``path`` (a ``filesystem`` path under the table) relative to the table, ``/``-separated."""
