@@ -400,7 +400,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             )
         final = _last_rows(changes, key, names=source.schema.names)
         with phase(report, "vocabularies"):
-            with_ids, sources, _ = _key_ids(spark, final, columns, output, options, mirror.codecs)
+            with_ids, sources, _ = _key_ids(spark, final, columns, output, options, codecs=mirror.codecs)
         fit_job_codecs(report, with_ids, columns, options, mirror, sources=sources)
         tokens = tokenize_dataframe(
             with_ids,

@@ -357,12 +357,13 @@ def _read_input(spark: SparkSession, input: str, options: TokenizeOptions) -> Da
     return reader.format(options.input_format).load(input)
 
 
-def _key_ids(  # noqa: PLR0917 - the job's private step, called positionally by the sync too
+def _key_ids(
     spark: SparkSession,
     df: DataFrame,
     columns: Sequence[str],
     output: str,
     options: TokenizeOptions,
+    *,
     codecs: Mapping[str, MLTCodec] | None = None,
 ) -> tuple[DataFrame, dict[str, str], dict[str, str]]:
     """String key columns through their append-only vocabularies: ``df`` with a dense id
@@ -587,7 +588,7 @@ def tokenize_frame(
     check_output(snapshot, df.columns, columns, opts, kept_ids=kept_ids)
     with phase(report, "vocabularies"):
         df, sources, properties = _key_ids(
-            df.sparkSession, df, columns, output, opts, snapshot.codecs if snapshot is not None else None
+            df.sparkSession, df, columns, output, opts, codecs=snapshot.codecs if snapshot is not None else None
         )
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)
     write = dataclasses.replace(
