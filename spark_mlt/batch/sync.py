@@ -82,6 +82,7 @@ from spark_mlt.storage import (
 from spark_mlt.storage._plan import _nullable
 from spark_mlt.storage.catalog import Backend, resolve_location
 from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, FULL_REFRESH, check_feed, read_changes
+from spark_mlt.storage.properties import NEVER
 from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
 from spark_mlt.storage.vocabulary import erase_keys
@@ -425,7 +426,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         with phase(report, "erase"):
             report.erased = _erase_dropped(run, final, [keyed, side], changes)
         with phase(report, "commit"):
-            _commit_window(run, good, rejected, keyed, side, app=app, until=until, info=info)
+            _commit_window(run, good, rejected, keyed, side, app=app, after=after, until=until, info=info)
         _count(report, tokens, deleted)
         report.source_version = until
     finally:
@@ -445,18 +446,24 @@ def _commit_window(
     side: KeyedRows | None,
     *,
     app: str,
+    after: int,
     until: int,
     info: dict[str, str],
 ) -> None:
     """A window's two commits: the quarantine's rows of its keys replaced (or its first rows),
-    then the mirror's, each with its transaction at source version ``until``."""
+    then the mirror's, each with its transaction at source version ``until``, each only while
+    its table still records what the window was planned from (the mirror: source version
+    ``after``; the quarantine: the version it held then), so that of two runs planned from one
+    version, the second commits nothing."""
     options, report, output = run.options, run.report, run.output
     backend = run.backend
     quarantine_path = options.quarantine or f"{output.rstrip('/')}_quarantine"
-    transaction = AppTransaction(app, until)
+    transaction = AppTransaction(app, until, after=after)
     if options.handle_invalid == "quarantine" and rejected is not None:
         q_info = {**info, "spark_mlt.quarantine_of": output}
-        q_transaction = AppTransaction(f"{app}:quarantine", until)
+        q_app = f"{app}:quarantine"
+        q_held = side.snapshot.transaction_version(q_app) if side is not None else None
+        q_transaction = AppTransaction(q_app, until, after=NEVER if q_held is None else q_held)
         if side is not None:
             replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info)
         else:

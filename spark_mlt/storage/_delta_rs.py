@@ -437,6 +437,8 @@ def commit(
         current = _version(plan, read_version)
         if txn is not None and txn.recorded_in(current.transaction_version(txn.app_id)):
             return read_version, False
+        if txn is not None:  # a write planned from a version of its writer commits only on it
+            txn.check_base(current.transaction_version(txn.app_id), plan.location.uri)
         if read_version != checked:
             _check_unchanged(plan, current, arrow_schema, layout)
             _check_replaced(plan, current)

@@ -186,6 +186,8 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
             snapshot = read_snapshot(location.uri, storage_options=location.storage_options)
             if txn is not None and snapshot.holds(txn):
                 return skipped_write(location.uri, snapshot.version, txn)
+            if txn is not None:
+                txn.check_base(snapshot.transaction_version(txn.app_id), location.uri)
             merge_codecs(location.uri, snapshot.codecs, plan.codecs)
             check_schema(snapshot, arrow_schema)
         try:

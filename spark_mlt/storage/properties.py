@@ -38,12 +38,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.errors import CodecFormatError, CodecMismatchError, MLTError
+from spark_mlt.errors import CodecFormatError, CodecMismatchError, ConcurrentWriteError, MLTError
 from spark_mlt.storage.catalog import is_table_name
 
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
     "FORMAT_PROPERTY",
+    "NEVER",
     "RUN_ID_APP_PREFIX",
     "TABLE_FORMAT_VERSION",
     "VOCABULARY_PROPERTY_PREFIX",
@@ -252,14 +253,40 @@ class AppTransaction:
 
     app_id: str
     version: int
+    #: The version of ``app_id`` the write was planned from (a sync's window: the source version
+    #: the mirror held; ``NEVER``: none yet): it commits only while the table still records it.
+    #: None: no such check.
+    after: int | None = None
 
     def recorded_in(self, table_version: int | None) -> bool:
         """Whether a table whose transaction version for ``app_id`` is ``table_version``
         (None: never written by it) already holds this write."""
         return table_version is not None and table_version >= self.version
 
+    def check_base(self, table_version: int | None, location: str) -> None:
+        """Refuses a write planned from version ``after`` of ``app_id`` when the table records
+        another one now (``table_version``; a write the table holds already is skipped before).
+
+        Raises:
+            ConcurrentWriteError: another writer of ``app_id`` moved the table meanwhile;
+                nothing of this write is committed, and a new run carries on from there.
+        """
+        held = NEVER if table_version is None else table_version
+        if self.after is None or held == self.after or self.recorded_in(table_version):
+            return
+        raise ConcurrentWriteError(
+            f"another writer moved {self.app_id} in the Delta table at {location} from version "
+            f"{'none' if self.after == NEVER else self.after} to {'none' if held == NEVER else held} while this "
+            f"write (version {self.version}) was planned from the first; nothing of it was committed: run it again, "
+            "it carries on from there"
+        )
+
     def __str__(self) -> str:
         return f"{self.app_id} version {self.version}"
+
+
+#: ``AppTransaction.after`` of a write planned from a table with no version of its writer yet.
+NEVER = -1
 
 
 def run_transaction(run_id: str) -> AppTransaction:

@@ -210,6 +210,8 @@ def replace_keys(
     snapshot = keyed.snapshot
     if transaction is not None and snapshot.holds(transaction):
         return skipped_write(snapshot.path, snapshot.version, transaction)
+    if transaction is not None:
+        transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
     if keyed.backend == "delta-spark":
         files = {"spark.sql.files.maxRecordsPerFile": str(max_file_rows)} if max_file_rows else {}
         return _merge(rows, keyed, transaction, commit_info, {**(parquet_options or {}), **files})
@@ -275,6 +277,11 @@ def _merge(
         metadata["spark_mlt.transaction"] = str(transaction)
     conf["spark.databricks.delta.commitInfo.userMetadata"] = json.dumps(metadata, sort_keys=True)
     try:
+        if transaction is not None:  # the table as the merge is about to read it (Delta checks its txn from there)
+            now = read_snapshot(location.uri, storage_options=snapshot.storage_options)
+            if now.holds(transaction):
+                return skipped_write(location.uri, now.version, transaction)
+            transaction.check_base(now.transaction_version(transaction.app_id), location.uri)
         with _delta_spark.session_conf(spark, conf):
             spark.sql(sql).collect()
     except Exception as error:

@@ -35,9 +35,10 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.fs import locate
-from spark_mlt.errors import CodecCapacityError, VocabularyError
+from spark_mlt.errors import CodecCapacityError, ConcurrentWriteError, VocabularyError
 from spark_mlt.storage._delta_spark import path_target, session_conf
 from spark_mlt.storage.catalog import Backend, use_delta_spark
+from spark_mlt.storage.properties import NEVER, AppTransaction
 from spark_mlt.storage.reader import read_delta
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
 from spark_mlt.storage.table import TableSnapshot, read_snapshot, table_exists
@@ -92,13 +93,53 @@ def assign_ids(
         orders = assign_ids(spark, orders, "sku", "/data/vocab/sku", id_column="sku_id")
     """
     keys = df.select(F.col(column).cast("string").alias("key")).where(F.col("key").isNotNull()).distinct()
-    known = read_vocabulary(spark, path, storage_options=storage_options)
-    if known is None:
-        new, start = keys, 0
+    for _ in range(APPEND_ATTEMPTS):
+        if _append_new_keys(spark, keys, column, path, storage_options=storage_options, capacity=capacity):
+            break
     else:
+        raise ConcurrentWriteError(
+            f"vocabulary {path}: {APPEND_ATTEMPTS} appends in a row lost to other writers' appends; nothing of "
+            "this run's was committed: run it again"
+        )
+    vocabulary = read_delta(spark, path, storage_options=storage_options)
+    lookup = vocabulary.select(F.col("key").alias(f"__{column}_key"), F.col("id").alias(id_column))
+    return df.join(lookup, F.col(column).cast("string") == F.col(f"__{column}_key"), "left").drop(f"__{column}_key")
+
+
+#: How often a vocabulary append that lost to another writer's is planned again.
+APPEND_ATTEMPTS = 5
+#: The application transaction that numbers a vocabulary's appends: each append is the next
+#: version of it, planned from the one the vocabulary held, so that of two appends planned from
+#: one version (two runs numbering new keys from one largest id) the second commits nothing and
+#: is planned again.
+APPEND_APP = "spark-mlt-vocabulary"
+
+
+def _append_new_keys(
+    spark: SparkSession,
+    keys: DataFrame,
+    column: str,
+    path: str,
+    *,
+    storage_options: Mapping[str, str] | None,
+    capacity: int | None,
+) -> bool:
+    """Append the ``keys`` the vocabulary at ``path`` lacks, numbered after its largest id, in a
+    commit that lands only on the version planned from; False when another writer's append
+    landed first (nothing of this one was committed)."""
+    snapshot = (
+        read_snapshot(path, storage_options=storage_options)
+        if table_exists(path, storage_options=storage_options)
+        else None
+    )
+    if snapshot is None:
+        new, start, held = keys, 0, None
+    else:
+        known = read_delta(spark, path, storage_options=storage_options, version=snapshot.version)
         new = keys.join(known.select("key"), "key", "left_anti")
         row = known.agg(F.max("id")).first()
         start = 0 if row is None or row[0] is None else int(row[0]) + 1
+        held = snapshot.transaction_version(APPEND_APP)
     numbered, size = _numbered(spark, new, start)
     if capacity is not None and size > capacity:
         raise CodecCapacityError(
@@ -108,14 +149,20 @@ def assign_ids(
             column=column,
             capacity=capacity,
         )
-    if known is None or numbered is not None:
-        if numbered is None:  # a new vocabulary with no key yet: the table, empty
-            numbered = spark.createDataFrame([], "key string, id bigint")
-        options = WriteOptions(commit_info={"spark_mlt.vocabulary_of": column})
-        write_delta(numbered, path, {}, mode="append", options=options, storage_options=storage_options)
-    vocabulary = read_delta(spark, path, storage_options=storage_options)
-    lookup = vocabulary.select(F.col("key").alias(f"__{column}_key"), F.col("id").alias(id_column))
-    return df.join(lookup, F.col(column).cast("string") == F.col(f"__{column}_key"), "left").drop(f"__{column}_key")
+    if snapshot is not None and numbered is None:
+        return True  # every key known
+    if numbered is None:  # a new vocabulary with no key yet: the table, empty
+        numbered = spark.createDataFrame([], "key string, id bigint")
+    count = 0 if held is None else held
+    transaction = AppTransaction(APPEND_APP, count + 1, after=NEVER if held is None else held)
+    options = WriteOptions(commit_info={"spark_mlt.vocabulary_of": column})
+    try:
+        result = write_delta(
+            numbered, path, {}, mode="append", run_id=transaction, options=options, storage_options=storage_options
+        )
+    except ConcurrentWriteError:
+        return False
+    return not result.skipped
 
 
 def planned_size(

@@ -271,6 +271,8 @@ def write_delta(
     stored = call.codecs if fresh or snapshot is None else merge_codecs(location.uri, snapshot.codecs, call.codecs)
     if txn is not None and snapshot is not None and snapshot.holds(txn):
         return skipped_write(location.uri, snapshot.version, txn)
+    if txn is not None and snapshot is not None:
+        txn.check_base(snapshot.transaction_version(txn.app_id), location.uri)
     if backend == "delta-rs" and snapshot is not None:
         check_jar_free_write(snapshot, mode)
     plan = _write_plan(call, location, snapshot, stored, run_id=run_id, txn=txn)

@@ -1,0 +1,102 @@
+"""Overlapping runs: a sync window, or a vocabulary append, planned from a version that another
+run moved on meanwhile commits nothing; the next run carries on from where the winner left."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+from pyspark.sql import SparkSession
+
+import spark_mlt.batch.sync as sync_module
+import spark_mlt.storage.vocabulary as vocabulary_module
+from spark_mlt.batch.options import SyncOptions
+from spark_mlt.batch.sync import sync_table
+from spark_mlt.errors import ConcurrentWriteError
+from spark_mlt.storage import AppTransaction, read_snapshot
+from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary
+
+CDF = {"delta.enableChangeDataFeed": "true"}
+OPTIONS = SyncOptions(key=("k",), handle_invalid="quarantine", p=13, n=3)
+
+
+def _source(path: str, rows: list[tuple[int, str]], mode: str = "append") -> None:
+    k, email = zip(*rows, strict=True)
+    table = pa.table({"k": pa.array(k, pa.int64()), "email": pa.array(email, pa.string())})
+    write_deltalake(path, table, mode=mode, configuration=CDF if mode == "overwrite" else None)  # type: ignore[call-overload]
+
+
+def _rows(path: str) -> list[tuple[Any, ...]]:
+    return sorted((r["k"], r["email"]) for r in DeltaTable(path).to_pyarrow_table().to_pylist())
+
+
+def test_a_write_planned_from_another_version_of_its_writer_commits_nothing(tmp_path: Path) -> None:
+    table = str(tmp_path / "t")
+    write_deltalake(table, pa.table({"a": [1]}))
+    snapshot = read_snapshot(table)
+    with pytest.raises(ConcurrentWriteError, match="from version 3 to none"):
+        AppTransaction("w", 5, after=3).check_base(snapshot.transaction_version("w"), table)
+    AppTransaction("w", 5, after=-1).check_base(None, table)  # planned from none: none it is
+    AppTransaction("w", 5, after=3).check_base(5, table)  # already holds it: skipped before
+
+
+def test_a_window_planned_from_a_version_another_sync_moved_on_commits_nothing(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The run that lost: planned 0..2 while another run, started before version 2 landed,
+    applied 0..1; committing 0..2 on top would apply version 1 twice."""
+    source, mirror = str(tmp_path / "src"), str(tmp_path / "mirror")
+    _source(source, [(1, "a@x"), (2, "b@x")], mode="overwrite")
+    sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
+    _source(source, [(3, "c@x")])  # version 1
+    _source(source, [(4, "d@x")])  # version 2
+    commit, latest = sync_module._commit_window, sync_module._source_snapshot
+    raced: list[int] = []
+
+    def other_run_first(*args: Any, **kwargs: Any) -> None:
+        if not raced:  # a run that saw the source at version 1 commits its window first
+            raced.append(1)
+            monkeypatch.setattr(
+                sync_module, "_source_snapshot", lambda spark, input, options: read_snapshot(input, version=1)
+            )
+            sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
+            monkeypatch.setattr(sync_module, "_source_snapshot", latest)
+        commit(*args, **kwargs)
+
+    monkeypatch.setattr(sync_module, "_commit_window", other_run_first)
+    before = DeltaTable(mirror).version()
+    with pytest.raises(ConcurrentWriteError, match="from version 0 to 1"):
+        sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
+    assert DeltaTable(mirror).version() == before + 1  # the other run's window only
+    assert _rows(mirror) == [(1, "a@x"), (2, "b@x"), (3, "c@x")]
+    monkeypatch.setattr(sync_module, "_commit_window", commit)
+    assert sync_table(spark, source, mirror, ["k", "email"], OPTIONS).source_version == 2  # not stuck
+    assert _rows(mirror) == [(1, "a@x"), (2, "b@x"), (3, "c@x"), (4, "d@x")]
+    check_vocabulary(spark, f"{mirror}_vocab/email")
+
+
+def test_two_runs_numbering_new_keys_from_one_largest_id_never_share_an_id(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = str(tmp_path / "vocab")
+    first = spark.createDataFrame([("a",), ("b",)], "key string")
+    assign_ids(spark, first, "key", path, id_column="id")
+    numbered = vocabulary_module._numbered
+    raced: list[int] = []
+
+    def other_run_first(*args: Any, **kwargs: Any) -> Any:
+        result = numbered(*args, **kwargs)
+        if not raced:  # after this run numbered its keys, another appends its own
+            raced.append(1)
+            assign_ids(spark, spark.createDataFrame([("x",), ("y",)], "key string"), "key", path, id_column="id")
+        return result
+
+    monkeypatch.setattr(vocabulary_module, "_numbered", other_run_first)
+    ids = assign_ids(spark, spark.createDataFrame([("c",), ("d",)], "key string"), "key", path, id_column="id")
+    assert sorted(r["id"] for r in ids.collect()) == [4, 5]  # planned again after x and y took 2 and 3
+    check_vocabulary(spark, path)
+    held = sorted((r["key"], r["id"]) for r in DeltaTable(path).to_pyarrow_table().to_pylist())
+    assert sorted(i for _, i in held) == [0, 1, 2, 3, 4, 5]
