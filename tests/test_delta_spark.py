@@ -66,6 +66,7 @@ from spark_mlt.storage import (
     write_delta,
 )
 from spark_mlt.storage._plan import WritePlan
+from spark_mlt.storage.replace import key_rows, replace_keys
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC, OTHER
 from tests.support.frames import assert_same_rows
@@ -666,3 +667,33 @@ def test_a_stream_started_with_or_without_deltas_jars_refuses_to_switch(spark: S
     assert tokenize_stream(spark, source, str(tmp_path / "a"), ["userId"], options, stream=with_jars).rows_out == 5
     for output, rows in (("a", 15), ("b", 10)):  # the refused runs wrote nothing
         assert spark.read.format("delta").load(str(tmp_path / output)).count() == rows
+
+
+def test_a_merge_keeps_its_transaction_to_itself_while_another_thread_of_the_session_writes(
+    spark: SparkSession, gate: Gate, tmp_path: Path
+) -> None:
+    """Delta's idempotent-DML settings (txnAppId, txnVersion) and the commit's metadata are
+    set on a clone of the session for the merge alone: a write another thread of the same
+    session commits while the merge runs carries neither, and is not skipped as if it were the
+    merge's transaction."""
+    table, other = str(tmp_path / "mirror"), str(tmp_path / "other")
+    write_delta(_ratings(spark), table, {"userId": CODEC})
+    write_delta(_ratings(spark), other, {"userId": CODEC})
+    transaction = AppTransaction("spark-mlt-sync:x", 1, after=-1)
+    keys = spark.range(5).select(F.col("id").alias("userId"))
+    keyed = key_rows(spark, read_snapshot(table), keys, ["userId"], backend="delta-spark")
+    merge, plain = _while_held(
+        gate,
+        lambda: replace_keys(
+            gate.hold(_ratings(spark, 0, 3)), keyed, {"userId": CODEC}, transaction=transaction, commit_info={}
+        ),
+        lambda: write_delta(_ratings(spark, 100, 3), other, mode="append"),
+    )
+    assert (merge.skipped, plain.skipped) == (False, False)
+    assert read_snapshot(table).transaction_version(transaction.app_id) == 1
+    written = read_snapshot(other)
+    assert written.transaction_version(transaction.app_id) is None
+    assert "spark-mlt-sync:x" not in json.dumps(written.history(1))
+    assert sorted(r.userId for r in read_delta(spark, table).collect()) == [0, 1, 2, *range(5, 20)]
+    assert read_delta(spark, other).count() == 23
+    assert spark.conf.get("spark.databricks.delta.write.txnAppId", None) is None

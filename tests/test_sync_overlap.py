@@ -17,6 +17,7 @@ from spark_mlt.batch.options import SyncOptions
 from spark_mlt.batch.sync import sync_table
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage import AppTransaction, read_snapshot
+from spark_mlt.storage._delta_spark import statement_session
 from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary
 
 CDF = {"delta.enableChangeDataFeed": "true"}
@@ -100,3 +101,12 @@ def test_two_runs_numbering_new_keys_from_one_largest_id_never_share_an_id(
     check_vocabulary(spark, path)
     held = sorted((r["key"], r["id"]) for r in DeltaTable(path).to_pyarrow_table().to_pylist())
     assert sorted(i for _, i in held) == [0, 1, 2, 3, 4, 5]
+
+
+def test_a_statements_settings_and_views_stay_off_the_users_session(spark: SparkSession) -> None:
+    key = "spark.databricks.delta.write.txnAppId"
+    with statement_session(spark, {key: "spark-mlt-sync:x"}, {"spark_mlt_v": spark.range(3)}) as own:
+        assert own.conf.get(key) == "spark-mlt-sync:x"
+        assert own.sql("SELECT count(*) FROM spark_mlt_v").first()[0] == 3
+        assert spark.conf.get(key, None) is None  # what another thread of the session sees meanwhile
+    assert not spark.catalog.tableExists("spark_mlt_v")

@@ -47,7 +47,7 @@ from spark_mlt.storage._plan import (
 from spark_mlt.storage.properties import merge_codecs
 from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, read_snapshot
 
-__all__ = ["create_table", "path_target", "session_conf", "write"]
+__all__ = ["create_table", "path_target", "session_conf", "statement_session", "write"]
 
 
 def path_target(location: Location) -> str:
@@ -73,8 +73,9 @@ def create_table(
     if properties:
         pairs = ", ".join(f"{string(k)} = {string(v)}" for k, v in sorted(properties.items()))
         sql += f" TBLPROPERTIES ({pairs})"
-    with session_conf(spark, {"spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict([CREATE_MARKER]))}):
-        spark.sql(sql)
+    marker = {"spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict([CREATE_MARKER]))}
+    with statement_session(spark, marker) as own:
+        own.sql(sql)
 
 
 @contextmanager
@@ -89,6 +90,51 @@ def session_conf(spark: SparkSession, conf: Mapping[str, str | None]) -> Iterato
     finally:
         for key, old in previous.items():
             _set(spark, key, old)
+
+
+@contextmanager
+def statement_session(
+    spark: SparkSession, conf: Mapping[str, str | None], views: Mapping[str, DataFrame] | None = None
+) -> Iterator[SparkSession]:
+    """A session for one SQL statement: ``spark``'s clone (its settings and temporary views),
+    with ``conf`` set (a None value unsets its key) and each of ``views`` a temporary view.
+
+    Delta reads some write settings only from the session (``txnAppId``/``txnVersion`` of its
+    idempotent DML, ``commitInfo.userMetadata``): set on the user's session, a write another
+    thread of that session runs meanwhile would take them, and be skipped as the transaction
+    already committed, or carry spark-mlt's write id. The clone keeps them to the statement.
+    Spark Connect cannot clone a session from here: there ``spark`` itself is set for the block
+    and restored after (docs/storage.md, Guarantees). The views are dropped after.
+
+    Example::
+
+        with statement_session(spark, {"spark.databricks.delta.write.txnAppId": "app"}, {"v": df}) as own:
+            own.sql("MERGE INTO delta.`/t` t USING v s ON t.k = s.k WHEN MATCHED THEN DELETE").collect()
+    """
+    views = dict(views or {})
+    for name, frame in views.items():
+        frame.createOrReplaceTempView(name)
+    try:
+        clone = _clone(spark)
+        if clone is None:
+            with session_conf(spark, conf):
+                yield spark
+        else:
+            for key, value in conf.items():
+                _set(clone, key, value)
+            yield clone
+    finally:
+        for name in views:
+            spark.catalog.dropTempView(name)
+
+
+def _clone(spark: SparkSession) -> SparkSession | None:
+    """A classic session's clone (Spark's ``cloneSession``: the same context, a copy of its
+    settings and temporary views); None over Spark Connect."""
+    jvm_session = getattr(spark, "_jsparkSession", None)
+    if jvm_session is None:
+        return None
+    return type(spark)(spark.sparkContext, jvm_session.cloneSession())
 
 
 def _set(spark: SparkSession, key: str, value: str | None) -> None:
@@ -228,12 +274,8 @@ def _replace(df: DataFrame, plan: WritePlan, planned: int, started: float) -> De
     if plan.transaction is not None:
         conf["spark.databricks.delta.write.txnAppId"] = plan.transaction.app_id
         conf["spark.databricks.delta.write.txnVersion"] = str(plan.transaction.version)
-    df.createOrReplaceTempView(view)
-    try:
-        with session_conf(spark, conf):
-            spark.sql(f"{sql} AS SELECT * FROM {view}").collect()
-    finally:
-        spark.catalog.dropTempView(view)
+    with statement_session(spark, conf, {view: df}) as own:
+        own.sql(f"{sql} AS SELECT * FROM {view}").collect()
     return _result(plan, write_id, planned, time.perf_counter() - started)
 
 

@@ -8,7 +8,8 @@ idempotent by an application transaction:
 
 * ``delta-spark`` (Delta's jars): one ``MERGE INTO`` keyed on the key columns (delete, update,
   insert), with Delta's idempotent DML settings (``spark.databricks.delta.write.txnAppId`` and
-  ``txnVersion``) for the transaction.
+  ``txnVersion``) for the transaction, set on a clone of the session for that statement alone
+  (`statement_session`), never on the user's.
 * ``delta-rs`` (jar-free): only the files that can hold one of the keys are rewritten. The
   candidates are found from the files' statistics (each key column's bounds, read by
   delta-spark's rules in `spark_mlt.delta.stats.bounds`, or its partition value, typed as the
@@ -257,7 +258,6 @@ def _merge(
         rows.select(*columns).withColumn(_PRESENT, F.lit(True)), list(keyed.key), "left"
     ).withColumn(_PRESENT, F.coalesce(F.col(_PRESENT), F.lit(False)))
     view = f"spark_mlt_merge_{uuid.uuid4().hex[:12]}"
-    source.createOrReplaceTempView(view)
     on = " AND ".join(f"t.{identifier(k)} = s.{identifier(k)}" for k in keyed.key)
     sets = ", ".join(f"t.{identifier(c)} = s.{identifier(c)}" for c in columns)
     names = ", ".join(identifier(c) for c in columns)
@@ -282,8 +282,8 @@ def _merge(
             if now.holds(transaction):
                 return skipped_write(location.uri, now.version, transaction)
             transaction.check_base(now.transaction_version(transaction.app_id), location.uri)
-        with _delta_spark.session_conf(spark, conf):
-            spark.sql(sql).collect()
+        with _delta_spark.statement_session(spark, conf, {view: source}) as own:
+            own.sql(sql).collect()
     except Exception as error:
         if _delta_spark.lost_race(error):
             raise ConcurrentWriteError(
@@ -291,8 +291,6 @@ def _merge(
                 "run it again"
             ) from error
         raise
-    finally:
-        spark.catalog.dropTempView(view)
     after = read_snapshot(location.uri, storage_options=snapshot.storage_options)
     commit = after.commit_of(write_id, after=snapshot.version)
     if commit is None:

@@ -36,7 +36,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.fs import locate
 from spark_mlt.errors import CodecCapacityError, ConcurrentWriteError, VocabularyError
-from spark_mlt.storage._delta_spark import path_target, session_conf
+from spark_mlt.storage._delta_spark import path_target, statement_session
 from spark_mlt.storage.catalog import Backend, use_delta_spark
 from spark_mlt.storage.properties import NEVER, AppTransaction
 from spark_mlt.storage.reader import read_delta
@@ -287,13 +287,9 @@ def erase_keys(
 def _erase_merge(spark: SparkSession, snapshot: TableSnapshot, keyed: KeyedRows, info: Mapping[str, object]) -> None:
     """``MERGE INTO`` the vocabulary: each matched key set to null (Delta's UPDATE takes no subquery)."""
     view = f"spark_mlt_erase_{uuid.uuid4().hex[:12]}"
-    keyed.keys.createOrReplaceTempView(view)
     target = path_target(locate(snapshot.path, snapshot.storage_options))
     conf = {"spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(info), sort_keys=True)}
-    try:
-        with session_conf(spark, conf):
-            spark.sql(
-                f"MERGE INTO {target} t USING {view} s ON t.key = s.key WHEN MATCHED THEN UPDATE SET t.key = NULL"
-            ).collect()
-    finally:
-        spark.catalog.dropTempView(view)
+    with statement_session(spark, conf, {view: keyed.keys}) as own:
+        own.sql(
+            f"MERGE INTO {target} t USING {view} s ON t.key = s.key WHEN MATCHED THEN UPDATE SET t.key = NULL"
+        ).collect()
