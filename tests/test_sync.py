@@ -511,6 +511,11 @@ def test_the_cli_syncs_a_mirror(spark: SparkSession, tmp_path: Path, capsys: pyt
     DeltaTable(source).delete("k = 2")
     assert main(argv) == 0
     assert "rows in 0, out 0, rejected 0, deleted 1, source version 1" in capsys.readouterr().out
+    DeltaTable(source).delete("k = 1")
+    assert main([*argv, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert (document["rows_deleted"], document["source_version"]) == (1, 2)
+    assert document["spark_jobs"]["window"] > 0  # what a window costs in Spark jobs, counted
     with pytest.raises(SystemExit) as usage:
         main([*argv, "--mode", "append"])  # a batch run's option: not one of sync's
     assert usage.value.code == 2

@@ -163,6 +163,63 @@ def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
     assert set(keys) == {row["email"] for row in latest}  # no key that no row holds
 
 
+def _start_sync(source: Path, output: Path) -> subprocess.Popen[str]:
+    argv = [sys.executable, str(SYNC_JOBS), str(source), str(output)]
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[1])}
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+@pytest.mark.slow
+def test_syncs_racing_in_separate_processes_while_versions_land_end_as_a_fresh_tokenization(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Rounds of two syncs of one mirror started a moment apart (a scheduled run beside a retry),
+    each round with source versions landing before, between and after their starts: each run
+    commits its window or, planned from a version the other moved on, commits nothing and says
+    so; a last run carries on from wherever the winners left the mirror, and the mirror, its
+    quarantine and its vocabulary are what a fresh tokenize of the source writes, no id given
+    twice."""
+    source, output = tmp_path / "customers", tmp_path / "customers_mlt"
+    table = _source(str(source), [(k, 100 + k, f"u{k % 5}@example.com") for k in range(20)])
+    assert sync_table(spark, str(source), str(output), COLUMNS, SYNC).source_version == 0
+    outcomes: Counter[str] = Counter()
+    for round_ in range(3):
+        base = 1000 * (round_ + 1)
+        _insert(str(source), [(base, 300 + round_, f"r{round_}@example.com")])
+        first = _start_sync(source, output)
+        table.update({"email": f"'moved{round_}@example.com'"}, predicate=f"k = {round_}")
+        table.update({"customer_id": str(9000 + round_)}, predicate=f"k = {10 + round_}")  # to the quarantine
+        second = _start_sync(source, output)
+        table.delete(f"k = {5 + round_}")
+        _insert(str(source), [(base + 1, 400 + round_, f"u{round_}@example.com")])
+        for run in (first, second):
+            _, err = run.communicate(timeout=600)
+            if run.returncode == 0:
+                outcomes["committed"] += 1
+            else:
+                assert "ConcurrentWriteError" in err, err[-3000:]
+                assert "nothing of it was committed" in err, err[-3000:]
+                outcomes["refused"] += 1
+    last = _run_sync(source, output, None)
+    assert last.returncode == 0, last.stderr[-3000:]
+    assert json.loads(last.stdout.splitlines()[-1])["source_version"] == DeltaTable(str(source)).version()
+
+    expected = tmp_path / "fresh"
+    tokenize_table(spark, str(source), str(expected), COLUMNS, FRESH)
+    mirror, fresh = _table(output), _table(expected)
+    assert _without(mirror, "email_mlt") == _without(fresh, "email_mlt")
+    assert _decoded(spark, str(output)) == sorted((r["k"], r["customer_id"], r["email"]) for r in fresh)
+    quarantine = _table(f"{output}_quarantine")
+    assert sorted(quarantine, key=lambda r: r["k"]) == sorted(_table(f"{expected}_quarantine"), key=lambda r: r["k"])
+    vocabulary = _table(f"{output}_vocab/email")
+    keys = [row["key"] for row in vocabulary if row["key"] is not None]
+    assert len({row["id"] for row in vocabulary}) == len(vocabulary)  # no id given twice
+    assert len(set(keys)) == len(keys)
+    latest = DeltaTable(str(source)).to_pyarrow_table().to_pylist()
+    assert set(keys) == {row["email"] for row in latest}
+    assert outcomes["committed"] >= 3, outcomes  # each round: at least one run lands
+
+
 @pytest.mark.slow  # a minute of make test: CI runs it after (make test-slow) and on every full compat line
 @pytest.mark.skipif(
     not hasattr(deltalake.transaction, "RemoveAction"),

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import Layout
 from spark_mlt.storage import DeltaWriteResult
 
-__all__ = ["JobReport", "codec_summary", "phase"]
+__all__ = ["JobReport", "codec_summary", "counted_jobs", "phase"]
 
 log = logging.getLogger("spark_mlt")
 
@@ -47,6 +48,9 @@ class JobReport:
         erased: the keys a sync erased from each string column's vocabulary.
         warnings: what the run warns of (a column past
             [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of its codec).
+        spark_jobs: the Spark jobs the run started, per phase or window where it counts them
+            ([`counted_jobs`][spark_mlt.batch.report.counted_jobs]; a sync: ``window`` or
+            ``full refresh``); empty over Spark Connect, which does not tell.
     """
 
     rows_in: int = 0
@@ -63,6 +67,7 @@ class JobReport:
     rows_deleted: int = 0
     erased: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    spark_jobs: dict[str, int] = field(default_factory=dict)
 
     def summary(self) -> str:
         """One line: rows in, out and rejected, mismatches, the table and version written."""
@@ -90,7 +95,8 @@ class JobReport:
         shows it: ``p``, ``n``, ``seed``, ``capacity``, ``fingerprint``, ``layout``,
         ``packed_bits``), ``write`` (``path``, ``version``, ``rows``,
         ``files``, ``backend``, ``skipped``; null when nothing was written), ``seconds`` per
-        phase, ``warnings``, and for a sync ``source_version``, ``rows_deleted`` and ``erased``.
+        phase, ``spark_jobs`` where counted, ``warnings``, and for a sync ``source_version``,
+        ``rows_deleted`` and ``erased``.
 
         Example::
 
@@ -105,6 +111,7 @@ class JobReport:
             "columns": {name: codec_summary(codec, self.layouts.get(name)) for name, codec in self.codecs.items()},
             "write": None,
             "seconds": {name: round(seconds, 3) for name, seconds in self.seconds.items()},
+            "spark_jobs": dict(self.spark_jobs),
             "warnings": list(self.warnings),
         }
         if self.write is not None:
@@ -149,3 +156,43 @@ def phase(report: JobReport, name: str) -> Iterator[None]:
         seconds = time.perf_counter() - start
         report.seconds[name] = seconds
         log.info("%s done in %.2f s", name, seconds)
+
+
+#: How long the count of a block's Spark jobs waits for Spark's listener to catch up.
+_LISTENER_WAIT = 2.0
+
+
+@contextmanager
+def counted_jobs(spark: Any, report: JobReport, name: str) -> Iterator[None]:
+    """Count the Spark jobs this thread starts in the block (Spark's job tags and status
+    tracker) into ``report.spark_jobs[name]``: a job's fixed cost (tens of milliseconds each,
+    more with many tasks) is what a small sync window pays, so reports show it. Nothing is
+    counted over Spark Connect (no status tracker in the client).
+
+    Example::
+
+        with counted_jobs(spark, report, "window"):
+            ...
+    """
+    try:
+        context = spark.sparkContext
+        tracker = context._jsc.sc().statusTracker()
+    except Exception:  # noqa: BLE001 - Spark Connect: no context
+        yield
+        return
+    tag = f"spark-mlt-{uuid.uuid4().hex[:12]}"
+    context.addJobTag(tag)
+    try:
+        yield
+    finally:
+        context.removeJobTag(tag)
+        # the listener records a job's start asynchronously: wait until two reads agree
+        deadline = time.monotonic() + _LISTENER_WAIT
+        seen = len(tracker.getJobIdsForTag(tag))
+        while time.monotonic() < deadline:
+            time.sleep(0.05)
+            now = len(tracker.getJobIdsForTag(tag))
+            if now == seen:
+                break
+            seen = now
+        report.spark_jobs[name] = report.spark_jobs.get(name, 0) + seen

@@ -47,7 +47,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_mlt.batch.options import SyncOptions, TokenizeOptions
-from spark_mlt.batch.report import JobReport, phase
+from spark_mlt.batch.report import JobReport, counted_jobs, phase
 from spark_mlt.batch.thresholds import check_rejected, warn_capacity
 from spark_mlt.batch.tokenize import (
     REASON_COLUMN,
@@ -174,7 +174,8 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
     check_sync(run, source, mirror, refresh=refresh)
     held = None if mirror is None else mirror.transaction_version(app)
     if refresh or mirror is None or (held is None and mirror.created_empty):
-        _refresh(run, source=source, mirror=mirror, app=app)
+        with counted_jobs(spark, report, "full refresh"):
+            _refresh(run, source=source, mirror=mirror, app=app)
     elif held is None:
         raise MLTError(
             f"output: the mirror {run.output} holds no sync of the source {source.path} (table id "
@@ -187,7 +188,8 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
         report.source_version = held
         return
     else:
-        _apply_window(run, mirror=mirror, after=held, source=source, app=app)
+        with counted_jobs(spark, report, "window"):
+            _apply_window(run, mirror=mirror, after=held, source=source, app=app)
     log.info(
         "sync: %s now holds source version %s (%.1f s): %s",
         run.output,
