@@ -30,6 +30,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+import spark_mlt.storage.replace as replace_module
 from spark_mlt.batch import TokenizeOptions, tokenize_table
 from spark_mlt.batch.decode import unpack_token_columns
 from spark_mlt.batch.options import SyncOptions
@@ -369,3 +370,36 @@ def test_the_jar_free_change_reader_reads_what_delta_reads(
     empty = _changes(spark, path, 3, 3, "delta-spark")  # no commit: Delta would refuse the range
     assert empty.schema == _changes(spark, path, 3, 3, "delta-rs").schema
     assert empty.count() == 0
+
+
+@pytest.mark.parametrize("dvs", [False, True], ids=["rewrite", "deletion-vectors"])
+def test_a_merge_reads_only_the_mirror_files_its_keys_range_over(
+    spark: SparkSession, tmp_path: Path, dvs: bool
+) -> None:
+    """The mirror's files are key ranges of 10 rows; a window that changes keys 21 and 24 merges
+    with the keys' range in its condition (which Delta's data skipping prunes by: a scan with it
+    reads one file of six), and rewrites the one file that holds them, or with deletion vectors
+    on the mirror marks its two rows deleted and copies none."""
+    source, mirror = str(tmp_path / "src"), str(tmp_path / "mirror")
+    _create(spark, source, dvs=False)
+    _insert(spark, source, 0, 60)
+    options = dataclasses.replace(OPTIONS, file_rows=10)
+    sync_table(spark, source, mirror, COLUMNS, options)
+    if dvs:
+        spark.sql(f"ALTER TABLE {_target(mirror)} SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
+    assert len(spark.read.format("delta").load(mirror).inputFiles()) == 6
+    spark.sql(f"UPDATE {_target(source)} SET qty = -1 WHERE id IN (21, 24)")
+    keys = spark.createDataFrame([(21,), (24,)], "id bigint")
+    condition = replace_module._key_ranges(key_rows(spark, read_snapshot(mirror), keys, ["id"], backend="delta-spark"))
+    assert condition == ["t.`id` BETWEEN 21 AND 24"]
+    pruned = spark.sql(f"SELECT * FROM {_target(mirror)} t WHERE {condition[0]}").inputFiles()
+    assert len(pruned) == 1
+    report = sync_table(spark, source, mirror, COLUMNS, options)
+    assert report.source_version == 2
+    metrics = read_snapshot(mirror).history(1)[0]["operationMetrics"]
+    assert metrics["numTargetRowsUpdated"] == "2"
+    if dvs:
+        assert (metrics["numTargetDeletionVectorsAdded"], metrics["numTargetRowsCopied"]) == ("1", "0")
+    else:
+        assert (metrics["numTargetFilesRemoved"], metrics["numTargetRowsCopied"]) == ("1", "8")
+    assert sorted(r.id for r in spark.read.format("delta").load(mirror).where("qty = -1").collect()) == [21, 24]

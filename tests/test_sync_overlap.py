@@ -6,15 +6,19 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import spark_mlt.batch.sync as sync_module
+import spark_mlt.storage.replace as replace_module
 import spark_mlt.storage.vocabulary as vocabulary_module
 from spark_mlt.batch.options import SyncOptions
 from spark_mlt.batch.sync import sync_table
+from spark_mlt.delta.schema import TableLayout
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage import AppTransaction, read_snapshot
 from spark_mlt.storage._delta_spark import statement_session
@@ -110,3 +114,26 @@ def test_a_statements_settings_and_views_stay_off_the_users_session(spark: Spark
         assert own.sql("SELECT count(*) FROM spark_mlt_v").first()[0] == 3
         assert spark.conf.get(key, None) is None  # what another thread of the session sees meanwhile
     assert not spark.catalog.tableExists("spark_mlt_v")
+
+
+@pytest.mark.parametrize("kind", ["bigint", "string"])
+def test_the_sorted_search_finds_the_files_the_join_of_every_file_finds(spark: SparkSession, kind: str) -> None:
+    """Ranges that overlap, nest, touch, or are unknown (no statistics): each key's candidate
+    files by the binary search over the sorted ranges are those of the join with every file."""
+    rng = np.random.default_rng(7)
+    convert: Any = int if kind == "bigint" else (lambda v: f"k{v:05d}")
+    table = []
+    for number in range(60):
+        low = int(rng.integers(0, 900))
+        high = low + int(rng.integers(0, 60 if number % 7 else 400))
+        unknown = number % 11 == 0
+        table.append((number, None if unknown else convert(low), None if unknown and number % 2 else convert(high)))
+    table.append((60, convert(950), convert(950)))  # a range of one key
+    values = [convert(int(v)) for v in rng.integers(0, 1000, 300)] + [convert(950), convert(2000)]
+    keys = spark.createDataFrame([(v,) for v in values], f"k {kind}").repartition(3)
+    schema = StructType([StructField("k", LongType() if kind == "bigint" else StringType())])
+    layout = TableLayout(logical=schema, physical=schema, mapping="none", partition_columns=())
+    joined = replace_module._joined(spark, keys, ("k",), table, layout)
+    assert replace_module._search(keys, "k", table) == joined
+    assert 60 in joined
+    assert replace_module._search(keys.limit(0), "k", table) == []

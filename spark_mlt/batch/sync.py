@@ -79,6 +79,7 @@ from spark_mlt.storage import (
     token_write_options,
     write_delta,
 )
+from spark_mlt.storage._delta_spark import clone_session
 from spark_mlt.storage._plan import _nullable
 from spark_mlt.storage.catalog import Backend, resolve_location
 from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, FULL_REFRESH, check_feed, read_changes
@@ -371,6 +372,10 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
     key = list(options.key)
     capabilities = report.capabilities or Capabilities.of(spark)
     backend = job_backend(capabilities)
+    own = clone_session(spark)
+    if own is not None:  # the window's settings stay off the user's session
+        spark = own
+        run = dataclasses.replace(run, spark=own)
     with phase(report, "read the feed"):
         feed = check_feed(
             source.path, after, until, storage_options=options.storage_options, spark_version=spark.version
@@ -378,6 +383,8 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         changes = read_changes(
             spark, source.path, after, until, storage_options=options.storage_options, backend=backend, feed=feed
         ).persist(_KEEP_LEVEL)
+        if own is not None and changes.count() <= SMALL_WINDOW_ROWS:
+            _small_plans(own)
     quarantine_path = options.quarantine or f"{output.rstrip('/')}_quarantine"
     quarantine = (
         read_snapshot(quarantine_path, storage_options=options.storage_options)
@@ -438,6 +445,18 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             keyed.rows.unpersist()
         if tokens is not None:
             tokens.unpersist()
+
+
+#: A window of at most this many change rows is planned for small data: Spark's adaptive
+#: execution (which starts a job per shuffle, each costing its fixed tens of milliseconds) off,
+#: and as many shuffle partitions as the session has cores.
+SMALL_WINDOW_ROWS = 1_000_000
+
+
+def _small_plans(spark: SparkSession) -> None:
+    """Plans a window's session for small data (see ``SMALL_WINDOW_ROWS``)."""
+    spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.conf.set("spark.sql.shuffle.partitions", str(max(1, spark.sparkContext.defaultParallelism)))
 
 
 def _commit_window(

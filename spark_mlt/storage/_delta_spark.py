@@ -47,7 +47,7 @@ from spark_mlt.storage._plan import (
 from spark_mlt.storage.properties import merge_codecs
 from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, read_snapshot
 
-__all__ = ["create_table", "path_target", "session_conf", "statement_session", "write"]
+__all__ = ["clone_session", "create_table", "path_target", "session_conf", "statement_session", "write"]
 
 
 def path_target(location: Location) -> str:
@@ -115,7 +115,7 @@ def statement_session(
     for name, frame in views.items():
         frame.createOrReplaceTempView(name)
     try:
-        clone = _clone(spark)
+        clone = clone_session(spark)
         if clone is None:
             with session_conf(spark, conf):
                 yield spark
@@ -128,7 +128,7 @@ def statement_session(
             spark.catalog.dropTempView(name)
 
 
-def _clone(spark: SparkSession) -> SparkSession | None:
+def clone_session(spark: SparkSession) -> SparkSession | None:
     """A classic session's clone (Spark's ``cloneSession``: the same context, a copy of its
     settings and temporary views); None over Spark Connect."""
     jvm_session = getattr(spark, "_jsparkSession", None)
@@ -237,7 +237,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
             merge_codecs(location.uri, snapshot.codecs, plan.codecs)
             check_schema(snapshot, arrow_schema)
         try:
-            with session_conf(spark, plan.parquet_options):
+            with session_conf(spark, _write_conf(plan.parquet_options)):
                 writer.save(location.spark_path())
         except Exception as error:
             if not lost_race(error):
@@ -248,6 +248,13 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         f"{WRITE_ATTEMPTS} writes to {location.uri} in a row lost to other writers' commits; "
         "nothing of this write was committed (its files are orphans for vacuum): run it again"
     )
+
+
+def _write_conf(options: Mapping[str, str]) -> dict[str, str]:
+    """A write's options as the session settings its Spark job reads: Parquet's by their own
+    names (Spark hands SQL settings to the Hadoop configuration), the rows per file as
+    ``spark.sql.files.maxRecordsPerFile`` (a ``maxRecordsPerFile`` key would reach nothing)."""
+    return {("spark.sql.files.maxRecordsPerFile" if k == "maxRecordsPerFile" else k): v for k, v in options.items()}
 
 
 #: Table properties a ``REPLACE TABLE`` must not set by hand (the protocol's).
@@ -269,7 +276,7 @@ def _replace(df: DataFrame, plan: WritePlan, planned: int, started: float) -> De
         sql += f" TBLPROPERTIES ({', '.join(f'{string(k)} = {string(v)}' for k, v in sorted(kept.items()))})"
     conf: dict[str, str | None] = {
         "spark.databricks.delta.commitInfo.userMetadata": json.dumps({**plan.commit_info, WRITE_ID: write_id}),
-        **plan.parquet_options,
+        **_write_conf(plan.parquet_options),
     }
     if plan.transaction is not None:
         conf["spark.databricks.delta.write.txnAppId"] = plan.transaction.app_id

@@ -29,17 +29,19 @@ from __future__ import annotations
 import dataclasses
 import json
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import pandas as pd
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import IntegerType, StringType, StructField, StructType
+from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType, StringType, StructField, StructType
 
 from spark_mlt.codec import MLTCodec
-from spark_mlt.column.sqltext import identifier
+from spark_mlt.column.sqltext import identifier, string
 from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.actions import AddFile
 from spark_mlt.delta.fs import locate
@@ -121,9 +123,24 @@ def key_rows(
 def _candidates(
     spark: SparkSession, snapshot: TableSnapshot, keys: DataFrame, key: tuple[str, ...]
 ) -> tuple[ReplacedFile, ...]:
-    """The files whose statistics (or partition values) admit one of ``keys``."""
+    """The files whose statistics (or partition values) admit one of ``keys``: a sorted search
+    for a single integer or string key column, else a join of the keys with the files' bounds."""
     files = list(snapshot.delta.files.values())
     layout = snapshot.delta.layout
+    table = _bounds_table(files, layout, key)
+    if not table:
+        return ()
+    single = len(key) == 1 and key[0] not in layout.partition_columns
+    if single and isinstance(layout.logical[key[0]].dataType, _SEARCHABLE):
+        return _chosen(snapshot, files, _search(keys, key[0], table))
+    return _chosen(snapshot, files, _joined(spark, keys, key, table, layout))
+
+
+def _joined(
+    spark: SparkSession, keys: DataFrame, key: tuple[str, ...], table: Sequence[tuple[Any, ...]], layout: TableLayout
+) -> list[int]:
+    """The files (numbers in ``table``, `_bounds_table`'s rows) whose partition values and bounds
+    admit one of ``keys``: each key joined with every file's bounds (broadcast)."""
     partitions = set(layout.partition_columns)
     fields: list[StructField] = []
     for i, name in enumerate(key):
@@ -132,11 +149,8 @@ def _candidates(
         else:
             kind = layout.logical[name].dataType
             fields += [StructField(f"__lo_{i}", kind), StructField(f"__hi_{i}", kind)]
-    table = _bounds_table(files, layout, key)
-    if not table:
-        return ()
     schema = StructType([StructField("__file", IntegerType(), False), *fields])
-    admitted = local_frame(spark, table, schema)
+    admitted = local_frame(spark, list(table), schema)
     condition = None
     for i, name in enumerate(key):
         at = F.col(identifier(name))
@@ -146,7 +160,57 @@ def _candidates(
             floor, ceiling = F.col(f"__lo_{i}"), F.col(f"__hi_{i}")
             admits = (floor.isNull() | (at >= floor)) & (ceiling.isNull() | (at <= ceiling))
         condition = admits if condition is None else condition & admits
-    hits = sorted(int(r[0]) for r in keys.join(F.broadcast(admitted), condition).select("__file").distinct().collect())
+    return sorted(int(r[0]) for r in keys.join(F.broadcast(admitted), condition).select("__file").distinct().collect())
+
+
+#: Key types whose values a sorted search compares as Spark does: integers, and strings (Python
+#: compares them by code point, which is the order of their UTF-8 bytes, Spark's order).
+_SEARCHABLE = (ByteType, ShortType, IntegerType, LongType, StringType)
+
+
+def _search(keys: DataFrame, name: str, table: Sequence[tuple[Any, ...]]) -> list[int]:
+    """The files whose key range holds one of ``keys`` (a single key column): a binary search
+    of each key over the files' ranges sorted by their low bound, in the keys' tasks (a running
+    maximum of the high bounds finds the overlapping ranges a search passes by), so a window
+    costs O(keys * log files); a file whose range is unknown is always a candidate."""
+    unknown = sorted(int(row[0]) for row in table if row[1] is None or row[2] is None)
+    ranges = sorted((row[1], row[2], int(row[0])) for row in table if row[1] is not None and row[2] is not None)
+    if not ranges:
+        return unknown if keys.limit(1).collect() else []
+    lows = np.array([r[0] for r in ranges], dtype=object)
+    highs = np.array([r[1] for r in ranges], dtype=object)
+    numbers = np.array([r[2] for r in ranges], dtype=np.int64)
+    reach = np.maximum.accumulate(highs)  # the highest bound of the ranges up to each
+
+    def search(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+        found: set[int] = set()
+        for batch in batches:
+            values = np.array(batch[name].dropna().unique(), dtype=object)
+            if not len(values):
+                continue
+            at = np.searchsorted(lows, values, side="right") - 1  # the last range starting at or below
+            held = at >= 0
+            values, at = values[held], at[held]
+            found.update(int(n) for n in numbers[at[highs[at] >= values]])
+            earlier = (at > 0) & (reach[np.maximum(at - 1, 0)] >= values)  # overlapping ranges behind
+            for value, start in zip(values[earlier], at[earlier] - 1, strict=True):
+                for i in range(start, -1, -1):
+                    if reach[i] < value:
+                        break
+                    if highs[i] >= value:
+                        found.add(int(numbers[i]))
+        yield pd.DataFrame({"__file": sorted(found)}, dtype="int64")
+
+    hits = keys.select(identifier(name)).mapInPandas(search, "__file long").distinct().collect()
+    if not hits and not unknown:
+        return []
+    if unknown and not keys.limit(1).collect():
+        unknown = []
+    return sorted({int(r[0]) for r in hits} | set(unknown))
+
+
+def _chosen(snapshot: TableSnapshot, files: Sequence[AddFile], hits: Sequence[int]) -> tuple[ReplacedFile, ...]:
+    """The files numbered ``hits``, refused when one has a deletion vector."""
     chosen = []
     for i in hits:
         add = files[i]
@@ -242,6 +306,36 @@ def replace_keys(
 _PRESENT = "__spark_mlt_present"
 
 
+def _key_ranges(keyed: KeyedRows) -> list[str]:
+    """Conditions on the merge's target alone that hold for every row of the keys: each integer
+    or string key column between the keys' lowest and highest value. Delta skips the files whose
+    statistics rule them out, so a window whose keys cluster reads few of the table's files
+    (without them the merge reads every key of the table)."""
+    types = dict(keyed.rows.dtypes)
+    columns = [k for k in keyed.key if types.get(k) in _RANGED]
+    if not columns:
+        return []
+    bounds = keyed.keys.agg(
+        *(F.min(identifier(c)).alias(f"lo{i}") for i, c in enumerate(columns)),
+        *(F.max(identifier(c)).alias(f"hi{i}") for i, c in enumerate(columns)),
+    ).first()
+    conditions = []
+    for i, column in enumerate(columns):
+        low, high = (bounds[f"lo{i}"], bounds[f"hi{i}"]) if bounds is not None else (None, None)
+        if low is None or high is None:
+            continue
+        if types[column] == "string":
+            low, high = string(low), string(high)
+        else:
+            low, high = str(int(low)), str(int(high))
+        conditions.append(f"t.{identifier(column)} BETWEEN {low} AND {high}")
+    return conditions
+
+
+#: Key column types whose bounds a merge's condition writes as literals (Spark's ``dtypes``).
+_RANGED = frozenset({"tinyint", "smallint", "int", "bigint", "string"})
+
+
 def _merge(
     rows: DataFrame,
     keyed: KeyedRows,
@@ -258,7 +352,7 @@ def _merge(
         rows.select(*columns).withColumn(_PRESENT, F.lit(True)), list(keyed.key), "left"
     ).withColumn(_PRESENT, F.coalesce(F.col(_PRESENT), F.lit(False)))
     view = f"spark_mlt_merge_{uuid.uuid4().hex[:12]}"
-    on = " AND ".join(f"t.{identifier(k)} = s.{identifier(k)}" for k in keyed.key)
+    on = " AND ".join([f"t.{identifier(k)} = s.{identifier(k)}" for k in keyed.key] + _key_ranges(keyed))
     sets = ", ".join(f"t.{identifier(c)} = s.{identifier(c)}" for c in columns)
     names = ", ".join(identifier(c) for c in columns)
     values = ", ".join(f"s.{identifier(c)}" for c in columns)
