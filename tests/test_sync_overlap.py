@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import spark_mlt.batch.sync as sync_module
@@ -22,7 +23,7 @@ from spark_mlt.delta.schema import TableLayout
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage import AppTransaction, read_snapshot
 from spark_mlt.storage._delta_spark import statement_session
-from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary
+from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, next_id
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 OPTIONS = SyncOptions(key=("k",), handle_invalid="quarantine", p=13, n=3)
@@ -137,3 +138,15 @@ def test_the_sorted_search_finds_the_files_the_join_of_every_file_finds(spark: S
     assert replace_module._search(keys, "k", table) == joined
     assert 60 in joined
     assert replace_module._search(keys.limit(0), "k", table) == []
+
+
+def test_the_next_vocabulary_id_comes_from_the_logs_statistics_without_reading_a_row(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    path = str(tmp_path / "vocab")
+    assign_ids(spark, spark.createDataFrame([("a",), ("b",), ("c",)], "key string"), "key", path, id_column="id")
+    assign_ids(spark, spark.createDataFrame([("d",)], "key string"), "key", path, id_column="id")
+    unread = spark.range(1).select(F.raise_error(F.lit("a row was read")).alias("id"))
+    assert next_id(read_snapshot(path), unread) == 4
+    write_deltalake(path, pa.table({"key": ["e"], "id": pa.array([9], pa.int64())}), mode="append")
+    assert next_id(read_snapshot(path), unread) == 10

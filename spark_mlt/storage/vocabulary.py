@@ -15,8 +15,11 @@ Erasure ([`erase_keys`][spark_mlt.storage.vocabulary.erase_keys]): a key that no
 more (a customer who asked to be forgotten) leaves its vocabulary, and its id stays, keyless, so
 no other key is ever given it: the next new key gets an id after every id ever given.
 
-Assumption: one writer per vocabulary at a time (a scheduled job). Two concurrent runs could
-hand the same id to different keys; [`check_vocabulary`][spark_mlt.storage.vocabulary.check_vocabulary] detects that.
+Concurrent runs: each append is the next version of the vocabulary's application transaction
+``spark-mlt-vocabulary``, planned from the version it read; an append that loses to another
+run's commits nothing and is planned again from the winner's largest id, so two runs never give
+one id to two keys ([`check_vocabulary`][spark_mlt.storage.vocabulary.check_vocabulary] checks a
+vocabulary for that).
 
 A tokenized table records the vocabulary path of each string column in its table property
 ``mlt.vocabulary.<column>`` ([`vocabulary_properties`][spark_mlt.storage.properties.vocabulary_properties];
@@ -35,6 +38,7 @@ from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.fs import locate
+from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import CodecCapacityError, ConcurrentWriteError, VocabularyError
 from spark_mlt.storage._delta_spark import path_target, statement_session
 from spark_mlt.storage.catalog import Backend, use_delta_spark
@@ -51,6 +55,7 @@ __all__ = [
     "check_vocabulary",
     "erase_keys",
     "keys_for_ids",
+    "next_id",
     "number_keys",
     "planned_size",
     "read_vocabulary",
@@ -137,8 +142,7 @@ def _append_new_keys(
     else:
         known = read_delta(spark, path, storage_options=storage_options, version=snapshot.version)
         new = keys.join(known.select("key"), "key", "left_anti")
-        row = known.agg(F.max("id")).first()
-        start = 0 if row is None or row[0] is None else int(row[0]) + 1
+        start = next_id(snapshot, known)
         held = snapshot.transaction_version(APPEND_APP)
     numbered, size = _numbered(spark, new, start)
     if capacity is not None and size > capacity:
@@ -185,9 +189,29 @@ def planned_size(
     known = read_vocabulary(spark, path, storage_options=storage_options)
     if known is None:
         return keys.count()
-    row = known.agg(F.max("id")).first()
-    start = 0 if row is None or row[0] is None else int(row[0]) + 1
+    start = next_id(read_snapshot(path, storage_options=storage_options), known)
     return start + keys.join(known.select("key"), "key", "left_anti").count()
+
+
+def next_id(snapshot: TableSnapshot, rows: DataFrame) -> int:
+    """The id after the largest one the vocabulary version ``snapshot`` (read as ``rows``) holds:
+    from its files' statistics (``maxValues.id``), reading no row, or, when a file has none,
+    from its rows. Erasure keeps every id, so the largest one stays in the files.
+
+    Example::
+
+        next_id(read_snapshot("/data/vocab/sku"), read_delta(spark, "/data/vocab/sku"))  # 1204
+    """
+    highest = -1
+    for add in snapshot.delta.files.values():
+        bounds = column_bounds(parse_stats(add.stats), ("id",), LongType())
+        if bounds.empty:
+            continue
+        if bounds.high is None:
+            row = rows.agg(F.max("id")).first()
+            return 0 if row is None or row[0] is None else int(row[0]) + 1
+        highest = max(highest, int(bounds.high))
+    return highest + 1
 
 
 def number_keys(spark: SparkSession, keys: DataFrame, start: int) -> DataFrame | None:
