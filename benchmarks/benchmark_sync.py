@@ -54,6 +54,7 @@ from pyspark.sql import functions as F
 
 import spark_mlt.batch.sync as sync_module
 from spark_mlt.batch import SyncOptions, TokenizeOptions, local_session, sync_table, tokenize_dataframe, tokenize_table
+from spark_mlt.delta.stats import parse_stats
 from spark_mlt.storage import WriteOptions, read_delta, read_snapshot, write_delta
 
 COLUMNS = ["customer_id"]
@@ -79,35 +80,42 @@ def _orders(spark: SparkSession, start: int, end: int, parts: int) -> DataFrame:
 
 @dataclass(frozen=True)
 class Change:
-    """The predicates of a 1% change over keys ``0 .. rows - 1``: updates (0.8%), deletes (0.1%,
-    disjoint from the updates) and inserts (0.1%, new ids from ``rows``)."""
+    """The predicates of a change of ``share`` of the keys ``0 .. rows - 1`` (1%: ``0.01``):
+    updates (80% of it), deletes (10%, disjoint from the updates) and inserts (10%, new ids from
+    ``rows``)."""
 
     rows: int
     scenario: str
+    share: float = 0.01
 
     @property
     def recent(self) -> int:
-        """The first of the most recent 2% of the orders."""
-        return self.rows - self.rows // 50
+        """The first of the most recent orders, twice the change's share of them."""
+        return self.rows - int(self.rows * 2 * self.share)
+
+    @property
+    def _cut(self) -> tuple[int, int]:
+        """Of a key's hash bucket (0 .. 9999): below the first it is updated, at or above the second deleted."""
+        return round(8000 * self.share), 10_000 - round(1000 * self.share)
 
     def updated(self) -> str:
         if self.scenario == "clustered":
-            return f"{KEY} >= {self.recent} AND {KEY} % 5 < 2"  # 40% of the recent 2%
-        return f"{KEY} % 125 = 7"
+            return f"{KEY} >= {self.recent} AND {KEY} % 5 < 2"  # 40% of the recent ones
+        return f"({KEY} * 7919) % 10000 < {self._cut[0]}"
 
     def deleted(self) -> str:
         if self.scenario == "clustered":
-            return f"{KEY} >= {self.recent} AND {KEY} % 20 = 2"  # 5% of the recent 2%
-        return f"{KEY} % 1000 = 3"
+            return f"{KEY} >= {self.recent} AND {KEY} % 20 = 2"  # 5% of the recent ones
+        return f"({KEY} * 7919) % 10000 >= {self._cut[1]}"
 
     @property
     def inserted(self) -> tuple[int, int]:
-        return self.rows, self.rows + self.rows // 1000
+        return self.rows, self.rows + max(1, int(self.rows * self.share / 10))
 
     def sample(self, size: int, seed: int = 5) -> list[int]:
         """Keys to compare after the sync: updated, deleted, inserted and unchanged ones."""
         rng = np.random.default_rng(seed)
-        keys = rng.integers(0, self.rows, size * 20)
+        keys = rng.integers(0, self.rows, size * 200)
         if self.scenario == "clustered":
             keys = np.concatenate((keys, rng.integers(self.recent, self.rows, size * 20)))
         updated = keys[self._mask(keys, "updated")][:size]
@@ -123,7 +131,8 @@ class Change:
             residue = keys % 5 < 2 if which == "updated" else keys % 20 == 2
             mask: np.ndarray = (keys >= self.recent) & residue
         else:
-            mask = keys % 125 == 7 if which == "updated" else keys % 1000 == 3
+            bucket = (keys * 7919) % 10_000
+            mask = bucket < self._cut[0] if which == "updated" else bucket >= self._cut[1]
         return mask
 
 
@@ -210,6 +219,7 @@ class Probe:
 
     seconds: dict[str, float] = field(default_factory=dict)
     candidates: int = 0
+    candidate_rows: int = 0
 
     @contextmanager
     def installed(self) -> Iterator[None]:
@@ -234,6 +244,8 @@ class Probe:
                 self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
             if label == SEARCH:
                 self.candidates += len(result.candidates)
+                files = result.snapshot.delta.files
+                self.candidate_rows += sum(parse_stats(files[c.path].stats).num_records or 0 for c in result.candidates)
             return result
 
         return run
@@ -319,15 +331,17 @@ class Bench:
                 flush=True,
             )
 
-    def run(self, scenario: str, size: int) -> tuple[str, str, bool]:
-        """The change of ``scenario`` synced into a copy of the mirror of ``size``-row files, and the
-        same source version tokenized again: a table row, the details, and whether it checked."""
+    def run(self, scenario: str, size: int, share: float) -> tuple[str, str, bool]:
+        """The change of ``share`` of ``scenario`` synced into a copy of the mirror of ``size``-row
+        files, and the same source version tokenized again; then a one-row window into the
+        same mirror (the session warm): a table row, the details, and whether it checked."""
         spark, memory = self.spark, self.memory
-        source, mirror, full = (str(self.work / f"{kind}_{scenario}_{size}") for kind in ("source", "mirror", "full"))
+        name = f"{scenario}_{size}_{share}"
+        source, mirror, full = (str(self.work / f"{kind}_{name}") for kind in ("source", "mirror", "full"))
         shutil.copytree(self.base, source)
         shutil.copytree(self.mirrors[size], mirror)
         try:
-            change = Change(self.rows, scenario)
+            change = Change(self.rows, scenario, share)
             applied = apply_change(spark, source, change)
             probe = Probe()
             before = memory.reset()
@@ -339,20 +353,24 @@ class Bench:
             refresh = TokenizeOptions(input_format="delta", mode="overwrite", p=P, n=N)
             full_s, _ = _timed(lambda: tokenize_table(spark, source, full, COLUMNS, refresh))
             full_peak = memory.peaks()
+            DeltaTable(source).update(updates={"status": "'one'"}, predicate=f"{KEY} = {self.rows // 3}")
+            one_s, one = _timed(lambda: sync_table(spark, source, mirror, COLUMNS, self.options(size)))
         finally:
             for path in (source, mirror, full):
                 shutil.rmtree(path, ignore_errors=True)
         expected = self.rows - applied["deleted"] + applied["inserted"]
-        good = mismatches == 0 and source_rows == mirror_rows == expected
+        good = mismatches == 0 and source_rows == mirror_rows == expected and one.rows_out == 1
         total_files = _files(self.mirrors[size])[0]
+        changed = applied["updated"] + applied["deleted"] + applied["inserted"]
         row = (
-            f"| {self.rows:,} | {scenario} | {size:,} | {probe.candidates} of {total_files} | {sync_s:.1f} | "
-            f"{full_s:.1f} | {full_s / sync_s:.1f}x |"
+            f"| {self.rows:,} | {share:.1%} {scenario} | {size:,} | {probe.candidates} of {total_files} | "
+            f"{probe.candidate_rows / max(changed, 1):.1f} | {report.spark_jobs.get('window', 0)} | {sync_s:.1f} | "
+            f"{full_s:.1f} | {full_s / sync_s:.1f}x | {one_s:.1f} ({one.spark_jobs.get('window', 0)}) |"
         )
         phases = {**report.seconds, **probe.seconds}
         outside = sync_s - sum(report.seconds.values()) - probe.seconds.get(SEARCH, 0.0)
         detail = (
-            f"{scenario}, files of {size:,} rows: change applied in {applied['seconds']:.1f} s "
+            f"{share:.1%} {scenario}, files of {size:,} rows: change applied in {applied['seconds']:.1f} s "
             f"({applied['updated']:,} updated, {applied['deleted']:,} deleted, {applied['inserted']:,} inserted)\n"
             "    sync phases: "
             + ", ".join(f"{k} {v:.1f} s" for k, v in phases.items())
@@ -371,6 +389,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="1M rows")
     parser.add_argument("--files", type=int, default=64, help="the source's files (default 64)")
     parser.add_argument("--scenarios", nargs="+", choices=SCENARIOS, default=list(SCENARIOS))
+    parser.add_argument(
+        "--shares", type=float, nargs="+", default=[0.001, 0.01, 0.1], help="changes, as shares of the rows"
+    )
     parser.add_argument(
         "--file-rows",
         type=int,
@@ -396,12 +417,16 @@ def main(argv: list[str] | None = None) -> int:
             flush=True,
         )
         bench.build(args.files, args.file_rows)
-        print("\n| rows | scenario | mirror file rows | files rewritten | sync s | full re-tokenize s | full/sync |")
-        print("|---|---|---|---|---|---|---|", flush=True)
+        print(
+            "\n| rows | change | mirror file rows | files rewritten | rows read per changed row | Spark jobs | "
+            "sync s | full re-tokenize s | full/sync | one-row window s (jobs) |"
+        )
+        print("|---|---|---|---|---|---|---|---|---|---|", flush=True)
         for scenario in args.scenarios:
-            for size in args.file_rows:
-                results.append(bench.run(scenario, size))
-                print(results[-1][0], flush=True)
+            for share in args.shares:
+                for size in args.file_rows:
+                    results.append(bench.run(scenario, size, share))
+                    print(results[-1][0], flush=True)
         print()
         for _, detail, _ in results:
             print(detail)

@@ -19,8 +19,9 @@ import spark_mlt.storage.replace as replace_module
 import spark_mlt.storage.vocabulary as vocabulary_module
 from spark_mlt.batch.options import SyncOptions
 from spark_mlt.batch.sync import sync_table
+from spark_mlt.batch.window import check_changes, read_window
 from spark_mlt.delta.schema import TableLayout
-from spark_mlt.errors import ConcurrentWriteError
+from spark_mlt.errors import ConcurrentWriteError, SourceError
 from spark_mlt.storage import AppTransaction, read_snapshot
 from spark_mlt.storage._delta_spark import statement_session
 from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, next_id
@@ -135,9 +136,11 @@ def test_the_sorted_search_finds_the_files_the_join_of_every_file_finds(spark: S
     schema = StructType([StructField("k", LongType() if kind == "bigint" else StringType())])
     layout = TableLayout(logical=schema, physical=schema, mapping="none", partition_columns=())
     joined = replace_module._joined(spark, keys, ("k",), table, layout)
-    assert replace_module._search(keys, "k", table) == joined
+    assert replace_module._search(keys, "k", table) == joined  # in the keys' tasks
+    assert replace_module._search(keys, "k", table, values) == joined  # on the driver
     assert 60 in joined
     assert replace_module._search(keys.limit(0), "k", table) == []
+    assert replace_module._search(keys.limit(0), "k", table, []) == []
 
 
 def test_the_next_vocabulary_id_comes_from_the_logs_statistics_without_reading_a_row(
@@ -150,3 +153,55 @@ def test_the_next_vocabulary_id_comes_from_the_logs_statistics_without_reading_a
     assert next_id(read_snapshot(path), unread) == 4
     write_deltalake(path, pa.table({"key": ["e"], "id": pa.array([9], pa.int64())}), mode="append")
     assert next_id(read_snapshot(path), unread) == 10
+
+
+def _random_window(rng: np.random.Generator, broken: bool) -> tuple[list[tuple[int, str, int]], list[int]]:
+    """Change rows (key, change type, version) of keys 0..29 over versions 1..4 from held keys
+    (each once): a valid history, or (``broken``) one with a wrong change somewhere."""
+    held = sorted(int(k) for k in rng.choice(30, 15, replace=False))
+    present = set(held)
+    rows = []
+    for version in range(1, 5):
+        for k in (int(k) for k in rng.choice(30, 6, replace=False)):
+            if k in present:
+                kind = rng.choice(["update", "delete"])
+                if kind == "update":
+                    rows += [(k, "update_preimage", version), (k, "update_postimage", version)]
+                else:
+                    rows.append((k, "delete", version))
+                    present.discard(k)
+            else:
+                rows.append((k, "insert", version))
+                present.add(k)
+    if broken and rng.integers(2):  # a delete of a key no version holds
+        absent = sorted(set(range(40)) - {k for k, _, _ in rows} - set(held))
+        rows.append((absent[0], "delete", int(rng.integers(1, 5))))
+    elif broken:
+        k, _, version = rows[int(rng.integers(len(rows)))]
+        rows.append((k, str(rng.choice(["insert", "delete", "update_postimage"])), version))
+    return rows, held
+
+
+def test_the_key_check_on_the_driver_decides_as_the_one_in_spark(spark: SparkSession) -> None:
+    """Random windows, valid and broken: the same count of deleted keys, or the same error."""
+    rng = np.random.default_rng(11)
+    outcomes = set()
+    for case in range(25):
+        rows, held = _random_window(rng, broken=case % 2 == 1)
+        if case == 24:  # a null key, at version 3
+            rows.append((None, "insert", 3))  # type: ignore[arg-type]
+        kind, key = ("string", lambda k: None if k is None else f"k{k:02d}") if case % 3 else ("bigint", lambda k: k)
+        rows = [(key(k), change, version) for k, change, version in rows]
+        changes = spark.createDataFrame(rows, f"k {kind}, _change_type string, _commit_version bigint")
+        mirror = spark.createDataFrame([(key(k),) for k in held], f"k {kind}")
+        decided = []
+        for local_rows in (0, 1000):
+            window = read_window(changes, ["k"], local_rows=local_rows)
+            assert (window.local is None) == (local_rows == 0)
+            try:
+                decided.append(check_changes(window, mirror, None, "src", skipped_rows=case % 4 == 3))
+            except SourceError as error:
+                decided.append(str(error))
+        assert decided[0] == decided[1], (case, decided)
+        outcomes.add(type(decided[0]))
+    assert outcomes == {int, str}  # both kinds of outcome were compared

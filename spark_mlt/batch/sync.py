@@ -42,7 +42,7 @@ import time
 from collections.abc import Sequence
 
 from pyspark import StorageLevel
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
@@ -61,6 +61,7 @@ from spark_mlt.batch.tokenize import (
     tokenize_dataframe,
     tokenize_frame,
 )
+from spark_mlt.batch.window import check_changes, last_rows, read_window
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode
 from spark_mlt.column.layouts import token_layouts
@@ -82,7 +83,7 @@ from spark_mlt.storage import (
 from spark_mlt.storage._delta_spark import clone_session
 from spark_mlt.storage._plan import _nullable
 from spark_mlt.storage.catalog import Backend, resolve_location
-from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, FULL_REFRESH, check_feed, read_changes
+from spark_mlt.storage.changes import FULL_REFRESH, check_feed, read_changes
 from spark_mlt.storage.properties import NEVER
 from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
@@ -94,10 +95,6 @@ log = logging.getLogger("spark_mlt")
 
 #: Application transaction ids of a mirror's syncs: this prefix and the source table's id.
 SYNC_APP_PREFIX = "spark-mlt-sync:"
-_ADDED = ("insert", "update_postimage")
-_LAST = "__spark_mlt_last"
-_NET = "__spark_mlt_net"
-_HELD = "__spark_mlt_held"
 #: Where a window's tokenized rows are kept between its commits.
 _KEEP_LEVEL = StorageLevel.MEMORY_AND_DISK
 
@@ -366,97 +363,119 @@ def _key_text(row: object, key: Sequence[str]) -> str:
 
 def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: TableSnapshot, app: str) -> None:
     """The changes of the source's versions ``after + 1 ..`` its latest, applied to the mirror
-    (see the module's notes)."""
-    spark, output, columns, options, report = run.spark, run.output, run.columns, run.options, run.report
-    until = source.version
-    key = list(options.key)
-    capabilities = report.capabilities or Capabilities.of(spark)
-    backend = job_backend(capabilities)
-    own = clone_session(spark)
-    if own is not None:  # the window's settings stay off the user's session
-        spark = own
+    (see the module's notes), in a clone of the session (its settings stay off the user's)."""
+    own = clone_session(run.spark)
+    if own is not None:
         run = dataclasses.replace(run, spark=own)
+    spark, options, report = run.spark, run.options, run.report
+    until = source.version
     with phase(report, "read the feed"):
         feed = check_feed(
             source.path, after, until, storage_options=options.storage_options, spark_version=spark.version
         )
         changes = read_changes(
-            spark, source.path, after, until, storage_options=options.storage_options, backend=backend, feed=feed
+            spark, source.path, after, until, storage_options=options.storage_options, backend=run.backend, feed=feed
         ).persist(_KEEP_LEVEL)
-        if own is not None and changes.count() <= SMALL_WINDOW_ROWS:
-            _small_plans(own)
-    quarantine_path = options.quarantine or f"{output.rstrip('/')}_quarantine"
-    quarantine = (
-        read_snapshot(quarantine_path, storage_options=options.storage_options)
-        if options.handle_invalid == "quarantine"
-        and table_exists(quarantine_path, storage_options=options.storage_options)
-        else None
-    )
-    tokens: DataFrame | None = None
+    keys: DataFrame | None = None
     keyed: KeyedRows | None = None
-    keys = changes.select(*(identifier(c) for c in key)).distinct().persist(_KEEP_LEVEL)
+    tokens: DataFrame | None = None
     try:
+        window = read_window(changes, options.key)
+        if own is not None and window.rows <= SMALL_WINDOW_ROWS:
+            _small_plans(own)
+        keys = window.keys().persist(_KEEP_LEVEL)
+        quarantine = _quarantine(run)
         # the rows of the files that can hold the keys: read once for the checks, the erasure and the rewrite
-        keyed = key_rows(spark, mirror, keys, key, backend=backend).persist(_KEEP_LEVEL)
-        side = key_rows(spark, quarantine, keys, key, backend=backend) if quarantine is not None else None
+        keyed = key_rows(spark, mirror, keys, options.key, backend=run.backend, values=window.values)
+        keyed = keyed.persist(_KEEP_LEVEL)
+        side = (
+            key_rows(spark, quarantine, keys, options.key, backend=run.backend, values=window.values)
+            if quarantine is not None
+            else None
+        )
         with phase(report, "check the changes"):
-            deleted = _check_changes(
-                changes,
-                keyed.held,
-                _held_at(run, side, keys, app=app, after=after),
-                key,
-                source.path,
-                skipped_rows=options.handle_invalid == "skip",
+            held = _held_at(run, side, keys, app=app, after=after)
+            deleted = check_changes(
+                window, keyed.held, held, source.path, skipped_rows=options.handle_invalid == "skip"
             )
-        final = _last_rows(changes, key, names=source.schema.names)
-        with phase(report, "vocabularies"):
-            with_ids, sources, _ = _key_ids(spark, final, columns, output, options, codecs=mirror.codecs)
-        fit_job_codecs(report, with_ids, columns, options, mirror, sources=sources)
-        tokens = tokenize_dataframe(
-            with_ids,
-            report.codecs,
-            handle_invalid=options.handle_invalid,
-            engine=options.engine,
-            sources=sources,
-            layouts=report.layouts,
-            capabilities=capabilities,
-        ).drop(*sources.values())
-        tokens = tokens.persist(_KEEP_LEVEL)
-        if REASON_COLUMN in tokens.columns:
-            good, rejected = split_invalid(tokens, report.codecs)
-        else:
-            good, rejected = tokens, None
+        final = last_rows(changes, options.key, names=source.schema.names)
+        tokens, good, rejected = _tokens(run, final, mirror)
+        with phase(report, "erase"):
+            report.erased = _erase_dropped(run, final, [keyed, side], changes)
+        written = _written(tokens)
+        if rejected is not None and not written[1] and _untouched(side):
+            rejected = None  # no quarantined row, and none of its rows to replace: no commit
         info = {
             "spark_mlt.job": "sync",
             "spark_mlt.input": run.input,
             "spark_mlt.source_version": str(until),
             "spark_mlt.source_versions": f"{after + 1}-{until}",
         }
-        with phase(report, "erase"):
-            report.erased = _erase_dropped(run, final, [keyed, side], changes)
         with phase(report, "commit"):
             _commit_window(run, good, rejected, keyed, side, app=app, after=after, until=until, info=info)
-        _count(report, tokens, deleted)
+        _count(report, written, deleted)
         report.source_version = until
     finally:
         changes.unpersist()
-        keys.unpersist()
+        if keys is not None:
+            keys.unpersist()
         if keyed is not None:
             keyed.rows.unpersist()
         if tokens is not None:
             tokens.unpersist()
 
 
+def _quarantine(run: _Run) -> TableSnapshot | None:
+    """The mirror's quarantine, when the sync quarantines and it exists."""
+    options = run.options
+    path = options.quarantine or f"{run.output.rstrip('/')}_quarantine"
+    if options.handle_invalid != "quarantine" or not table_exists(path, storage_options=options.storage_options):
+        return None
+    return read_snapshot(path, storage_options=options.storage_options)
+
+
+def _tokens(run: _Run, final: DataFrame, mirror: TableSnapshot) -> tuple[DataFrame, DataFrame, DataFrame | None]:
+    """A window's resulting rows tokenized with the mirror's codecs (string keys through its
+    vocabularies, new keys appended first), kept: all of them, the valid ones, and the rejected
+    ones (None without a quarantine column)."""
+    spark, options, report = run.spark, run.options, run.report
+    with phase(report, "vocabularies"):
+        with_ids, sources, _ = _key_ids(spark, final, run.columns, run.output, options, codecs=mirror.codecs)
+    fit_job_codecs(report, with_ids, run.columns, options, mirror, sources=sources)
+    tokens = tokenize_dataframe(
+        with_ids,
+        report.codecs,
+        handle_invalid=options.handle_invalid,
+        engine=options.engine,
+        sources=sources,
+        layouts=report.layouts,
+        capabilities=report.capabilities or Capabilities.of(spark),
+    ).drop(*sources.values())
+    tokens = tokens.persist(_KEEP_LEVEL)
+    if REASON_COLUMN not in tokens.columns:
+        return tokens, tokens, None
+    good, rejected = split_invalid(tokens, report.codecs)
+    return tokens, good, rejected
+
+
 #: A window of at most this many change rows is planned for small data: Spark's adaptive
-#: execution (which starts a job per shuffle, each costing its fixed tens of milliseconds) off,
-#: and as many shuffle partitions as the session has cores.
+#: execution (which starts a job per shuffle, each costing its fixed tens of milliseconds) and
+#: broadcast joins off, and as many shuffle partitions as the session has cores.
 SMALL_WINDOW_ROWS = 1_000_000
 
 
 def _small_plans(spark: SparkSession) -> None:
-    """Plans a window's session for small data (see ``SMALL_WINDOW_ROWS``)."""
+    """Plans a window's session for small data (see ``SMALL_WINDOW_ROWS``): no broadcast joins
+    either (each broadcast is a job of its own; a shuffle is a stage of the query's job)."""
     spark.conf.set("spark.sql.adaptive.enabled", "false")
+    spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     spark.conf.set("spark.sql.shuffle.partitions", str(max(1, spark.sparkContext.defaultParallelism)))
+
+
+def _untouched(side: KeyedRows | None) -> bool:
+    """Whether the quarantine holds no row a window could replace: there is none, or (jar-free)
+    no file of it can hold one of the window's keys."""
+    return side is None or (side.backend == "delta-rs" and not side.candidates)
 
 
 def _commit_window(
@@ -536,108 +555,26 @@ def _held_at(run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, af
     return key_rows(run.spark, before, keys, side.key, backend=side.backend).held
 
 
-def _count(report: JobReport, tokens: DataFrame, deleted: int) -> None:
-    """Add a window's rows (``tokens``: valid and rejected) and deleted keys to ``report``,
-    unless its commit was there already."""
-    written = tokens.agg(
+def _written(tokens: DataFrame) -> tuple[int, int]:
+    """A window's tokenized rows and, of them, the rejected ones (one job over the kept rows)."""
+    counted = tokens.agg(
         F.count(F.lit(1)).alias("rows"),
         F.count(F.col(REASON_COLUMN)).alias("rejected")
         if REASON_COLUMN in tokens.columns
         else F.lit(0).alias("rejected"),
     ).first()
-    if report.write is not None and not report.write.skipped and written is not None:
-        report.rows_out += int(written["rows"]) - int(written["rejected"])
-        report.rows_rejected += int(written["rejected"])
+    return (0, 0) if counted is None else (int(counted["rows"]), int(counted["rejected"]))
+
+
+def _count(report: JobReport, written: tuple[int, int], deleted: int) -> None:
+    """Add a window's rows (``written``: all and rejected) and deleted keys to ``report``,
+    unless its commit was there already."""
+    rows, rejected = written
+    if report.write is not None and not report.write.skipped:
+        report.rows_out += rows - rejected
+        report.rows_rejected += rejected
         report.rows_deleted += deleted
     report.rows_in = report.rows_out + report.rows_rejected
-
-
-def _check_changes(
-    changes: DataFrame,
-    mirror: DataFrame,
-    quarantine: DataFrame | None,
-    key: Sequence[str],
-    source: str,
-    *,
-    skipped_rows: bool = False,
-) -> int:
-    """Refuses a window whose changes do not fit a primary key over the rows the mirror holds:
-    each key's rows, counted from what the mirror (and quarantine) held, plus each version's
-    inserted rows, less its deleted ones, must stay 0 or 1 after every version (a key with two
-    resulting rows in one version, an insert of a key that exists, a delete of one that does not;
-    with ``skipped_rows`` (``handle_invalid="skip"``: rows of invalid ids are in neither table) a
-    key may be missing). Null keys are refused too. Returns how many keys the mirror (or
-    quarantine) held that no row holds after the window (a key inserted and deleted within it
-    was never held, so is not counted)."""
-    k = [identifier(c) for c in key]
-    held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
-    held = held.groupBy(*k).agg(F.count(F.lit(1)).alias(_HELD))
-    added = F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(-1)
-    per_version = changes.groupBy(*k, COMMIT_VERSION).agg(
-        F.sum(added).alias(_NET), F.sum(F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(0)).alias("__added")
-    )
-    by_key = Window.partitionBy(*k)
-    running = by_key.orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    walked = (
-        per_version.withColumn("__total", F.sum(_NET).over(by_key))
-        .withColumn("__last", F.col(COMMIT_VERSION) == F.max(COMMIT_VERSION).over(by_key))
-        .withColumn(_NET, F.sum(_NET).over(running))
-        .join(held, list(key), "left")
-        .withColumn(_HELD, F.coalesce(F.col(_HELD), F.lit(0)))
-    )
-    count = F.col(_HELD) + F.col(_NET)
-    null = F.lit(False)
-    for c in k:
-        null = null | F.col(c).isNull()
-    broken = null | (count > 1) | (F.col("__added") > 1)
-    if not skipped_rows:
-        broken = broken | (count < 0)
-    # one job: the first broken row (null keys first, then by version) and the deleted keys
-    first = F.struct(
-        (~null).alias("__keyed"),  # false first
-        F.col(COMMIT_VERSION),
-        *(F.col(c) for c in k),
-        F.col(_HELD),
-        F.col(_NET),
-        F.col("__added"),
-    )
-    gone = F.col("__last") & (F.col(_HELD) > 0) & (F.col(_HELD) + F.col("__total") == 0)
-    result = walked.agg(
-        F.min(F.when(broken, first)).alias("bad"), F.sum(F.when(gone, 1).otherwise(0)).alias("deleted")
-    ).first()
-    bad = result["bad"] if result is not None else None
-    if bad is not None and not bad["__keyed"]:
-        raise SourceError(
-            f"key: version {bad[COMMIT_VERSION]} of {source} has a row whose key {list(key)} is null; a mirror "
-            "needs a key for every row",
-            parameter="key",
-        )
-    if bad is not None:
-        row = bad
-        what = (
-            "two resulting rows"
-            if row["__added"] > 1
-            else "an insert of a key the mirror holds"
-            if row[_HELD] + row[_NET] > 1
-            else "a delete of a key the mirror does not hold"
-        )
-        raise SourceError(
-            f"key: version {row[COMMIT_VERSION]} of {source} has {what} ({_key_text(row, key)}): {list(key)} is not "
-            f"the source's primary key, or the mirror no longer matches the source; {FULL_REFRESH} once the key is "
-            "unique",
-            parameter="key",
-        )
-    return int(result["deleted"] or 0) if result is not None else 0
-
-
-def _last_rows(changes: DataFrame, key: Sequence[str], *, names: Sequence[str]) -> DataFrame:
-    """Each changed key's row after its last version in the window (none: deleted there)."""
-    k = [identifier(c) for c in key]
-    last = changes.groupBy(*k).agg(F.max(COMMIT_VERSION).alias(_LAST))
-    final = changes.join(last, list(key)).where(
-        (F.col(COMMIT_VERSION) == F.col(_LAST)) & F.col(CHANGE_TYPE).isin(*_ADDED)
-    )
-    return final.select(*(identifier(c) for c in names))
 
 
 def _string_columns(rows: DataFrame, columns: Sequence[str]) -> list[str]:

@@ -97,9 +97,17 @@ class KeyedRows:
 
 
 def key_rows(
-    spark: SparkSession, snapshot: TableSnapshot, keys: DataFrame, key: Sequence[str], *, backend: Backend
+    spark: SparkSession,
+    snapshot: TableSnapshot,
+    keys: DataFrame,
+    key: Sequence[str],
+    *,
+    backend: Backend,
+    values: Any = None,
 ) -> KeyedRows:
-    """The rows of ``snapshot`` that can hold one of ``keys`` (see the module's notes).
+    """The rows of ``snapshot`` that can hold one of ``keys`` (see the module's notes);
+    ``values``: the keys' values (a single key column, no nulls) where the caller holds them,
+    so that their files are found on the driver, without a Spark job.
 
     Raises:
         TableFeatureError: jar-free, and a candidate file has a deletion vector.
@@ -112,7 +120,7 @@ def key_rows(
     keys = keys.select(*(identifier(k) for k in names)).distinct()
     if backend == "delta-spark":
         return KeyedRows(snapshot, names, keys, read_snapshot_rows(spark, snapshot, backend=backend), (), backend)
-    candidates = _candidates(spark, snapshot, keys, names)
+    candidates = _candidates(spark, snapshot, keys, names, values)
     if candidates:
         rows = scan_snapshot(spark, snapshot.delta, files=[snapshot.delta.files[c.path] for c in candidates])
     else:
@@ -121,7 +129,7 @@ def key_rows(
 
 
 def _candidates(
-    spark: SparkSession, snapshot: TableSnapshot, keys: DataFrame, key: tuple[str, ...]
+    spark: SparkSession, snapshot: TableSnapshot, keys: DataFrame, key: tuple[str, ...], values: Any = None
 ) -> tuple[ReplacedFile, ...]:
     """The files whose statistics (or partition values) admit one of ``keys``: a sorted search
     for a single integer or string key column, else a join of the keys with the files' bounds."""
@@ -132,7 +140,7 @@ def _candidates(
         return ()
     single = len(key) == 1 and key[0] not in layout.partition_columns
     if single and isinstance(layout.logical[key[0]].dataType, _SEARCHABLE):
-        return _chosen(snapshot, files, _search(keys, key[0], table))
+        return _chosen(snapshot, files, _search(keys, key[0], table, values))
     return _chosen(snapshot, files, _joined(spark, keys, key, table, layout))
 
 
@@ -168,45 +176,68 @@ def _joined(
 _SEARCHABLE = (ByteType, ShortType, IntegerType, LongType, StringType)
 
 
-def _search(keys: DataFrame, name: str, table: Sequence[tuple[Any, ...]]) -> list[int]:
-    """The files whose key range holds one of ``keys`` (a single key column): a binary search
-    of each key over the files' ranges sorted by their low bound, in the keys' tasks (a running
-    maximum of the high bounds finds the overlapping ranges a search passes by), so a window
-    costs O(keys * log files); a file whose range is unknown is always a candidate."""
+@dataclass(frozen=True)
+class _Ranges:
+    """Files' key ranges sorted by their low bound, searched by binary search: a key's files are
+    found in O(log files), and a running maximum of the high bounds finds the overlapping
+    ranges a search passes by."""
+
+    lows: np.ndarray
+    highs: np.ndarray
+    numbers: np.ndarray
+    reach: np.ndarray
+
+    @classmethod
+    def of(cls, ranges: Sequence[tuple[Any, Any, int]]) -> _Ranges:
+        ordered = sorted(ranges)
+        highs = np.array([r[1] for r in ordered], dtype=object)
+        return cls(
+            np.array([r[0] for r in ordered], dtype=object),
+            highs,
+            np.array([r[2] for r in ordered], dtype=np.int64),
+            np.maximum.accumulate(highs),  # the highest bound of the ranges up to each
+        )
+
+    def files(self, values: Any) -> set[int]:
+        """The numbers of the files whose range holds one of ``values`` (no nulls)."""
+        values = np.array(values, dtype=object)
+        if not len(values) or not len(self.lows):
+            return set()
+        at = np.searchsorted(self.lows, values, side="right") - 1  # the last range starting at or below
+        held = at >= 0
+        values, at = values[held], at[held]
+        found = {int(n) for n in self.numbers[at[self.highs[at] >= values]]}
+        earlier = (at > 0) & (self.reach[np.maximum(at - 1, 0)] >= values)  # overlapping ranges behind
+        for value, start in zip(values[earlier], at[earlier] - 1, strict=True):
+            for i in range(start, -1, -1):
+                if self.reach[i] < value:
+                    break
+                if self.highs[i] >= value:
+                    found.add(int(self.numbers[i]))
+        return found
+
+
+def _search(keys: DataFrame, name: str, table: Sequence[tuple[Any, ...]], values: Any = None) -> list[int]:
+    """The files whose key range holds one of ``keys`` (a single key column), by `_Ranges`, in
+    the keys' tasks, or on the driver when the caller holds the keys' ``values`` (a small
+    window's, without nulls); a file whose range is unknown is a candidate when there is a key."""
     unknown = sorted(int(row[0]) for row in table if row[1] is None or row[2] is None)
-    ranges = sorted((row[1], row[2], int(row[0])) for row in table if row[1] is not None and row[2] is not None)
-    if not ranges:
-        return unknown if keys.limit(1).collect() else []
-    lows = np.array([r[0] for r in ranges], dtype=object)
-    highs = np.array([r[1] for r in ranges], dtype=object)
-    numbers = np.array([r[2] for r in ranges], dtype=np.int64)
-    reach = np.maximum.accumulate(highs)  # the highest bound of the ranges up to each
+    ranges = _Ranges.of([(row[1], row[2], int(row[0])) for row in table if row[1] is not None and row[2] is not None])
+    if values is not None:
+        return sorted(ranges.files(values) | set(unknown if len(values) else ()))
 
     def search(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
         found: set[int] = set()
         for batch in batches:
-            values = np.array(batch[name].dropna().unique(), dtype=object)
-            if not len(values):
-                continue
-            at = np.searchsorted(lows, values, side="right") - 1  # the last range starting at or below
-            held = at >= 0
-            values, at = values[held], at[held]
-            found.update(int(n) for n in numbers[at[highs[at] >= values]])
-            earlier = (at > 0) & (reach[np.maximum(at - 1, 0)] >= values)  # overlapping ranges behind
-            for value, start in zip(values[earlier], at[earlier] - 1, strict=True):
-                for i in range(start, -1, -1):
-                    if reach[i] < value:
-                        break
-                    if highs[i] >= value:
-                        found.add(int(numbers[i]))
+            found |= ranges.files(batch[name].dropna().unique())
         yield pd.DataFrame({"__file": sorted(found)}, dtype="int64")
 
-    hits = keys.select(identifier(name)).mapInPandas(search, "__file long").distinct().collect()
-    if not hits and not unknown:
-        return []
+    hits: set[int] = set()
+    if len(ranges.lows):
+        hits = {int(r[0]) for r in keys.select(identifier(name)).mapInPandas(search, "__file long").collect()}
     if unknown and not keys.limit(1).collect():
         unknown = []
-    return sorted({int(r[0]) for r in hits} | set(unknown))
+    return sorted(hits | set(unknown))
 
 
 def _chosen(snapshot: TableSnapshot, files: Sequence[AddFile], hits: Sequence[int]) -> tuple[ReplacedFile, ...]:

@@ -1,0 +1,239 @@
+"""A sync window's changes, checked against the rows the mirror holds and reduced to each key's
+last row: in Spark, or for a small window on the driver (its keys, change types and versions
+collected once), which spares the Spark jobs a window's fixed cost is made of.
+
+The two checks are one rule, tested against each other on random windows
+(``tests/test_sync_overlap.py``): each key's rows, counted from what the mirror (and quarantine)
+held, plus each version's inserted rows, less its deleted ones, must stay 0 or 1 after every
+version.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+from spark_mlt.column.sqltext import identifier
+from spark_mlt.errors import SourceError
+from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, FULL_REFRESH
+
+__all__ = ["LOCAL_WINDOW_ROWS", "WindowChanges", "check_changes", "last_rows", "read_window"]
+
+_ADDED = ("insert", "update_postimage")
+_LAST = "__spark_mlt_last"
+_NET = "__spark_mlt_net"
+_HELD = "__spark_mlt_held"
+#: A window of at most this many change rows is checked on the driver: its keys, change types
+#: and versions are collected (tens of bytes a row), the rows themselves stay in Spark.
+LOCAL_WINDOW_ROWS = 200_000
+#: Key column types (Spark's ``dtypes``) whose values pandas groups and compares as Spark does.
+_LOCAL_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "string"})
+
+
+@dataclass(frozen=True)
+class WindowChanges:
+    """A window's change rows (``changes``, kept by the caller) and, when it is small and its key
+    columns are of `_LOCAL_TYPES`, their keys, change types and versions on the driver."""
+
+    changes: DataFrame
+    key: tuple[str, ...]
+    rows: int
+    local: pd.DataFrame | None
+
+    def keys(self) -> DataFrame:
+        """The window's distinct keys: a local frame of the collected ones, or a Spark query."""
+        names = [identifier(c) for c in self.key]
+        if self.local is None:
+            return self.changes.select(*names).distinct()
+        unique = self.local[list(self.key)].dropna().drop_duplicates()
+        schema = self.changes.select(*names).schema
+        spark = self.changes.sparkSession
+        return spark.createDataFrame([tuple(_python(v) for v in row) for row in unique.itertuples(index=False)], schema)
+
+    @property
+    def values(self) -> list[Any] | None:
+        """A single key column's distinct values (no nulls), where collected."""
+        if self.local is None or len(self.key) != 1:
+            return None
+        return [_python(v) for v in self.local[self.key[0]].dropna().unique()]
+
+
+def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int = LOCAL_WINDOW_ROWS) -> WindowChanges:
+    """``changes`` (persisted by the caller) counted, and when at most ``local_rows`` their keys,
+    change types and versions collected (two jobs over the kept rows).
+
+    Example::
+
+        window = read_window(changes.persist(), ["customer_id"])
+    """
+    rows = changes.count()
+    types = dict(changes.dtypes)
+    local = None
+    if rows <= local_rows and all(types[c] in _LOCAL_TYPES for c in key):
+        picked = changes.select(*(identifier(c) for c in key), CHANGE_TYPE, COMMIT_VERSION)
+        local = picked.toArrow().to_pandas() if hasattr(picked, "toArrow") else picked.toPandas()
+    return WindowChanges(changes, tuple(key), rows, local)
+
+
+def check_changes(
+    window: WindowChanges,
+    mirror: DataFrame,
+    quarantine: DataFrame | None,
+    source: str,
+    *,
+    skipped_rows: bool = False,
+) -> int:
+    """Refuses a window whose changes do not fit a primary key over the rows the mirror holds:
+    each key's rows, counted from what the mirror (and quarantine) held, plus each version's
+    inserted rows, less its deleted ones, must stay 0 or 1 after every version (a key with two
+    resulting rows in one version, an insert of a key that exists, a delete of one that does not;
+    with ``skipped_rows`` (``handle_invalid="skip"``: rows of invalid ids are in neither table) a
+    key may be missing). Null keys are refused too. Returns how many keys the mirror (or
+    quarantine) held that no row holds after the window (a key inserted and deleted within it
+    was never held, so is not counted).
+
+    Raises:
+        SourceError: naming the first broken key (null keys first, then by version) and version.
+
+    Example::
+
+        deleted = check_changes(window, keyed.held, None, "/lake/customers")
+    """
+    k = [identifier(c) for c in window.key]
+    held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
+    if window.local is None:
+        return _check_in_spark(window.changes, held, window.key, source, skipped_rows=skipped_rows)
+    counted = held.groupBy(*k).count()
+    counts = counted.toArrow().to_pandas() if hasattr(counted, "toArrow") else counted.toPandas()
+    return _check_on_driver(window.local, counts.rename(columns={"count": _HELD}), window.key, source, skipped_rows)
+
+
+def _check_on_driver(
+    changes: pd.DataFrame, held: pd.DataFrame, key: Sequence[str], source: str, skipped_rows: bool
+) -> int:
+    """`check_changes` of a window's collected keys, change types and versions (``changes``)
+    against each key's held rows (``held``: the key columns and `_HELD`)."""
+    k = list(key)
+    null = changes[k].isna().any(axis=1)
+    if null.any():
+        version = int(changes.loc[null, COMMIT_VERSION].min())
+        _refuse({"__keyed": False, COMMIT_VERSION: version}, key, source)
+    added = changes[CHANGE_TYPE].isin(_ADDED)
+    steps = changes.assign(**{_NET: np.where(added, 1, -1), "__added": added.astype("int64")})
+    per = steps.groupby([*k, COMMIT_VERSION], sort=True, as_index=False).agg(
+        **{_NET: (_NET, "sum"), "__added": ("__added", "sum")}
+    )
+    by_key = per.groupby(k, sort=False)
+    per["__total"] = by_key[_NET].transform("sum")
+    per["__last"] = per[COMMIT_VERSION] == by_key[COMMIT_VERSION].transform("max")
+    per[_NET] = by_key[_NET].cumsum()
+    if held.empty:  # (an empty frame's columns may have no type to merge on)
+        per[_HELD] = 0
+    else:
+        per = per.merge(held, on=k, how="left")
+        per[_HELD] = per[_HELD].fillna(0).astype("int64")
+    count = per[_HELD] + per[_NET]
+    broken = (count > 1) | (per["__added"] > 1)
+    if not skipped_rows:
+        broken |= count < 0
+    if broken.any():
+        first = per[broken].sort_values([COMMIT_VERSION, *k]).iloc[0]
+        _refuse({"__keyed": True, **{c: _python(first[c]) for c in first.index}}, key, source)
+    gone = per["__last"] & (per[_HELD] > 0) & (per[_HELD] + per["__total"] == 0)
+    return int(gone.sum())
+
+
+def _refuse(bad: Mapping[str, Any], key: Sequence[str], source: str) -> None:
+    """Raises the `SourceError` of the first broken change ``bad`` (``__keyed``, the version,
+    the key's values, and the counts `_HELD`, `_NET`, ``__added``)."""
+    if not bad["__keyed"]:
+        raise SourceError(
+            f"key: version {bad[COMMIT_VERSION]} of {source} has a row whose key {list(key)} is null; a mirror "
+            "needs a key for every row",
+            parameter="key",
+        )
+    what = (
+        "two resulting rows"
+        if bad["__added"] > 1
+        else "an insert of a key the mirror holds"
+        if bad[_HELD] + bad[_NET] > 1
+        else "a delete of a key the mirror does not hold"
+    )
+    keys = ", ".join(f"{c}={bad[c]!r}" for c in key)
+    raise SourceError(
+        f"key: version {bad[COMMIT_VERSION]} of {source} has {what} ({keys}): {list(key)} is not "
+        f"the source's primary key, or the mirror no longer matches the source; {FULL_REFRESH} once the key is "
+        "unique",
+        parameter="key",
+    )
+
+
+def _python(value: Any) -> Any:
+    """A NumPy scalar as the Python value Spark's rows hold."""
+    return value.item() if isinstance(value, np.generic) else value
+
+
+def _check_in_spark(
+    changes: DataFrame, held: DataFrame, key: Sequence[str], source: str, *, skipped_rows: bool = False
+) -> int:
+    """`check_changes` in one Spark job over the change rows and the held keys (``held``)."""
+    k = [identifier(c) for c in key]
+    held = held.groupBy(*k).agg(F.count(F.lit(1)).alias(_HELD))
+    added = F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(-1)
+    per_version = changes.groupBy(*k, COMMIT_VERSION).agg(
+        F.sum(added).alias(_NET), F.sum(F.when(F.col(CHANGE_TYPE).isin(*_ADDED), 1).otherwise(0)).alias("__added")
+    )
+    by_key = Window.partitionBy(*k)
+    running = by_key.orderBy(COMMIT_VERSION).rowsBetween(Window.unboundedPreceding, Window.currentRow)
+    walked = (
+        per_version.withColumn("__total", F.sum(_NET).over(by_key))
+        .withColumn("__last", F.col(COMMIT_VERSION) == F.max(COMMIT_VERSION).over(by_key))
+        .withColumn(_NET, F.sum(_NET).over(running))
+        .join(held, list(key), "left")
+        .withColumn(_HELD, F.coalesce(F.col(_HELD), F.lit(0)))
+    )
+    count = F.col(_HELD) + F.col(_NET)
+    null = F.lit(False)
+    for c in k:
+        null = null | F.col(c).isNull()
+    broken = null | (count > 1) | (F.col("__added") > 1)
+    if not skipped_rows:
+        broken = broken | (count < 0)
+    # one job: the first broken row (null keys first, then by version) and the deleted keys
+    first = F.struct(
+        (~null).alias("__keyed"),  # false first
+        F.col(COMMIT_VERSION),
+        *(F.col(c) for c in k),
+        F.col(_HELD),
+        F.col(_NET),
+        F.col("__added"),
+    )
+    gone = F.col("__last") & (F.col(_HELD) > 0) & (F.col(_HELD) + F.col("__total") == 0)
+    result = walked.agg(
+        F.min(F.when(broken, first)).alias("bad"), F.sum(F.when(gone, 1).otherwise(0)).alias("deleted")
+    ).first()
+    bad = result["bad"] if result is not None else None
+    if bad is not None:
+        _refuse(bad.asDict(), key, source)
+    return int(result["deleted"] or 0) if result is not None else 0
+
+
+def last_rows(changes: DataFrame, key: Sequence[str], *, names: Sequence[str]) -> DataFrame:
+    """Each changed key's row after its last version in the window (none: deleted there).
+
+    Example::
+
+        final = last_rows(changes, ["customer_id"], names=source.schema.names)
+    """
+    k = [identifier(c) for c in key]
+    last = changes.groupBy(*k).agg(F.max(COMMIT_VERSION).alias(_LAST))
+    final = changes.join(last, list(key)).where(
+        (F.col(COMMIT_VERSION) == F.col(_LAST)) & F.col(CHANGE_TYPE).isin(*_ADDED)
+    )
+    return final.select(*(identifier(c) for c in names))
