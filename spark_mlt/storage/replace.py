@@ -69,9 +69,12 @@ class KeyedRows:
         snapshot: the version read.
         key: the key columns.
         keys: the keys (a DataFrame of the key columns, distinct).
-        rows: the rows read: the candidate files' (jar-free) or the table's (delta-spark).
+        rows: the rows read: the candidate files' (jar-free) or, with delta-spark, the table's
+            within ``ranges`` (Delta skips the files outside them).
         candidates: the files the jar-free rewrite replaces (empty with delta-spark).
         backend: the backend that reads and commits.
+        ranges: each integer or string key column's range over the keys, ``(column, lowest,
+            highest)`` as SQL literals (delta-spark: read and merged within them).
     """
 
     snapshot: TableSnapshot
@@ -80,6 +83,7 @@ class KeyedRows:
     rows: DataFrame
     candidates: tuple[ReplacedFile, ...]
     backend: Backend
+    ranges: tuple[tuple[str, str, str], ...] = ()
 
     def persist(self, level: StorageLevel) -> KeyedRows:
         """The same, its rows kept at ``level`` (read once for every use; unpersist ``rows`` after)."""
@@ -119,7 +123,11 @@ def key_rows(
     names = tuple(key)
     keys = keys.select(*(identifier(k) for k in names)).distinct()
     if backend == "delta-spark":
-        return KeyedRows(snapshot, names, keys, read_snapshot_rows(spark, snapshot, backend=backend), (), backend)
+        rows = read_snapshot_rows(spark, snapshot, backend=backend)
+        ranges = _key_bounds(keys, names, dict(rows.dtypes), values)
+        if ranges:
+            rows = rows.where(" AND ".join(f"{identifier(c)} BETWEEN {low} AND {high}" for c, low, high in ranges))
+        return KeyedRows(snapshot, names, keys, rows, (), backend, ranges)
     candidates = _candidates(spark, snapshot, keys, names, values)
     if candidates:
         rows = scan_snapshot(spark, snapshot.delta, files=[snapshot.delta.files[c.path] for c in candidates])
@@ -337,30 +345,38 @@ def replace_keys(
 _PRESENT = "__spark_mlt_present"
 
 
-def _key_ranges(keyed: KeyedRows) -> list[str]:
-    """Conditions on the merge's target alone that hold for every row of the keys: each integer
-    or string key column between the keys' lowest and highest value. Delta skips the files whose
-    statistics rule them out, so a window whose keys cluster reads few of the table's files
-    (without them the merge reads every key of the table)."""
-    types = dict(keyed.rows.dtypes)
-    columns = [k for k in keyed.key if types.get(k) in _RANGED]
+def _key_bounds(
+    keys: DataFrame, key: tuple[str, ...], types: Mapping[str, str], values: Any
+) -> tuple[tuple[str, str, str], ...]:
+    """Each integer or string key column's lowest and highest value over ``keys`` (from the
+    caller's ``values`` of a single key column, or one job), as SQL literals; none for a column
+    without a value."""
+    columns = [k for k in key if types.get(k) in _RANGED]
     if not columns:
-        return []
-    bounds = keyed.keys.agg(
-        *(F.min(identifier(c)).alias(f"lo{i}") for i, c in enumerate(columns)),
-        *(F.max(identifier(c)).alias(f"hi{i}") for i, c in enumerate(columns)),
-    ).first()
-    conditions = []
-    for i, column in enumerate(columns):
-        low, high = (bounds[f"lo{i}"], bounds[f"hi{i}"]) if bounds is not None else (None, None)
+        return ()
+    if values is not None and len(key) == 1:
+        found = [(min(values), max(values))] if len(values) else [(None, None)]
+    else:
+        row = keys.agg(
+            *(F.min(identifier(c)).alias(f"lo{i}") for i, c in enumerate(columns)),
+            *(F.max(identifier(c)).alias(f"hi{i}") for i, c in enumerate(columns)),
+        ).first()
+        found = [(row[f"lo{i}"], row[f"hi{i}"]) if row is not None else (None, None) for i in range(len(columns))]
+    bounds = []
+    for column, (low, high) in zip(columns, found, strict=True):
         if low is None or high is None:
             continue
-        if types[column] == "string":
-            low, high = string(low), string(high)
-        else:
-            low, high = str(int(low)), str(int(high))
-        conditions.append(f"t.{identifier(column)} BETWEEN {low} AND {high}")
-    return conditions
+        literal = string if types[column] == "string" else (lambda v: str(int(v)))
+        bounds.append((column, literal(low), literal(high)))
+    return tuple(bounds)
+
+
+def _key_ranges(keyed: KeyedRows) -> list[str]:
+    """Conditions on the merge's target alone that hold for every row of the keys: each integer
+    or string key column between the keys' lowest and highest value (`KeyedRows.ranges`). Delta
+    skips the files whose statistics rule them out, so a window whose keys cluster reads few of
+    the table's files (without them the merge reads every key of the table)."""
+    return [f"t.{identifier(c)} BETWEEN {low} AND {high}" for c, low, high in keyed.ranges]
 
 
 #: Key column types whose bounds a merge's condition writes as literals (Spark's ``dtypes``).
