@@ -47,21 +47,31 @@ class WindowChanges:
     local: pd.DataFrame | None
 
     def keys(self) -> DataFrame:
-        """The window's distinct keys: a local frame of the collected ones, or a Spark query."""
+        """The window's distinct keys (none null): a local frame of the collected ones, or a
+        Spark query."""
         names = [identifier(c) for c in self.key]
         if self.local is None:
             return self.changes.select(*names).distinct()
         unique = self.local[list(self.key)].dropna().drop_duplicates()
         schema = self.changes.select(*names).schema
-        spark = self.changes.sparkSession
-        return spark.createDataFrame([tuple(_python(v) for v in row) for row in unique.itertuples(index=False)], schema)
+        integral = [self._integral(c) for c in self.key]
+        rows = [
+            tuple(int(v) if whole else _python(v) for v, whole in zip(row, integral, strict=True))
+            for row in unique.itertuples(index=False)
+        ]
+        return self.changes.sparkSession.createDataFrame(rows, schema)
 
     @property
     def values(self) -> list[Any] | None:
         """A single key column's distinct values (no nulls), where collected."""
         if self.local is None or len(self.key) != 1:
             return None
-        return [_python(v) for v in self.local[self.key[0]].dropna().unique()]
+        unique = self.local[self.key[0]].dropna().unique()
+        return [int(v) for v in unique] if self._integral(self.key[0]) else [_python(v) for v in unique]
+
+    def _integral(self, column: str) -> bool:
+        """Whether the key column is an integer one (pandas holds one with nulls as floats)."""
+        return dict(self.changes.dtypes)[column] != "string"
 
 
 def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int = LOCAL_WINDOW_ROWS) -> WindowChanges:
