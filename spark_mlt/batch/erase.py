@@ -19,6 +19,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
+from spark_mlt.batch.options import quarantine_path
 from spark_mlt.delta.fs import locate
 from spark_mlt.errors import MLTError
 from spark_mlt.storage import read_snapshot, table_exists, vacuum, vocabulary_paths
@@ -35,7 +36,7 @@ def erased_tables(
     """The tables a mirror's erasures touch: the mirror, its quarantine (if there is one) and
     the vocabularies its properties name (a relative one resolved against the mirror's location)."""
     snapshot = read_snapshot(mirror, storage_options=storage_options)
-    side = quarantine or f"{mirror.rstrip('/')}_quarantine"
+    side = quarantine_path(mirror, quarantine)
     tables = [mirror, *([side] if table_exists(side, storage_options=storage_options) else [])]
     return tables + list(vocabulary_paths(snapshot.properties, location=snapshot.path).values())
 

@@ -45,6 +45,7 @@ import pyarrow.parquet as pq
 import pyspark
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from spark_mlt.batch.options import quarantine_path
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import column_layout
 from spark_mlt.delta.deletion_vectors import read_deleted_rows
@@ -169,7 +170,7 @@ def find_value(
         found += hits
     table, matched_on = _table(snapshot, column, wanted, ident, codec)
     found.append(table)
-    side = quarantine or f"{str(path).rstrip('/')}_quarantine"
+    side = quarantine_path(str(path), quarantine)
     queue: dict[str, Any] | None = None
     if table_exists(side, storage_options=storage_options):
         held = _search(read_snapshot(side, storage_options=storage_options), _Match(column, wanted))

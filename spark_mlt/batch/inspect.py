@@ -19,6 +19,7 @@ from pyspark.sql import SparkSession
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from spark_mlt.batch.capacity import capacity_usage
+from spark_mlt.batch.options import quarantine_path
 from spark_mlt.batch.report import codec_summary
 from spark_mlt.batch.sync import SYNC_APP_PREFIX
 from spark_mlt.column import token_layouts
@@ -223,7 +224,7 @@ def _source_snapshot(source: str | None, storage_options: Mapping[str, str] | No
 def _quarantine(path: str, app: str, held: int, storage_options: Mapping[str, str] | None) -> dict[str, Any]:
     """The mirror's quarantine where a sync puts it by default (``<output>_quarantine``) and the
     source version it holds (its ``...:quarantine`` transaction)."""
-    location = f"{path.rstrip('/')}_quarantine"
+    location = quarantine_path(path)
     state: dict[str, Any] = {"path": location, "source_version": None}
     try:
         found = table_exists(location, storage_options=storage_options)

@@ -49,6 +49,7 @@ __all__ = [
     "SyncOptions",
     "TokenizeOptions",
     "WriteMode",
+    "quarantine_path",
     "rejected_limit",
     "trigger_seconds",
 ]
@@ -71,6 +72,17 @@ AVAILABLE_NOW = "available-now"
 _INTERVAL = re.compile(r"(\d+(?:\.\d+)?) *(ms|milliseconds?|s|seconds?|min|minutes?|h|hours?)")
 #: Seconds per interval unit, by the unit's first letters (``ms`` before ``m``).
 _UNIT_SECONDS = (("ms", 0.001), ("milli", 0.001), ("min", 60.0), ("h", 3600.0), ("s", 1.0))
+
+
+def quarantine_path(output: str, quarantine: str | None = None) -> str:
+    """Where a job puts the rows it rejects: ``quarantine``, or by default beside ``output``.
+
+    Example::
+
+        >>> quarantine_path("/lake/orders_mlt/")
+        '/lake/orders_mlt_quarantine'
+    """
+    return quarantine or f"{output.rstrip('/')}_quarantine"
 
 
 def trigger_seconds(trigger: str) -> float | None:

@@ -39,14 +39,14 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_mlt.batch.options import SyncOptions, TokenizeOptions
+from spark_mlt.batch.options import SyncOptions, TokenizeOptions, quarantine_path
 from spark_mlt.batch.report import JobReport, counted_jobs, phase
 from spark_mlt.batch.thresholds import check_rejected, warn_capacity
 from spark_mlt.batch.tokenize import (
@@ -237,7 +237,7 @@ def check_sync(run: _Run, source: TableSnapshot, mirror: TableSnapshot | None, *
             "keeps its key (sync into a new output for another key)",
             parameter="key",
         )
-    quarantine = options.quarantine or f"{run.output.rstrip('/')}_quarantine"
+    quarantine = quarantine_path(run.output, options.quarantine)
     if options.handle_invalid != "quarantine" and table_exists(quarantine, storage_options=options.storage_options):
         raise TableOptionError(
             f"handle_invalid={options.handle_invalid!r}: the mirror {mirror.path} has a quarantine ({quarantine}) "
@@ -262,7 +262,7 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             deleted = _deleted_by_refresh(run, rows, mirror) if mirror is not None else 0
         # before the mirror's commit: a run killed after it finds nothing left to do
         with phase(report, "erase"):
-            report.erased = _erase_absent(spark, rows, run.output, run.columns, options)
+            _add_erased(report, _erase_absent(spark, rows, run.output, run.columns, options))
         mode: WriteMode = "overwrite" if mirror is not None else "error"
         snapshot = snapshot_for_write(
             run.output, mode, storage_options=options.storage_options, spark=spark, backend=backend
@@ -300,7 +300,7 @@ def _deleted_by_refresh(run: _Run, rows: DataFrame, mirror: TableSnapshot) -> in
     options = run.options
     key = [identifier(c) for c in options.key]
     held = read_snapshot_rows(run.spark, mirror, backend=run.backend).select(*key)
-    quarantine = options.quarantine or f"{run.output.rstrip('/')}_quarantine"
+    quarantine = quarantine_path(run.output, options.quarantine)
     if options.handle_invalid == "quarantine" and table_exists(quarantine, storage_options=options.storage_options):
         side = read_snapshot(quarantine, storage_options=options.storage_options)
         held = held.unionByName(read_snapshot_rows(run.spark, side, backend=run.backend).select(*key))
@@ -401,7 +401,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         final = last_rows(changes, options.key, names=source.schema.names)
         tokens, good, rejected = _tokens(run, final, mirror)
         with phase(report, "erase"):
-            report.erased = _erase_dropped(run, final, [keyed, side], changes)
+            _add_erased(report, _erase_dropped(run, final, [keyed, side], changes))
         written = _written(tokens)
         if rejected is not None and not written[1] and _untouched(side):
             rejected = None  # no quarantined row, and none of its rows to replace: no commit
@@ -428,7 +428,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
 def _quarantine(run: _Run) -> TableSnapshot | None:
     """The mirror's quarantine, when the sync quarantines and it exists."""
     options = run.options
-    path = options.quarantine or f"{run.output.rstrip('/')}_quarantine"
+    path = quarantine_path(run.output, options.quarantine)
     if options.handle_invalid != "quarantine" or not table_exists(path, storage_options=options.storage_options):
         return None
     return read_snapshot(path, storage_options=options.storage_options)
@@ -497,7 +497,7 @@ def _commit_window(
     version, the second commits nothing."""
     options, report, output = run.options, run.report, run.output
     backend = run.backend
-    quarantine_path = options.quarantine or f"{output.rstrip('/')}_quarantine"
+    side_path = quarantine_path(output, options.quarantine)
     transaction = AppTransaction(app, until, after=after)
     if options.handle_invalid == "quarantine" and rejected is not None:
         q_info = {**info, "spark_mlt.quarantine_of": output}
@@ -509,7 +509,7 @@ def _commit_window(
         else:
             write_delta(
                 rejected,
-                quarantine_path,
+                side_path,
                 {},
                 mode="append",
                 run_id=q_transaction,
@@ -658,6 +658,13 @@ def _erase_absent(
         absent = vocabulary.where("key IS NOT NULL").select("key").join(present, "key", "left_anti")
         erased[column] = erase_keys(spark, path, absent, storage_options=options.storage_options)
     return erased
+
+
+def _add_erased(report: JobReport, erased: Mapping[str, int]) -> None:
+    """Add a window's (or refresh's) erased keys per column to ``report``, which sums every
+    window of an interval sync, as its row counts do."""
+    for column, count in erased.items():
+        report.erased[column] = report.erased.get(column, 0) + count
 
 
 def _add(total: JobReport, done: JobReport, version: int) -> None:

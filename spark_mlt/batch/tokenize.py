@@ -24,7 +24,7 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_mlt.batch.options import JobOptions, TokenizeOptions
+from spark_mlt.batch.options import JobOptions, TokenizeOptions, quarantine_path
 from spark_mlt.batch.report import JobReport, phase
 from spark_mlt.batch.thresholds import check_rejected, warn_capacity
 from spark_mlt.capabilities import Capabilities
@@ -440,7 +440,7 @@ def _quarantine(
     then skips the quarantine commit: its writer is the data's ``app_id`` + ``:quarantine``)."""
     side = write_delta(
         rejected,
-        options.quarantine or f"{output.rstrip('/')}_quarantine",
+        quarantine_path(output, options.quarantine),
         {},
         mode=mode,
         run_id=AppTransaction(f"{transaction.app_id}:quarantine", transaction.version)
