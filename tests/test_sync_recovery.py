@@ -91,6 +91,21 @@ def _without(rows: list[dict[str, Any]], column: str) -> list[tuple[Any, ...]]:
     return sorted(tuple(v for c, v in sorted(row.items()) if c != column) for row in rows)
 
 
+def _assert_fresh(
+    spark: SparkSession, source: Path, output: Path, expected: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+    """The mirror and its quarantine hold what a fresh tokenize of the source writes (the string
+    tokens, whose ids depend on history, compared decoded); returns the mirror's rows, the
+    quarantine's and the source's."""
+    tokenize_table(spark, str(source), str(expected), COLUMNS, FRESH)
+    mirror, fresh = _table(output), _table(expected)
+    assert _without(mirror, "email_mlt") == _without(fresh, "email_mlt")
+    assert _decoded(spark, str(output)) == sorted((r["k"], r["customer_id"], r["email"]) for r in fresh)
+    quarantine = _table(f"{output}_quarantine")
+    assert sorted(quarantine, key=lambda r: r["k"]) == sorted(_table(f"{expected}_quarantine"), key=lambda r: r["k"])
+    return mirror, quarantine, DeltaTable(str(source)).to_pyarrow_table().to_pylist()
+
+
 @pytest.mark.slow
 def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
     spark: SparkSession, tmp_path: Path
@@ -144,14 +159,7 @@ def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
     assert finished.returncode == 0, finished.stderr[-3000:]
     assert json.loads(finished.stdout.splitlines()[-1])["source_version"] == DeltaTable(str(source)).version()
 
-    expected = tmp_path / "fresh"
-    tokenize_table(spark, str(source), str(expected), COLUMNS, FRESH)
-    mirror, fresh = _table(output), _table(expected)
-    assert _without(mirror, "email_mlt") == _without(fresh, "email_mlt")
-    assert _decoded(spark, str(output)) == sorted((r["k"], r["customer_id"], r["email"]) for r in fresh)
-    quarantine = _table(f"{output}_quarantine")
-    assert sorted(quarantine, key=lambda r: r["k"]) == sorted(_table(f"{expected}_quarantine"), key=lambda r: r["k"])
-    latest = DeltaTable(str(source)).to_pyarrow_table().to_pylist()
+    mirror, quarantine, latest = _assert_fresh(spark, source, output, tmp_path / "fresh")
     held = Counter(row["k"] for row in mirror + quarantine)
     assert held == Counter(row["k"] for row in latest)  # every source row exactly once
     assert {row["k"] for row in quarantine} == {row["k"] for row in latest if row["customer_id"] >= CAPACITY}
@@ -204,18 +212,11 @@ def test_syncs_racing_in_separate_processes_while_versions_land_end_as_a_fresh_t
     assert last.returncode == 0, last.stderr[-3000:]
     assert json.loads(last.stdout.splitlines()[-1])["source_version"] == DeltaTable(str(source)).version()
 
-    expected = tmp_path / "fresh"
-    tokenize_table(spark, str(source), str(expected), COLUMNS, FRESH)
-    mirror, fresh = _table(output), _table(expected)
-    assert _without(mirror, "email_mlt") == _without(fresh, "email_mlt")
-    assert _decoded(spark, str(output)) == sorted((r["k"], r["customer_id"], r["email"]) for r in fresh)
-    quarantine = _table(f"{output}_quarantine")
-    assert sorted(quarantine, key=lambda r: r["k"]) == sorted(_table(f"{expected}_quarantine"), key=lambda r: r["k"])
+    _, _, latest = _assert_fresh(spark, source, output, tmp_path / "fresh")
     vocabulary = _table(f"{output}_vocab/email")
     keys = [row["key"] for row in vocabulary if row["key"] is not None]
     assert len({row["id"] for row in vocabulary}) == len(vocabulary)  # no id given twice
     assert len(set(keys)) == len(keys)
-    latest = DeltaTable(str(source)).to_pyarrow_table().to_pylist()
     assert set(keys) == {row["email"] for row in latest}
     assert outcomes["committed"] >= 3, outcomes  # each round: at least one run lands
 

@@ -57,8 +57,8 @@ from spark_mlt.batch.tokenize import (
     check_output,
     fit_job_codecs,
     job_backend,
+    job_tokens,
     split_invalid,
-    tokenize_dataframe,
     tokenize_frame,
 )
 from spark_mlt.batch.window import check_changes, last_rows, read_window
@@ -381,13 +381,15 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
     tokens: DataFrame | None = None
     try:
         window = read_window(changes, options.key)
-        if own is not None and window.rows <= SMALL_WINDOW_ROWS:
-            _small_plans(own)
         keys = window.keys().persist(_KEEP_LEVEL)
         quarantine = _quarantine(run)
-        # the rows of the files that can hold the keys: read once for the checks, the erasure and the rewrite
+        # the rows of the files that can hold the keys
         keyed = key_rows(spark, mirror, keys, options.key, backend=run.backend, values=window.values)
-        keyed = keyed.persist(_KEEP_LEVEL)
+        read = keyed.candidate_rows
+        if read is not None and read <= SMALL_REWRITE_ROWS:  # read once for the check, the erasure and the rewrite
+            keyed = keyed.persist(_KEEP_LEVEL)
+            if own is not None and window.rows <= SMALL_WINDOW_ROWS:
+                _small_plans(own)
         side = (
             key_rows(spark, quarantine, keys, options.key, backend=run.backend, values=window.values)
             if quarantine is not None
@@ -442,26 +444,22 @@ def _tokens(run: _Run, final: DataFrame, mirror: TableSnapshot) -> tuple[DataFra
     with phase(report, "vocabularies"):
         with_ids, sources, _ = _key_ids(spark, final, run.columns, run.output, options, codecs=mirror.codecs)
     fit_job_codecs(report, with_ids, run.columns, options, mirror, sources=sources)
-    tokens = tokenize_dataframe(
-        with_ids,
-        report.codecs,
-        handle_invalid=options.handle_invalid,
-        engine=options.engine,
-        sources=sources,
-        layouts=report.layouts,
-        capabilities=report.capabilities or Capabilities.of(spark),
-    ).drop(*sources.values())
-    tokens = tokens.persist(_KEEP_LEVEL)
+    tokens = job_tokens(with_ids, report, options, sources).persist(_KEEP_LEVEL)
     if REASON_COLUMN not in tokens.columns:
         return tokens, tokens, None
     good, rejected = split_invalid(tokens, report.codecs)
     return tokens, good, rejected
 
 
-#: A window of at most this many change rows is planned for small data: Spark's adaptive
-#: execution (which starts a job per shuffle, each costing its fixed tens of milliseconds) and
-#: broadcast joins off, and as many shuffle partitions as the session has cores.
+#: A window of at most this many change rows, whose mirror files hold at most
+#: ``SMALL_REWRITE_ROWS`` rows, is planned for small data: Spark's adaptive execution (which
+#: starts a job per shuffle, each costing its fixed tens of milliseconds) and broadcast joins
+#: off, and as many shuffle partitions as the session has cores. Larger windows keep Spark's
+#: plans (the keys broadcast to the files' rows, which are then never shuffled) and read the
+#: files' rows where each step needs them (a key check reads the key columns only) instead of
+#: keeping them.
 SMALL_WINDOW_ROWS = 1_000_000
+SMALL_REWRITE_ROWS = 2_000_000
 
 
 def _small_plans(spark: SparkSession) -> None:

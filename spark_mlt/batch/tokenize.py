@@ -56,6 +56,7 @@ __all__ = [
     "check_output",
     "fit_job_codecs",
     "job_backend",
+    "job_tokens",
     "resolve_layouts",
     "split_invalid",
     "tokenize_dataframe",
@@ -551,6 +552,26 @@ def tokenize_table(
     return report
 
 
+def job_tokens(df: DataFrame, report: JobReport, options: TokenizeOptions, sources: Mapping[str, str]) -> DataFrame:
+    """``df``'s id columns tokenized as a job tokenizes them: with the report's codecs and layouts
+    and the job's engine and ``handle_invalid``, a string key from its vocabulary id column
+    (``sources``: column -> id column, dropped after).
+
+    Example::
+
+        tokens = job_tokens(with_ids, report, options, sources)
+    """
+    return tokenize_dataframe(
+        df,
+        report.codecs,
+        handle_invalid=options.handle_invalid,
+        engine=options.engine,
+        sources=sources,
+        layouts=report.layouts,
+        capabilities=report.capabilities or Capabilities.of(df.sparkSession),
+    ).drop(*sources.values())
+
+
 def tokenize_frame(
     df: DataFrame,
     output: str,
@@ -595,15 +616,7 @@ def tokenize_frame(
         files or WriteOptions(), commit_info=info, properties={**(files or WriteOptions()).properties, **properties}
     )
     with phase(report, "tokenize and write"):
-        tokens = tokenize_dataframe(
-            df,
-            report.codecs,
-            handle_invalid=opts.handle_invalid,
-            engine=opts.engine,
-            sources=sources,
-            layouts=report.layouts,
-            capabilities=report.capabilities,
-        ).drop(*sources.values())
+        tokens = job_tokens(df, report, opts, sources)
         if opts.handle_invalid in ("error", "null"):
             write_tokens(
                 tokens, output, report, opts, snapshot=snapshot, write=write, transaction=transaction, kept_ids=kept_ids

@@ -85,6 +85,18 @@ class KeyedRows:
     backend: Backend
     ranges: tuple[tuple[str, str, str], ...] = ()
 
+    @property
+    def candidate_rows(self) -> int | None:
+        """The rows of the jar-free rewrite's files (their statistics' ``numRecords``, deleted
+        rows included); None with delta-spark or where a file has no statistics."""
+        if self.backend == "delta-spark":
+            return None
+        files = self.snapshot.delta.files
+        counts = [parse_stats(files[c.path].stats) for c in self.candidates]
+        if any(stats is None or stats.num_records is None for stats in counts):
+            return None
+        return sum(int(stats.num_records) for stats in counts if stats is not None and stats.num_records is not None)
+
     def persist(self, level: StorageLevel) -> KeyedRows:
         """The same, its rows kept at ``level`` (read once for every use; unpersist ``rows`` after)."""
         return dataclasses.replace(self, rows=self.rows.persist(level))
