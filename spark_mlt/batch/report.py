@@ -49,7 +49,7 @@ class JobReport:
         warnings: what the run warns of (a column past
             [`CAPACITY_WARNING`][spark_mlt.batch.capacity.CAPACITY_WARNING] of its codec).
         spark_jobs: the Spark jobs the run started, per phase or window where it counts them
-            ([`counted_jobs`][spark_mlt.batch.report.counted_jobs]; a sync: ``window`` or
+            (``counted_jobs`` of this module; a sync: ``window`` or
             ``full refresh``); empty over Spark Connect, which does not tell.
     """
 
