@@ -160,7 +160,7 @@ bench-scale: $(STAMP) ## Tokenize + decode-verify 5M and 50M rows; the driver's 
 bench-stream: $(STAMP) ## Benchmark the streaming tokenize job (available-now and continuous) against the batch job on the same files
 	$(BIN)/python benchmarks/benchmark_stream.py $(BENCH_ARGS)
 
-bench-sync: $(STAMP) ## Benchmark a mirror's jar-free sync of a 1% change (clustered and uniform keys) against a full re-tokenize (10M rows; BENCH_ARGS=--quick: 1M)
+bench-sync: $(STAMP) ## Benchmark a mirror's jar-free sync of 0.1%, 1% and 10% changes (clustered and uniform keys; Spark jobs, rows read per changed row, a one-row window) against a full re-tokenize (10M rows; BENCH_ARGS=--quick: 1M)
 	$(BIN)/python benchmarks/benchmark_sync.py $(BENCH_ARGS)
 
 bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M ratings (ML-20M ids); 20M extrapolated

@@ -1,4 +1,4 @@
-"""Benchmark: a mirror's sync of a 1% change against a full re-tokenize of its source.
+"""Benchmark: a mirror's sync of a change (0.1%, 1%, 10%) against a full re-tokenize of its source.
 
 A CDF-enabled source Delta table of ``--rows`` orders (``order_id`` bigint, the key, ascending
 as an append-only warehouse table holds it; ``customer_id`` bigint, tokenized; ``amount``
@@ -7,26 +7,29 @@ keys (delta-rs commit, local[2]). A mirror is created by a first ``sync_table`` 
 refresh) for each mirror file size (``--file-rows``, ``SyncOptions.file_rows``): its files are
 key ranges of at most that many rows, so a window rewrites the ranges its keys fall into.
 
-Then a 1% change is committed to the source in three versions: updates of 0.8% of the rows
-(status, amount and customer_id) and deletes of 0.1% (delta-rs ``update`` and ``delete``, which
-write the change data files), and inserts of 0.1% new orders (ids above the latest, Spark +
-delta-rs append). The updated and deleted keys are either ``clustered`` (the most recent 2% of
-the orders, where a real table's changes fall) or ``uniform`` (spread over every key); the new
-orders are new ids in both (``--scenarios``).
+Then a change of each of ``--shares`` of the rows (0.1%, 1% and 10% by default) is committed to
+the source in three versions: updates of 80% of it (status, amount and customer_id) and deletes
+of 10% (delta-rs ``update`` and ``delete``, which write the change data files), and inserts of
+10% new orders (ids above the latest, Spark + delta-rs append). The updated and deleted keys are
+either ``clustered`` (among the most recent orders, twice the change's share of them, where a
+real table's changes fall) or ``uniform`` (spread over every key by a hash); the new orders are
+new ids in both (``--scenarios``).
 
 Timed on that version: (a) ``sync_table`` of the window (jar-free: the mirror's files whose
 statistics admit a changed key are rewritten) and (b) a full re-tokenize of the source
 (``tokenize_table`` into another table); printed are both, the ratio full/sync, the sync's
 phases (``JobReport.seconds``, plus the candidate search and the rewrite, timed around
-``key_rows`` and ``replace_keys``), and the driver's memory before and during each: resident
+``key_rows`` and ``replace_keys``), its Spark jobs (``JobReport.spark_jobs``), the rows of the
+files it read per changed row, and the driver's memory before and during each: resident
 memory of the Python process and of the JVM (``VmRSS``, and ``VmHWM`` after a reset through
 ``/proc/<pid>/clear_refs``; on local[2] the JVM is the driver and the executors) and the
 JVM's old generation (its peak usage, reset first). After the sync the mirror's row count must
 equal the source's, and a sample of keys (changed and unchanged) must hold the same rows and
 tokens.
 
-Each (scenario, file size) pair syncs its own copy of the source and of the mirror, so every
-sync applies the same window.
+Each (scenario, share, file size) syncs its own copy of the source and of the mirror, so every
+sync applies the same window; after it, a one-row update is synced into the same mirror (the
+session warm), timed with its Spark jobs.
 
 Run: ``make bench-sync`` or ``python benchmarks/benchmark_sync.py --quick``;
 ``python benchmarks/benchmark_sync.py --rows 10000000 --scenarios clustered --file-rows 250000 1000000``.
