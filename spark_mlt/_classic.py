@@ -1,11 +1,16 @@
 """Spark Classic's Py4J gateway: every call spark-mlt makes through it, where Spark has no public API.
 
-There are two, and both have a public-API path for Spark Connect beside them:
+There are four, and each has a public-API path (or nothing to do) for Spark Connect beside it:
 
 * [`loads_class`][spark_mlt._classic.loads_class]: whether Spark's class loader finds a class
   (delta-spark's, to tell a session with Delta's jars from one that only names its settings);
 * [`register_bound`][spark_mlt._classic.register_bound]: a one-codec SQL function from
-  spark-mlt's jar on Spark 3.5, which has no ``CREATE FUNCTION ... RETURN`` to wrap a call in.
+  spark-mlt's jar on Spark 3.5, which has no ``CREATE FUNCTION ... RETURN`` to wrap a call in;
+* [`clone_session`][spark_mlt._classic.clone_session]: a session's clone (``cloneSession``:
+  its settings and temporary views), so that Delta's session-wide write settings stay with one
+  statement (Connect: None, the caller sets the session itself);
+* [`tagged_jobs`][spark_mlt._classic.tagged_jobs]: how many jobs a job tag started (Spark's
+  status tracker; Connect: None, not counted).
 
 Nothing else in spark-mlt reads a private name of PySpark.
 """
@@ -16,7 +21,7 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-__all__ = ["is_classic", "loads_class", "register_bound"]
+__all__ = ["clone_session", "is_classic", "loads_class", "register_bound", "tagged_jobs"]
 
 
 def is_classic(spark: SparkSession) -> bool:
@@ -48,3 +53,20 @@ def register_bound(spark: SparkSession, name: str, function: str, arguments: tup
     session's function registry."""
     jvm, session = _gateway(spark)
     jvm.io.sparkmlt.MltFunctions.registerBound(session, name, function, *arguments)
+
+
+def clone_session(spark: SparkSession) -> SparkSession | None:
+    """A classic session's clone (Spark's ``cloneSession``: the same context, a copy of its
+    settings and temporary views); None over Spark Connect."""
+    session = getattr(spark, "_jsparkSession", None)
+    if not is_classic(spark) or session is None:
+        return None
+    return type(spark)(spark.sparkContext, session.cloneSession())
+
+
+def tagged_jobs(spark: SparkSession, tag: str) -> int | None:
+    """How many jobs the classic session's context started with the job tag ``tag`` (as far as
+    its listener has recorded them); None over Spark Connect."""
+    if not is_classic(spark):
+        return None
+    return len(spark.sparkContext._jsc.sc().statusTracker().getJobIdsForTag(tag))

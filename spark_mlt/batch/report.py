@@ -14,12 +14,16 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from spark_mlt._classic import is_classic, tagged_jobs
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import Layout
 from spark_mlt.storage import DeltaWriteResult
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 __all__ = ["JobReport", "codec_summary", "counted_jobs", "phase"]
 
@@ -163,7 +167,7 @@ _LISTENER_WAIT = 2.0
 
 
 @contextmanager
-def counted_jobs(spark: Any, report: JobReport, name: str) -> Iterator[None]:
+def counted_jobs(spark: SparkSession, report: JobReport, name: str) -> Iterator[None]:
     """Count the Spark jobs this thread starts in the block (Spark's job tags and status
     tracker) into ``report.spark_jobs[name]``: a job's fixed cost (tens of milliseconds each,
     more with many tasks) is what a small sync window pays, so reports show it. Nothing is
@@ -174,12 +178,10 @@ def counted_jobs(spark: Any, report: JobReport, name: str) -> Iterator[None]:
         with counted_jobs(spark, report, "window"):
             ...
     """
-    try:
-        context = spark.sparkContext
-        tracker = context._jsc.sc().statusTracker()
-    except Exception:  # noqa: BLE001 - Spark Connect: no context
+    if not is_classic(spark):
         yield
         return
+    context = spark.sparkContext
     tag = f"spark-mlt-{uuid.uuid4().hex[:12]}"
     context.addJobTag(tag)
     try:
@@ -188,10 +190,10 @@ def counted_jobs(spark: Any, report: JobReport, name: str) -> Iterator[None]:
         context.removeJobTag(tag)
         # the listener records a job's start asynchronously: wait until two reads agree
         deadline = time.monotonic() + _LISTENER_WAIT
-        seen = len(tracker.getJobIdsForTag(tag))
+        seen = tagged_jobs(spark, tag) or 0
         while time.monotonic() < deadline:
             time.sleep(0.05)
-            now = len(tracker.getJobIdsForTag(tag))
+            now = tagged_jobs(spark, tag) or 0
             if now == seen:
                 break
             seen = now

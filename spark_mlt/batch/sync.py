@@ -46,6 +46,7 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
+from spark_mlt._classic import clone_session
 from spark_mlt.batch.options import SyncOptions, TokenizeOptions, quarantine_path
 from spark_mlt.batch.report import JobReport, counted_jobs, phase
 from spark_mlt.batch.thresholds import check_rejected, warn_capacity
@@ -80,7 +81,6 @@ from spark_mlt.storage import (
     token_write_options,
     write_delta,
 )
-from spark_mlt.storage._delta_spark import clone_session
 from spark_mlt.storage._plan import _nullable
 from spark_mlt.storage.catalog import Backend, resolve_location
 from spark_mlt.storage.changes import FULL_REFRESH, check_feed, read_changes

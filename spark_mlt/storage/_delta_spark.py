@@ -33,6 +33,7 @@ from pyspark.errors import PySparkException
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.types import StructType
 
+from spark_mlt._classic import clone_session
 from spark_mlt.column.sqltext import identifier, string
 from spark_mlt.delta.fs import Location
 from spark_mlt.errors import ConcurrentWriteError
@@ -47,7 +48,7 @@ from spark_mlt.storage._plan import (
 from spark_mlt.storage.properties import merge_codecs
 from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, read_snapshot
 
-__all__ = ["clone_session", "create_table", "path_target", "session_conf", "statement_session", "write"]
+__all__ = ["create_table", "path_target", "session_conf", "statement_session", "write"]
 
 
 def path_target(location: Location) -> str:
@@ -126,15 +127,6 @@ def statement_session(
     finally:
         for name in views:
             spark.catalog.dropTempView(name)
-
-
-def clone_session(spark: SparkSession) -> SparkSession | None:
-    """A classic session's clone (Spark's ``cloneSession``: the same context, a copy of its
-    settings and temporary views); None over Spark Connect."""
-    jvm_session = getattr(spark, "_jsparkSession", None)
-    if jvm_session is None:
-        return None
-    return type(spark)(spark.sparkContext, jvm_session.cloneSession())
 
 
 def _set(spark: SparkSession, key: str, value: str | None) -> None:
