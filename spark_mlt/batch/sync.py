@@ -599,18 +599,7 @@ def _erase_dropped(
         dropped = dropped.distinct().join(final.select(F.col(c).alias("key")), "key", "left_anti")
         if not dropped.limit(1).collect():
             continue
-        others = [
-            _keys_of(
-                run,
-                read_snapshot_rows(spark, part.snapshot, backend=part.backend).join(
-                    part.keys, list(part.key), "left_anti"
-                ),
-                part.snapshot,
-                column,
-                path,
-            )
-            for part in held
-        ]
+        others = [_keys_of(run, _outside(spark, part), part.snapshot, column, path) for part in held]
         dropped = dropped.join(_union(others), "key", "left_anti")
         erased[column] = erase_keys(spark, path, dropped, storage_options=options.storage_options)
     return erased
