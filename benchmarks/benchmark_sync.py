@@ -57,7 +57,6 @@ from pyspark.sql import functions as F
 
 import spark_mlt.batch.sync as sync_module
 from spark_mlt.batch import SyncOptions, TokenizeOptions, local_session, sync_table, tokenize_dataframe, tokenize_table
-from spark_mlt.delta.stats import parse_stats
 from spark_mlt.storage import WriteOptions, read_delta, read_snapshot, write_delta
 
 COLUMNS = ["customer_id"]
@@ -247,8 +246,7 @@ class Probe:
                 self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
             if label == SEARCH:
                 self.candidates += len(result.candidates)
-                files = result.snapshot.delta.files
-                self.candidate_rows += sum(parse_stats(files[c.path].stats).num_records or 0 for c in result.candidates)
+                self.candidate_rows += result.candidate_rows or 0
             return result
 
         return run
