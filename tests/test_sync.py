@@ -459,8 +459,10 @@ def _ranges(path: str) -> list[tuple[int, int, int]]:
 
 def test_the_mirrors_files_are_key_ranges_of_at_most_file_rows_rows(spark: SparkSession, tmp_path: Path) -> None:
     """A refresh of a source whose files interleave keys writes the mirror in disjoint key
-    ranges of at most ``file_rows`` rows (through the email vocabulary's join); a window
-    replaces the one range its keys fall into, with ranges as small."""
+    ranges of at most ``file_rows`` rows (through the email vocabulary's join). A window
+    rewrites a full file on its own (its range less the changed keys) and writes the new rows
+    in one small file beside it; the next window over that range merges the small file with its
+    new rows, so small files do not pile up."""
     source = str(tmp_path / "customers")
     odd, even = [k for k in range(40) if k % 2], [k for k in range(40) if not k % 2]
     for keys in (odd[::-1], even):
@@ -471,15 +473,34 @@ def test_the_mirrors_files_are_key_ranges_of_at_most_file_rows_rows(spark: Spark
     assert sum(rows for _, _, rows in ranges) == 40
     assert all(rows <= 10 for _, _, rows in ranges)
     assert all(high < low for (_, high, _), (low, _, _) in itertools.pairwise(ranges))  # disjoint
+    (full,) = [r for r in ranges if r[0] <= 21 <= r[1]]
     DeltaTable(source).update(predicate="k = 21 OR k = 22", updates={"email": "'new@x'"})
     _sync(spark, source, mirror, file_rows=10)
     removed = [a["remove"] for a in _last_commit(mirror) if "remove" in a]
     assert len(removed) == 1
     after = _ranges(mirror)
-    assert sum(rows for _, _, rows in after) == 40
-    assert all(rows <= 10 for _, _, rows in after)
-    assert all(high < low for (_, high, _), (low, _, _) in itertools.pairwise(after))
-    assert len(set(after) - set(ranges)) <= 2  # the replaced range, rewritten
+    assert sorted(set(after) - set(ranges)) == sorted([(full[0], full[1], full[2] - 2), (21, 22, 2)])
+    first = ranges[0]  # another full file, rewritten in a task of its own too (never one file of both)
+    DeltaTable(source).update(predicate=f"k IN (22, {full[1]}, {first[0]})", updates={"cid": "cid + 100"})
+    packing = {  # a session that reads all of these small files in one task
+        "spark.sql.files.openCostInBytes": "1",
+        "spark.sql.files.maxPartitionBytes": "1g",
+        "spark.sql.files.minPartitionNum": "1",
+    }
+    for name, value in packing.items():
+        spark.conf.set(name, value)
+    try:
+        _sync(spark, source, mirror, file_rows=10)
+    finally:
+        for name in packing:
+            spark.conf.unset(name)
+    assert len([a for a in _last_commit(mirror) if "remove" in a]) == 3
+    final = _ranges(mirror)
+    assert len(final) == len(after)  # the small file merged, not another one beside it
+    assert sum(rows for _, _, rows in final) == 40
+    kept = [k for k in range(full[0], full[1]) if k not in (21, 22)]
+    assert (min(kept), max(kept), full[2] - 3) in final
+    assert (first[0] + 1, first[1], first[2] - 1) in final
 
 
 # -- options and the CLI -------------------------------------------------------------------------

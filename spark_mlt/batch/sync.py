@@ -377,7 +377,6 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             spark, source.path, after, until, storage_options=options.storage_options, backend=run.backend, feed=feed
         ).persist(_KEEP_LEVEL)
     keys: DataFrame | None = None
-    keyed: KeyedRows | None = None
     tokens: DataFrame | None = None
     try:
         window = read_window(changes, options.key)
@@ -386,10 +385,8 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         # the rows of the files that can hold the keys
         keyed = key_rows(spark, mirror, keys, options.key, backend=run.backend, values=window.values)
         read = keyed.candidate_rows
-        if read is not None and read <= SMALL_REWRITE_ROWS:  # read once for the check, the erasure and the rewrite
-            keyed = keyed.persist(_KEEP_LEVEL)
-            if own is not None and window.rows <= SMALL_WINDOW_ROWS:
-                _small_plans(own)
+        if own is not None and window.rows <= SMALL_WINDOW_ROWS and read is not None and read <= SMALL_REWRITE_ROWS:
+            _small_plans(own)
         side = (
             key_rows(spark, quarantine, keys, options.key, backend=run.backend, values=window.values)
             if quarantine is not None
@@ -413,16 +410,18 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             "spark_mlt.source_version": str(until),
             "spark_mlt.source_versions": f"{after + 1}-{until}",
         }
+        if own is not None:  # from here on, the files read are the rewrite's
+            _file_per_task(own)
         with phase(report, "commit"):
-            _commit_window(run, good, rejected, keyed, side, app=app, after=after, until=until, info=info)
+            _commit_window(
+                run, good, rejected, keyed, side, app=app, after=after, until=until, info=info, written=written
+            )
         _count(report, written, deleted)
         report.source_version = until
     finally:
         changes.unpersist()
         if keys is not None:
             keys.unpersist()
-        if keyed is not None:
-            keyed.rows.unpersist()
         if tokens is not None:
             tokens.unpersist()
 
@@ -455,9 +454,9 @@ def _tokens(run: _Run, final: DataFrame, mirror: TableSnapshot) -> tuple[DataFra
 #: ``SMALL_REWRITE_ROWS`` rows, is planned for small data: Spark's adaptive execution (which
 #: starts a job per shuffle, each costing its fixed tens of milliseconds) and broadcast joins
 #: off, and as many shuffle partitions as the session has cores. Larger windows keep Spark's
-#: plans (the keys broadcast to the files' rows, which are then never shuffled) and read the
-#: files' rows where each step needs them (a key check reads the key columns only) instead of
-#: keeping them.
+#: plans (the keys broadcast to the files' rows, which are then never shuffled). No window keeps
+#: the files' rows: each step reads what it needs (the key check, the key columns only), which
+#: costs less than caching them.
 SMALL_WINDOW_ROWS = 1_000_000
 SMALL_REWRITE_ROWS = 2_000_000
 
@@ -468,6 +467,15 @@ def _small_plans(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     spark.conf.set("spark.sql.shuffle.partitions", str(max(1, spark.sparkContext.defaultParallelism)))
+
+
+def _file_per_task(spark: SparkSession) -> None:
+    """A window's session reads each file in a task of its own (Spark packs small files into a
+    task, and splits large ones), so that the rewrite of a file it keeps whole writes one file
+    of the same key range (`replace_keys`)."""
+    most = str(1 << 40)  # 1 TiB
+    spark.conf.set("spark.sql.files.maxPartitionBytes", most)
+    spark.conf.set("spark.sql.files.openCostInBytes", most)
 
 
 def _untouched(side: KeyedRows | None) -> bool:
@@ -487,12 +495,14 @@ def _commit_window(
     after: int,
     until: int,
     info: dict[str, str],
+    written: tuple[int, int],
 ) -> None:
     """A window's two commits: the quarantine's rows of its keys replaced (or its first rows),
     then the mirror's, each with its transaction at source version ``until``, each only while
     its table still records what the window was planned from (the mirror: source version
     ``after``; the quarantine: the version it held then), so that of two runs planned from one
-    version, the second commits nothing."""
+    version, the second commits nothing. ``written``: the window's rows and, of them, the
+    rejected ones."""
     options, report, output = run.options, run.report, run.output
     backend = run.backend
     side_path = quarantine_path(output, options.quarantine)
@@ -503,7 +513,7 @@ def _commit_window(
         q_held = side.snapshot.transaction_version(q_app) if side is not None else None
         q_transaction = AppTransaction(q_app, until, after=NEVER if q_held is None else q_held)
         if side is not None:
-            replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info)
+            replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info, row_count=written[1])
         else:
             write_delta(
                 rejected,
@@ -527,6 +537,7 @@ def _commit_window(
         commit_info=info,
         parquet_options=parquet,
         max_file_rows=options.file_rows,
+        row_count=written[0] - written[1],
     )
 
 

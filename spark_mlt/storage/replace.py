@@ -13,11 +13,13 @@ idempotent by an application transaction:
 * ``delta-rs`` (jar-free): only the files that can hold one of the keys are rewritten. The
   candidates are found from the files' statistics (each key column's bounds, read by
   delta-spark's rules in `spark_mlt.delta.stats.bounds`, or its partition value, typed as the
-  scan types it) joined with the keys in Spark; their rows less those of
-  the keys, with the new rows, are written by Spark, and one commit removes the candidates and
-  adds the new files. A candidate with a deletion vector is refused (delta-rs cannot name the
-  vector in its remove action): purge it first (``REORG TABLE ... APPLY (PURGE)``). No row
-  passes through the driver; only the candidates' names do.
+  scan types it), searched for the keys; their rows less those of the keys, with the new rows,
+  are written by Spark, and one commit removes the candidates and adds the new files. A full
+  candidate is rewritten in the task that reads it (its key range less the keys; no shuffle),
+  and the new rows join the small candidates' rows in one sorted file (or in range-partitioned
+  key ranges when they are many; see `_rewrite`). A candidate with a deletion vector is
+  refused (delta-rs cannot name the vector in its remove action): purge it first (``REORG
+  TABLE ... APPLY (PURGE)``). No row passes through the driver; only the candidates' names do.
 
 Changes cluster by key in most tables (new and recent rows change most), so the statistics
 keep the rewrite to few files; keys spread over every file rewrite every file, which is then
@@ -26,7 +28,6 @@ as costly as writing the table again (docs/sync.md).
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
@@ -35,7 +36,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType, StringType, StructField, StructType
@@ -91,25 +91,18 @@ class KeyedRows:
         rows included); None with delta-spark or where a file has no statistics."""
         if self.backend == "delta-spark":
             return None
-        files = self.snapshot.delta.files
-        counts = [parse_stats(files[c.path].stats) for c in self.candidates]
-        if any(stats is None or stats.num_records is None for stats in counts):
-            return None
-        return sum(int(stats.num_records) for stats in counts if stats is not None and stats.num_records is not None)
-
-    def persist(self, level: StorageLevel) -> KeyedRows:
-        """The same, its rows kept at ``level`` (read once for every use; unpersist ``rows`` after)."""
-        return dataclasses.replace(self, rows=self.rows.persist(level))
+        counts = _row_counts(self)
+        return None if None in counts else sum(n or 0 for n in counts)
 
     @property
     def held(self) -> DataFrame:
         """The rows the version holds for the keys."""
         return self.rows.join(self.keys, list(self.key), "left_semi")
 
-    @property
-    def kept(self) -> DataFrame:
-        """The rows read that hold none of the keys (what a rewrite keeps)."""
-        return self.rows.join(self.keys, list(self.key), "left_anti")
+    def without_keys(self, rows: DataFrame) -> DataFrame:
+        """``rows`` (of the table) less those of the keys, anti-joined with the keys broadcast, so
+        that each task's rows stay in it."""
+        return rows.join(F.broadcast(self.keys), list(self.key), "left_anti")
 
 
 def key_rows(
@@ -141,11 +134,15 @@ def key_rows(
             rows = rows.where(" AND ".join(f"{identifier(c)} BETWEEN {low} AND {high}" for c, low, high in ranges))
         return KeyedRows(snapshot, names, keys, rows, (), backend, ranges)
     candidates = _candidates(spark, snapshot, keys, names, values)
-    if candidates:
-        rows = scan_snapshot(spark, snapshot.delta, files=[snapshot.delta.files[c.path] for c in candidates])
-    else:
-        rows = read_snapshot_rows(spark, snapshot, backend=backend).limit(0)
+    rows = _scan(spark, snapshot, candidates)
     return KeyedRows(snapshot, names, keys, rows, candidates, backend)
+
+
+def _scan(spark: SparkSession, snapshot: TableSnapshot, files: Sequence[ReplacedFile]) -> DataFrame:
+    """The rows of ``files`` of ``snapshot``."""
+    if not files:
+        return read_snapshot_rows(spark, snapshot, backend="delta-rs").limit(0)
+    return scan_snapshot(spark, snapshot.delta, files=[snapshot.delta.files[c.path] for c in files])
 
 
 def _candidates(
@@ -307,12 +304,14 @@ def replace_keys(
     commit_info: Mapping[str, Any],
     parquet_options: Mapping[str, str] | None = None,
     max_file_rows: int | None = None,
+    row_count: int | None = None,
 ) -> DeltaWriteResult:
     """Commit ``keyed.snapshot``'s table with the rows of ``keyed.keys`` replaced by ``rows``
     (the table's columns; at most one row per key; a key without one is deleted), in one
     commit that records ``transaction`` (skipped when the table holds it already; None: no
     transaction, for a rewrite that is idempotent by itself). The rewritten files hold key
-    ranges of at most ``max_file_rows`` rows (None: no limit).
+    ranges of at most ``max_file_rows`` rows (None: no limit); ``row_count``: how many rows
+    ``rows`` holds, where the caller knows (see `_rewrite`).
 
     Raises:
         ConcurrentWriteError: another writer removed a rewritten file meanwhile (jar-free) or
@@ -331,18 +330,14 @@ def replace_keys(
     if keyed.backend == "delta-spark":
         files = {"spark.sql.files.maxRecordsPerFile": str(max_file_rows)} if max_file_rows else {}
         return _merge(rows, keyed, transaction, commit_info, {**(parquet_options or {}), **files})
-    written = keyed.kept.unionByName(rows.select(*keyed.rows.columns))
-    # in key ranges: a rewrite keeps the table's files clustered by key, so that the next
-    # changes' keys again fall into few of them
     options = WriteOptions(
         commit_info=dict(commit_info),
         parquet_options=dict(parquet_options or {}),
         backend="delta-rs",
-        cluster_by=keyed.key,
         max_file_rows=max_file_rows,
     )
     return write_delta(
-        written,
+        _rewrite(rows.select(*keyed.rows.columns), keyed, max_file_rows, row_count),
         snapshot.path,
         codecs,
         mode="append",
@@ -352,6 +347,48 @@ def replace_keys(
         storage_options=snapshot.storage_options,
         replaces=keyed.candidates,
     )
+
+
+def _rewrite(rows: DataFrame, keyed: KeyedRows, max_file_rows: int | None, row_count: int | None) -> DataFrame:
+    """The rows of the jar-free rewrite's files: the candidates' less the keys', and ``rows``.
+
+    Kept in key ranges, so that the next changes' keys again fall into few files: a candidate
+    of at least half ``max_file_rows`` rows is rewritten on its own, in the tasks that read it
+    (one file in one task, unsorted rows stay in order; no shuffle), and the smaller ones'
+    rows join ``rows``, written sorted by key: in one task when ``row_count`` says they fit
+    in one file, else range-partitioned (a sampling job and a shuffle). Without
+    ``max_file_rows`` or the candidates' row counts, every row is range-partitioned."""
+    spark = rows.sparkSession
+    key = [identifier(k) for k in keyed.key]
+    counts = _row_counts(keyed)
+    whole = (
+        [c for c, n in zip(keyed.candidates, counts, strict=True) if n is not None and 2 * n >= max_file_rows]
+        if max_file_rows
+        else []
+    )
+    merged = [c for c in keyed.candidates if c not in whole]
+    rest = rows
+    if merged:
+        rest = keyed.without_keys(_scan(spark, keyed.snapshot, merged)).unionByName(rows)
+    merged_rows = [n for c, n in zip(keyed.candidates, counts, strict=True) if c in merged]
+    total = None if row_count is None or None in merged_rows else row_count + sum(n or 0 for n in merged_rows)
+    if max_file_rows and total is not None and total <= max_file_rows:
+        rest = rest.coalesce(1).sortWithinPartitions(*key)
+    else:
+        rest = rest.repartitionByRange(*key).sortWithinPartitions(*key)
+    if not whole:
+        return rest
+    return keyed.without_keys(_scan(spark, keyed.snapshot, whole)).unionByName(rest)
+
+
+def _row_counts(keyed: KeyedRows) -> list[int | None]:
+    """Each candidate's rows (its statistics' ``numRecords``; None: unknown)."""
+    files = keyed.snapshot.delta.files
+    counts: list[int | None] = []
+    for candidate in keyed.candidates:
+        stats = parse_stats(files[candidate.path].stats)
+        counts.append(None if stats is None or stats.num_records is None else int(stats.num_records))
+    return counts
 
 
 _PRESENT = "__spark_mlt_present"
