@@ -383,12 +383,16 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         keys = window.keys().persist(_KEEP_LEVEL)
         quarantine = _quarantine(run)
         # the rows of the files that can hold the keys
-        keyed = key_rows(spark, mirror, keys, options.key, backend=run.backend, values=window.values)
+        keyed = key_rows(
+            spark, mirror, keys, options.key, backend=run.backend, values=window.values, key_count=window.rows
+        )
         read = keyed.candidate_rows
         if own is not None and window.rows <= SMALL_WINDOW_ROWS and read is not None and read <= SMALL_REWRITE_ROWS:
             _small_plans(own)
         side = (
-            key_rows(spark, quarantine, keys, options.key, backend=run.backend, values=window.values)
+            key_rows(
+                spark, quarantine, keys, options.key, backend=run.backend, values=window.values, key_count=window.rows
+            )
             if quarantine is not None
             else None
         )

@@ -75,6 +75,8 @@ class KeyedRows:
         backend: the backend that reads and commits.
         ranges: each integer or string key column's range over the keys, ``(column, lowest,
             highest)`` as SQL literals (delta-spark: read and merged within them).
+        few: whether the keys are few enough to be broadcast to the rows' tasks (at most
+            `BROADCAST_KEYS`), which then join them where they read them (no shuffle).
     """
 
     snapshot: TableSnapshot
@@ -84,6 +86,7 @@ class KeyedRows:
     candidates: tuple[ReplacedFile, ...]
     backend: Backend
     ranges: tuple[tuple[str, str, str], ...] = ()
+    few: bool = False
 
     @property
     def candidate_rows(self) -> int | None:
@@ -97,12 +100,16 @@ class KeyedRows:
     @property
     def held(self) -> DataFrame:
         """The rows the version holds for the keys."""
-        return self.rows.join(self.keys, list(self.key), "left_semi")
+        return self.rows.join(self._joined_keys, list(self.key), "left_semi")
 
     def without_keys(self, rows: DataFrame) -> DataFrame:
-        """``rows`` (of the table) less those of the keys, anti-joined with the keys broadcast, so
-        that each task's rows stay in it."""
-        return rows.join(F.broadcast(self.keys), list(self.key), "left_anti")
+        """``rows`` (of the table) less those of the keys: with few keys (``few``), anti-joined
+        with them broadcast, so that each task's rows stay in it."""
+        return rows.join(self._joined_keys, list(self.key), "left_anti")
+
+    @property
+    def _joined_keys(self) -> DataFrame:
+        return F.broadcast(self.keys) if self.few else self.keys
 
 
 def key_rows(
@@ -113,10 +120,13 @@ def key_rows(
     *,
     backend: Backend,
     values: Any = None,
+    key_count: int | None = None,
 ) -> KeyedRows:
     """The rows of ``snapshot`` that can hold one of ``keys`` (see the module's notes);
     ``values``: the keys' values (a single key column, no nulls) where the caller holds them,
-    so that their files are found on the driver, without a Spark job.
+    so that their files are found on the driver, without a Spark job; ``key_count``: at most
+    how many keys there are, where the caller knows (up to `BROADCAST_KEYS`, or with
+    ``values``, they are broadcast to the rows' tasks: `KeyedRows.few`).
 
     Raises:
         TableFeatureError: jar-free, and a candidate file has a deletion vector.
@@ -127,15 +137,20 @@ def key_rows(
     """
     names = tuple(key)
     keys = keys.select(*(identifier(k) for k in names)).distinct()
+    few = values is not None or (key_count is not None and key_count <= BROADCAST_KEYS)
     if backend == "delta-spark":
         rows = read_snapshot_rows(spark, snapshot, backend=backend)
         ranges = _key_bounds(keys, names, dict(rows.dtypes), values)
         if ranges:
             rows = rows.where(" AND ".join(f"{identifier(c)} BETWEEN {low} AND {high}" for c, low, high in ranges))
-        return KeyedRows(snapshot, names, keys, rows, (), backend, ranges)
+        return KeyedRows(snapshot, names, keys, rows, (), backend, ranges, few)
     candidates = _candidates(spark, snapshot, keys, names, values)
-    rows = _scan(spark, snapshot, candidates)
-    return KeyedRows(snapshot, names, keys, rows, candidates, backend)
+    return KeyedRows(snapshot, names, keys, _scan(spark, snapshot, candidates), candidates, backend, few=few)
+
+
+#: The most keys `key_rows` broadcasts (a window's changed keys: tens of bytes each, held by the
+#: driver while it sends them); more are joined by a shuffle.
+BROADCAST_KEYS = 1_000_000
 
 
 def _scan(spark: SparkSession, snapshot: TableSnapshot, files: Sequence[ReplacedFile]) -> DataFrame:
