@@ -23,6 +23,8 @@ from deltalake import DeltaTable, Field, write_deltalake
 from pyspark.sql import SparkSession
 
 import spark_mlt.batch.sync as sync_module
+import spark_mlt.batch.window as window_module
+import spark_mlt.storage.replace as replace_module
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table
 from spark_mlt.batch.cli import main
@@ -202,12 +204,23 @@ def _step(spark: SparkSession, report: JobReport, source: str, mirror: str, fres
     )
 
 
-@pytest.fixture(scope="module")
-def customers(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> list[_Step]:
+@pytest.fixture(scope="module", params=["small windows", pytest.param("large windows", marks=pytest.mark.slow)])
+def customers(
+    request: pytest.FixtureRequest, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
+) -> list[_Step]:
     """A customers table synced three times: created; a window of updates, deletes, an upsert,
     an insert deleted again, a double update, an id leaving the codec's range and one coming
-    back; a window that overwrites the table (and a sync with nothing new)."""
-    tmp = tmp_path_factory.mktemp("customers")
+    back; a window that overwrites the table (and a sync with nothing new). With "large
+    windows", each window takes the path of a window too large for the driver: its changes
+    checked and its keys searched in Spark, and joined by a shuffle."""
+    with pytest.MonkeyPatch.context() as patch:
+        if request.param == "large windows":
+            patch.setattr(window_module, "LOCAL_WINDOW_ROWS", 0)
+            patch.setattr(replace_module, "BROADCAST_KEYS", 0)
+        return _customer_steps(spark, tmp_path_factory.mktemp("customers"))
+
+
+def _customer_steps(spark: SparkSession, tmp: Path) -> list[_Step]:
     source, mirror = str(tmp / "customers"), str(tmp / "mirror")
     _create(
         tmp / "customers",

@@ -31,7 +31,10 @@ _NET = "__spark_mlt_net"
 _HELD = "__spark_mlt_held"
 #: A window of at most this many change rows is checked on the driver: its keys, change types
 #: and versions are collected (tens of bytes a row), the rows themselves stay in Spark.
-LOCAL_WINDOW_ROWS = 200_000
+LOCAL_WINDOW_ROWS = 1_000_000
+#: A window of at most this many collected keys makes its keys a local frame (beyond, a query of
+#: the change rows costs less than sending the keys from Python).
+LOCAL_FRAME_KEYS = 100_000
 #: Key column types (Spark's ``dtypes``) whose values pandas groups and compares as Spark does.
 _LOCAL_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "string"})
 
@@ -47,10 +50,10 @@ class WindowChanges:
     local: pd.DataFrame | None
 
     def keys(self) -> DataFrame:
-        """The window's distinct keys (none null): a local frame of the collected ones, or a
-        Spark query."""
+        """The window's distinct keys: a local frame of the collected ones (none null; up to
+        `LOCAL_FRAME_KEYS`), or a Spark query."""
         names = [identifier(c) for c in self.key]
-        if self.local is None:
+        if self.local is None or len(self.local) > LOCAL_FRAME_KEYS:
             return self.changes.select(*names).distinct()
         unique = self.local[list(self.key)].dropna().drop_duplicates()
         schema = self.changes.select(*names).schema
@@ -74,9 +77,10 @@ class WindowChanges:
         return dict(self.changes.dtypes)[column] != "string"
 
 
-def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int = LOCAL_WINDOW_ROWS) -> WindowChanges:
-    """``changes`` (persisted by the caller) counted, and when at most ``local_rows`` their keys,
-    change types and versions collected (two jobs over the kept rows).
+def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int | None = None) -> WindowChanges:
+    """``changes`` (persisted by the caller) counted, and when at most ``local_rows`` (None:
+    `LOCAL_WINDOW_ROWS`) their keys, change types and versions collected (two jobs over the
+    kept rows).
 
     Example::
 
@@ -85,7 +89,7 @@ def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int = LOC
     rows = changes.count()
     types = dict(changes.dtypes)
     local = None
-    if rows <= local_rows and all(types[c] in _LOCAL_TYPES for c in key):
+    if rows <= (LOCAL_WINDOW_ROWS if local_rows is None else local_rows) and all(types[c] in _LOCAL_TYPES for c in key):
         picked = changes.select(*(identifier(c) for c in key), CHANGE_TYPE, COMMIT_VERSION)
         local = picked.toArrow().to_pandas() if hasattr(picked, "toArrow") else picked.toPandas()
     return WindowChanges(changes, tuple(key), rows, local)

@@ -210,43 +210,33 @@ _SEARCHABLE = (ByteType, ShortType, IntegerType, LongType, StringType)
 
 @dataclass(frozen=True)
 class _Ranges:
-    """Files' key ranges sorted by their low bound, searched by binary search: a key's files are
-    found in O(log files), and a running maximum of the high bounds finds the overlapping
-    ranges a search passes by."""
+    """Files' key ranges, searched by the keys sorted: a file holds one of them when fewer keys
+    sort below its low bound than at or below its high bound (two binary searches per file, so
+    O((keys + files) log keys), overlapping ranges alike). Integer bounds and keys are compared
+    as int64, strings by code point (the order of their UTF-8 bytes, Spark's)."""
 
     lows: np.ndarray
     highs: np.ndarray
     numbers: np.ndarray
-    reach: np.ndarray
 
     @classmethod
     def of(cls, ranges: Sequence[tuple[Any, Any, int]]) -> _Ranges:
-        ordered = sorted(ranges)
-        highs = np.array([r[1] for r in ordered], dtype=object)
+        integral = all(isinstance(r[0], int) and isinstance(r[1], int) for r in ranges)
+        kind = np.int64 if integral else object
         return cls(
-            np.array([r[0] for r in ordered], dtype=object),
-            highs,
-            np.array([r[2] for r in ordered], dtype=np.int64),
-            np.maximum.accumulate(highs),  # the highest bound of the ranges up to each
+            np.array([r[0] for r in ranges], dtype=kind),
+            np.array([r[1] for r in ranges], dtype=kind),
+            np.array([r[2] for r in ranges], dtype=np.int64),
         )
 
     def files(self, values: Any) -> set[int]:
         """The numbers of the files whose range holds one of ``values`` (no nulls)."""
-        values = np.array(values, dtype=object)
         if not len(values) or not len(self.lows):
             return set()
-        at = np.searchsorted(self.lows, values, side="right") - 1  # the last range starting at or below
-        held = at >= 0
-        values, at = values[held], at[held]
-        found = {int(n) for n in self.numbers[at[self.highs[at] >= values]]}
-        earlier = (at > 0) & (self.reach[np.maximum(at - 1, 0)] >= values)  # overlapping ranges behind
-        for value, start in zip(values[earlier], at[earlier] - 1, strict=True):
-            for i in range(start, -1, -1):
-                if self.reach[i] < value:
-                    break
-                if self.highs[i] >= value:
-                    found.add(int(self.numbers[i]))
-        return found
+        keys = np.sort(np.asarray(values, dtype=self.lows.dtype))
+        below = np.searchsorted(keys, self.lows, side="left")
+        through = np.searchsorted(keys, self.highs, side="right")
+        return {int(n) for n in self.numbers[through > below]}
 
 
 def _search(keys: DataFrame, name: str, table: Sequence[tuple[Any, ...]], values: Any = None) -> list[int]:
