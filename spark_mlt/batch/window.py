@@ -30,8 +30,9 @@ _LAST = "__spark_mlt_last"
 _NET = "__spark_mlt_net"
 _HELD = "__spark_mlt_held"
 #: A window of at most this many change rows is checked on the driver: its keys, change types
-#: and versions are collected (tens of bytes a row), the rows themselves stay in Spark.
-LOCAL_WINDOW_ROWS = 1_000_000
+#: and versions are collected (tens of bytes a row: about 50 MB at the most), the rows
+#: themselves stay in Spark. (An update is two change rows: 2M rows are 1M updated keys.)
+LOCAL_WINDOW_ROWS = 2_000_000
 #: A window of at most this many collected keys makes its keys a local frame (beyond, a query of
 #: the change rows costs less than sending the keys from Python).
 LOCAL_FRAME_KEYS = 100_000

@@ -126,7 +126,7 @@ def key_rows(
     ``values``: the keys' values (a single key column, no nulls) where the caller holds them,
     so that their files are found on the driver, without a Spark job; ``key_count``: at most
     how many keys there are, where the caller knows (up to `BROADCAST_KEYS`, or with
-    ``values``, they are broadcast to the rows' tasks: `KeyedRows.few`).
+    ``values`` of as many, they are broadcast to the rows' tasks: `KeyedRows.few`).
 
     Raises:
         TableFeatureError: jar-free, and a candidate file has a deletion vector.
@@ -136,15 +136,18 @@ def key_rows(
         keyed = key_rows(spark, read_snapshot("/data/mirror"), changed_keys, ["customer_id"], backend="delta-rs")
     """
     names = tuple(key)
-    keys = keys.select(*(identifier(k) for k in names)).distinct()
-    few = values is not None or (key_count is not None and key_count <= BROADCAST_KEYS)
+    given = keys.select(*(identifier(k) for k in names))
+    keys = given.distinct()
+    few = (values is not None and len(values) <= BROADCAST_KEYS) or (
+        key_count is not None and key_count <= BROADCAST_KEYS
+    )
     if backend == "delta-spark":
         rows = read_snapshot_rows(spark, snapshot, backend=backend)
         ranges = _key_bounds(keys, names, dict(rows.dtypes), values)
         if ranges:
             rows = rows.where(" AND ".join(f"{identifier(c)} BETWEEN {low} AND {high}" for c, low, high in ranges))
         return KeyedRows(snapshot, names, keys, rows, (), backend, ranges, few)
-    candidates = _candidates(spark, snapshot, keys, names, values)
+    candidates = _candidates(spark, snapshot, given, names, values)  # (a search needs no distinct keys)
     return KeyedRows(snapshot, names, keys, _scan(spark, snapshot, candidates), candidates, backend, few=few)
 
 
