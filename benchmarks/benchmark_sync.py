@@ -52,11 +52,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 from deltalake import DeltaTable
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
 
 import spark_mlt.batch.sync as sync_module
 from spark_mlt.batch import SyncOptions, TokenizeOptions, local_session, sync_table, tokenize_dataframe, tokenize_table
+from spark_mlt.capabilities import Capabilities
+from spark_mlt.column import mlt_encode
+from spark_mlt.column.layouts import token_layouts
+from spark_mlt.jars import delta_session_conf
+from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import WriteOptions, read_delta, read_snapshot, write_delta
 
 COLUMNS = ["customer_id"]
@@ -160,6 +166,45 @@ def apply_change(spark: SparkSession, source: str, change: Change) -> dict[str, 
         "inserted": high - low,
         "seconds": time.perf_counter() - started,
     }
+
+
+def hand_merge(spark: SparkSession, source: str, target: str, after: int) -> tuple[float, int]:
+    """The anchor with Delta's jars: a hand-written job that reads the source's changes after
+    version ``after`` (``table_changes``' reader), keeps each key's last one, tokenizes it with
+    ``mlt_encode`` (the codec and layout of the mirror at ``target``) and runs one ``MERGE``;
+    its seconds and the target's rows after it."""
+    mirror = read_snapshot(target)
+    codec = mirror.codecs[COLUMNS[0]]
+    token = f"{COLUMNS[0]}{TOKEN_SUFFIX}"
+    layout = token_layouts(from_arrow_schema(mirror.schema), {COLUMNS[0]: codec})[COLUMNS[0]]
+    columns = list(mirror.schema.names)
+    started = time.perf_counter()
+    changes = (
+        spark.read.format("delta")
+        .option("readChangeFeed", "true")
+        .option("startingVersion", after + 1)
+        .load(source)
+        .where("_change_type != 'update_preimage'")
+    )
+    newest = Window.partitionBy(KEY).orderBy(F.col("_commit_version").desc())
+    last = changes.withColumn("__n", F.row_number().over(newest)).where("__n = 1")
+    last = last.withColumn(token, mlt_encode(COLUMNS[0], codec, layout=layout))
+    view = "spark_mlt_bench_hand_changes"
+    last.select(*columns, "_change_type").createOrReplaceTempView(view)
+    sets = ", ".join(f"t.{c} = s.{c}" for c in columns)
+    spark.sql(
+        f"MERGE INTO delta.`{target}` t USING {view} s ON t.{KEY} = s.{KEY} "
+        "WHEN MATCHED AND s._change_type = 'delete' THEN DELETE "
+        f"WHEN MATCHED THEN UPDATE SET {sets} "
+        f"WHEN NOT MATCHED AND s._change_type != 'delete' THEN INSERT ({', '.join(columns)}) "
+        f"VALUES ({', '.join(f's.{c}' for c in columns)})"
+    ).collect()
+    seconds = time.perf_counter() - started
+    return seconds, spark.read.format("delta").load(target).count()
+
+
+def _deletion_vectors(spark: SparkSession, path: str) -> None:
+    spark.sql(f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES ('delta.enableDeletionVectors' = 'true')")
 
 
 class Memory:
@@ -306,6 +351,8 @@ class Bench:
     sample: int
     memory: Memory
     mirrors: dict[int, str] = field(default_factory=dict)
+    anchor: bool = False
+    anchors: list[str] = field(default_factory=list)
 
     def options(self, file_rows: int) -> SyncOptions:
         return SyncOptions(key=(KEY,), p=P, n=N, file_rows=file_rows)
@@ -343,7 +390,10 @@ class Bench:
         shutil.copytree(self.mirrors[size], mirror)
         try:
             change = Change(self.rows, scenario, share)
+            after = DeltaTable(source).version()
             applied = apply_change(spark, source, change)
+            if self.anchor:
+                self._anchors(change, source, size, after, applied)
             probe = Probe()
             before = memory.reset()
             with probe.installed():
@@ -383,6 +433,30 @@ class Bench:
         )
         return row, detail, good
 
+    def _anchors(self, change: Change, source: str, size: int, after: int, applied: dict[str, Any]) -> None:
+        """With Delta's jars: the sync (its ``MERGE``) against the hand-written job
+        (`hand_merge`), each into its own copy of the mirror, deletion vectors off and on."""
+        spark = self.spark
+        expected = self.rows - applied["deleted"] + applied["inserted"]
+        cells = []
+        for vectors in (False, True):
+            synced, hand = (str(self.work / f"{kind}_{vectors}") for kind in ("anchor_sync", "anchor_hand"))
+            for path in (synced, hand):
+                shutil.copytree(self.mirrors[size], path)
+                if vectors:
+                    _deletion_vectors(spark, path)
+            try:
+                sync_s, _ = _timed(functools.partial(sync_table, spark, source, synced, COLUMNS, self.options(size)))
+                synced_rows = spark.read.format("delta").load(synced).count()
+                hand_s, hand_rows = hand_merge(spark, source, hand, after)
+            finally:
+                for path in (synced, hand):
+                    shutil.rmtree(path, ignore_errors=True)
+            ok = synced_rows == hand_rows == expected
+            cells.append(f"{sync_s:.1f} | {hand_s:.1f} | {hand_s / sync_s:.2f}x{'' if ok else ' (ROWS DIFFER)'}")
+        label = f"{change.share:.1%} {change.scenario}"
+        self.anchors.append(f"| {self.rows:,} | {label} | " + " | ".join(cells) + " |")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -403,13 +477,24 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sample", type=int, default=500, help="keys of each kind compared after the sync")
     parser.add_argument("--driver-memory", default="4g", help="JVM heap of the local driver (default: 4g)")
     parser.add_argument("--work", help="a folder for the tables (default: a temporary one, removed)")
+    parser.add_argument(
+        "--merge-anchor",
+        action="store_true",
+        help="with Delta's jars (a line's venv after make jars): every sync goes through delta-spark's MERGE, "
+        "and each change is also synced, and merged by a hand-written job, into copies of the mirror with "
+        "deletion vectors off and on",
+    )
     args = parser.parse_args(argv)
     conf = {"spark.ui.showConsoleProgress": "false", "spark.driver.memory": args.driver_memory}
+    if args.merge_anchor:
+        conf.update(delta_session_conf())
     spark = local_session("spark-mlt-bench-sync", extra_conf=conf, log_level="ERROR")
+    if args.merge_anchor and not Capabilities.of(spark).delta_jars:
+        parser.error("--merge-anchor needs Delta's jars: run it with a line's venv after make jars")
     work = Path(args.work or tempfile.mkdtemp(prefix="mlt-sync-"))
     work.mkdir(parents=True, exist_ok=True)
     rows = 1_000_000 if args.quick else args.rows
-    bench = Bench(spark, work, rows, args.sample, Memory(spark))
+    bench = Bench(spark, work, rows, args.sample, Memory(spark), anchor=args.merge_anchor)
     results = []
     try:
         _warm_up(spark, work)
@@ -429,6 +514,14 @@ def main(argv: list[str] | None = None) -> int:
                     results.append(bench.run(scenario, size, share))
                     print(results[-1][0], flush=True)
         print()
+        if bench.anchors:
+            print(
+                "| rows | change | sync s (no vectors) | hand-written MERGE s | hand/sync | "
+                "sync s (deletion vectors) | hand-written MERGE s | hand/sync |"
+            )
+            print("|---|---|---|---|---|---|---|---|")
+            print("\n".join(bench.anchors))
+            print()
         for _, detail, _ in results:
             print(detail)
         if not bench.memory.hwm_reset:

@@ -367,6 +367,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
     own = clone_session(run.spark)
     if own is not None:
         run = dataclasses.replace(run, spark=own)
+        _log_partitions(own)
     spark, options, report = run.spark, run.options, run.report
     until = source.version
     with phase(report, "read the feed"):
@@ -471,6 +472,14 @@ def _small_plans(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.adaptive.enabled", "false")
     spark.conf.set("spark.sql.autoBroadcastJoinThreshold", "-1")
     spark.conf.set("spark.sql.shuffle.partitions", str(max(1, spark.sparkContext.defaultParallelism)))
+
+
+def _log_partitions(spark: SparkSession) -> None:
+    """Delta (with its jars) rebuilds a table version's state from its log in 50 tasks unless
+    told otherwise, which costs a small table's window seconds on a few cores: a window's
+    session uses as many as it has cores, 50 at the most."""
+    cores = max(1, spark.sparkContext.defaultParallelism)
+    spark.conf.set("spark.databricks.delta.snapshotPartitions", str(min(50, cores)))
 
 
 def _file_per_task(spark: SparkSession) -> None:
