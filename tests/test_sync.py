@@ -35,6 +35,7 @@ from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.storage.changes import ChangeFeedError, check_feed, read_changes
 from spark_mlt.storage.replace import replace_keys
 from spark_mlt.storage.vocabulary import check_vocabulary
+from tests.support.settings import session_settings
 
 CDF = {"delta.enableChangeDataFeed": "true"}
 #: Fixed codecs (13**3 = 2197 ids), so that a mirror and a fresh tokenize share them.
@@ -500,13 +501,8 @@ def test_the_mirrors_files_are_key_ranges_of_at_most_file_rows_rows(spark: Spark
         "spark.sql.files.maxPartitionBytes": "1g",
         "spark.sql.files.minPartitionNum": "1",
     }
-    for name, value in packing.items():
-        spark.conf.set(name, value)
-    try:
+    with session_settings(spark, packing):
         _sync(spark, source, mirror, file_rows=10)
-    finally:
-        for name in packing:
-            spark.conf.unset(name)
     assert len([a for a in _last_commit(mirror) if "remove" in a]) == 3
     final = _ranges(mirror)
     assert len(final) == len(after)  # the small file merged, not another one beside it
