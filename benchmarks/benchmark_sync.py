@@ -31,8 +31,14 @@ Each (scenario, share, file size) syncs its own copy of the source and of the mi
 sync applies the same window; after it, a one-row update is synced into the same mirror (the
 session warm), timed with its Spark jobs.
 
+With ``--merge-anchor`` (a line's venv with Delta's jars, after ``make jars``), every sync goes
+through delta-spark's ``MERGE``, and each change is also synced, and merged by a hand-written
+job (``hand_merge``: the change feed, each key's last change, ``mlt_encode``, one ``MERGE``),
+into copies of the mirror with deletion vectors off and on: a second table of both times.
+
 Run: ``make bench-sync`` or ``python benchmarks/benchmark_sync.py --quick``;
-``python benchmarks/benchmark_sync.py --rows 10000000 --scenarios clustered --file-rows 250000 1000000``.
+``python benchmarks/benchmark_sync.py --rows 10000000 --scenarios clustered --file-rows 250000 1000000``;
+``.compat/pyspark-4.0.0/bin/python benchmarks/benchmark_sync.py --merge-anchor --shares 0.001 0.01``.
 """
 
 from __future__ import annotations
