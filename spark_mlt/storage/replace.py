@@ -368,18 +368,18 @@ def _rewrite(rows: DataFrame, keyed: KeyedRows, max_file_rows: int | None, row_c
     ``max_file_rows`` or the candidates' row counts, every row is range-partitioned."""
     spark = rows.sparkSession
     key = [identifier(k) for k in keyed.key]
-    counts = _row_counts(keyed)
-    whole = (
-        [c for c, n in zip(keyed.candidates, counts, strict=True) if n is not None and 2 * n >= max_file_rows]
-        if max_file_rows
-        else []
-    )
-    merged = [c for c in keyed.candidates if c not in whole]
+    whole: list[ReplacedFile] = []
+    merged: list[ReplacedFile] = []
+    total = row_count  # the rows written sorted (None: unknown)
+    for candidate, count in zip(keyed.candidates, _row_counts(keyed), strict=True):
+        if max_file_rows and count is not None and 2 * count >= max_file_rows:
+            whole.append(candidate)
+            continue
+        merged.append(candidate)
+        total = None if total is None or count is None else total + count
     rest = rows
     if merged:
         rest = keyed.without_keys(_scan(spark, keyed.snapshot, merged)).unionByName(rows)
-    merged_rows = [n for c, n in zip(keyed.candidates, counts, strict=True) if c in merged]
-    total = None if row_count is None or None in merged_rows else row_count + sum(n or 0 for n in merged_rows)
     if max_file_rows and total is not None and total <= max_file_rows:
         rest = rest.coalesce(1).sortWithinPartitions(*key)
     else:
