@@ -384,16 +384,13 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         keys = window.keys().persist(_KEEP_LEVEL)
         quarantine = _quarantine(run)
         # the rows of the files that can hold the keys
-        keyed = key_rows(
-            spark, mirror, keys, options.key, backend=run.backend, values=window.values, key_count=window.rows
-        )
+        values = window.values  # (built once: up to a million keys)
+        keyed = key_rows(spark, mirror, keys, options.key, backend=run.backend, values=values, key_count=window.rows)
         read = keyed.candidate_rows
         if own is not None and window.rows <= SMALL_WINDOW_ROWS and read is not None and read <= SMALL_REWRITE_ROWS:
             _small_plans(own)
         side = (
-            key_rows(
-                spark, quarantine, keys, options.key, backend=run.backend, values=window.values, key_count=window.rows
-            )
+            key_rows(spark, quarantine, keys, options.key, backend=run.backend, values=values, key_count=window.rows)
             if quarantine is not None
             else None
         )
@@ -515,7 +512,7 @@ def _commit_window(
     its table still records what the window was planned from (the mirror: source version
     ``after``; the quarantine: the version it held then), so that of two runs planned from one
     version, the second commits nothing. ``written``: the window's rows and, of them, the
-    rejected ones."""
+    rejected ones (the mirror's rewrite writes the others sorted in one file when they fit)."""
     options, report, output = run.options, run.report, run.output
     backend = run.backend
     side_path = quarantine_path(output, options.quarantine)
@@ -526,7 +523,7 @@ def _commit_window(
         q_held = side.snapshot.transaction_version(q_app) if side is not None else None
         q_transaction = AppTransaction(q_app, until, after=NEVER if q_held is None else q_held)
         if side is not None:
-            replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info, row_count=written[1])
+            replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info)
         else:
             write_delta(
                 rejected,
