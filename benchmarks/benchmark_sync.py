@@ -72,6 +72,8 @@ from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import WriteOptions, read_delta, read_snapshot, write_delta
 
 COLUMNS = ["customer_id"]
+#: The string key column ``--string-column`` adds and tokenizes (through a vocabulary).
+STRING = "customer_key"
 KEY = "order_id"
 P, N = 13, 6  # the same codec for every run (13^6 > 2M customers): no sizing pass
 CUSTOMERS = 2_000_000
@@ -81,15 +83,18 @@ SEARCH = "candidate search (key_rows)"
 REWRITE = "rewrite + commit (replace_keys)"
 
 
-def _orders(spark: SparkSession, start: int, end: int, parts: int) -> DataFrame:
-    """Orders ``start .. end - 1``: ``parts`` contiguous ranges of ids (spark.range's partitions)."""
+def _orders(spark: SparkSession, start: int, end: int, parts: int, *, strings: bool = False) -> DataFrame:
+    """Orders ``start .. end - 1``: ``parts`` contiguous ranges of ids (spark.range's partitions);
+    with ``strings``, the customer's string key too (``c`` and the id: 2M values)."""
     ids = F.col("id")
-    return spark.range(start, end, 1, parts).select(
+    customer = F.abs(F.xxhash64(ids) % CUSTOMERS)
+    orders = spark.range(start, end, 1, parts).select(
         ids.alias(KEY),
-        F.abs(F.xxhash64(ids) % CUSTOMERS).alias("customer_id"),
+        customer.alias("customer_id"),
         (F.abs(F.xxhash64(ids, F.lit(1))) % 100_000 / 100.0).alias("amount"),
         F.lit("placed").alias("status"),
     )
+    return orders.withColumn(STRING, F.concat(F.lit("c"), customer.cast("string"))) if strings else orders
 
 
 @dataclass(frozen=True)
@@ -150,7 +155,7 @@ class Change:
         return mask
 
 
-def apply_change(spark: SparkSession, source: str, change: Change) -> dict[str, Any]:
+def apply_change(spark: SparkSession, source: str, change: Change, *, strings: bool = False) -> dict[str, Any]:
     """Commit ``change`` to the source in three versions (update, delete, insert), with a
     correct change data feed: delta-rs writes the change files of its update and delete, and an
     append's added files are its inserts."""
@@ -161,10 +166,12 @@ def apply_change(spark: SparkSession, source: str, change: Change) -> dict[str, 
         "amount": "amount + 1.0",
         "customer_id": f"(customer_id + 1) % {CUSTOMERS}",
     }
+    if strings:  # the customer's key follows its id
+        updates[STRING] = f"concat('c', cast((customer_id + 1) % {CUSTOMERS} as string))"
     updated = table.update(updates=updates, predicate=change.updated())
     deleted = table.delete(change.deleted())
     low, high = change.inserted
-    inserts = _orders(spark, low, high, 1).withColumn("status", F.lit("new"))
+    inserts = _orders(spark, low, high, 1, strings=strings).withColumn("status", F.lit("new"))
     write_delta(inserts, source, mode="append")
     return {
         "updated": int(updated["num_updated_rows"]),
@@ -313,10 +320,12 @@ def _files(path: str) -> tuple[int, float]:
 
 def _verify(spark: SparkSession, source: str, mirror: str, keys: list[int], report: Any) -> tuple[int, int, int]:
     """Rows in the source and the mirror (from their logs), and the sample's mismatches (rows
-    and tokens: the source's rows tokenized as the sync tokenized them)."""
+    and tokens: the source's rows tokenized as the sync tokenized them; a string key's tokens,
+    whose ids depend on its vocabulary's history, left out)."""
     wanted = F.broadcast(spark.createDataFrame([(k,) for k in keys], f"{KEY} bigint"))
     picked = read_delta(spark, source).join(wanted, KEY)
-    source_rows = tokenize_dataframe(picked, report.codecs, layouts=report.layouts)
+    codecs = {c: codec for c, codec in report.codecs.items() if c != STRING}
+    source_rows = tokenize_dataframe(picked, codecs, layouts={c: report.layouts[c] for c in codecs})
     mirror_rows = read_delta(spark, mirror).join(wanted, KEY).select(*source_rows.columns)
     mismatches = source_rows.exceptAll(mirror_rows).count() + mirror_rows.exceptAll(source_rows).count()
     return read_snapshot(source).rows, read_snapshot(mirror).rows, mismatches
@@ -359,6 +368,11 @@ class Bench:
     mirrors: dict[int, str] = field(default_factory=dict)
     anchor: bool = False
     anchors: list[str] = field(default_factory=list)
+    strings: bool = False
+
+    @property
+    def columns(self) -> list[str]:
+        return [*COLUMNS, STRING] if self.strings else COLUMNS
 
     def options(self, file_rows: int) -> SyncOptions:
         return SyncOptions(key=(KEY,), p=P, n=N, file_rows=file_rows)
@@ -371,13 +385,17 @@ class Bench:
         """The source, and its mirror of each file size (a first sync: a full refresh)."""
         spark = self.spark
         seconds, _ = _timed(
-            lambda: write_delta(_orders(spark, 0, self.rows, files), self.base, options=WriteOptions(properties=CDF))
+            lambda: write_delta(
+                _orders(spark, 0, self.rows, files, strings=self.strings),
+                self.base,
+                options=WriteOptions(properties=CDF),
+            )
         )
         print(f"source: {self.rows:,} rows in {_files(self.base)[0]} files (CDF on), written in {seconds:.1f} s")
         for size in sizes:
             mirror = self.mirrors[size] = str(self.work / f"mirror_{size}")
             options = self.options(size)
-            seconds, _ = _timed(functools.partial(sync_table, spark, self.base, mirror, COLUMNS, options))
+            seconds, _ = _timed(functools.partial(sync_table, spark, self.base, mirror, self.columns, options))
             count, span = _files(mirror)
             print(
                 f"mirror (files of at most {size:,} rows): first sync (full refresh) {seconds:.1f} s; {count} files, "
@@ -394,27 +412,32 @@ class Bench:
         source, mirror, full = (str(self.work / f"{kind}_{name}") for kind in ("source", "mirror", "full"))
         shutil.copytree(self.base, source)
         shutil.copytree(self.mirrors[size], mirror)
+        for beside in ("_vocab", "_counts"):  # a string column's vocabulary and value counts
+            if Path(self.mirrors[size] + beside).exists():
+                shutil.copytree(self.mirrors[size] + beside, mirror + beside)
         try:
             change = Change(self.rows, scenario, share)
             after = DeltaTable(source).version()
-            applied = apply_change(spark, source, change)
+            applied = apply_change(spark, source, change, strings=self.strings)
             if self.anchor:
                 self._anchors(change, source, size, after, applied)
             probe = Probe()
             before = memory.reset()
             with probe.installed():
-                sync_s, report = _timed(lambda: sync_table(spark, source, mirror, COLUMNS, self.options(size)))
+                sync_s, report = _timed(lambda: sync_table(spark, source, mirror, self.columns, self.options(size)))
             sync_peak = memory.peaks()
             source_rows, mirror_rows, mismatches = _verify(spark, source, mirror, change.sample(self.sample), report)
             full_before = memory.reset()
             refresh = TokenizeOptions(input_format="delta", mode="overwrite", p=P, n=N)
-            full_s, _ = _timed(lambda: tokenize_table(spark, source, full, COLUMNS, refresh))
+            full_s, _ = _timed(lambda: tokenize_table(spark, source, full, self.columns, refresh))
             full_peak = memory.peaks()
             DeltaTable(source).update(updates={"status": "'one'"}, predicate=f"{KEY} = {self.rows // 3}")
-            one_s, one = _timed(lambda: sync_table(spark, source, mirror, COLUMNS, self.options(size)))
+            one_s, one = _timed(lambda: sync_table(spark, source, mirror, self.columns, self.options(size)))
         finally:
             for path in (source, mirror, full):
                 shutil.rmtree(path, ignore_errors=True)
+                shutil.rmtree(f"{path}_vocab", ignore_errors=True)
+                shutil.rmtree(f"{path}_counts", ignore_errors=True)
         expected = self.rows - applied["deleted"] + applied["inserted"]
         good = mismatches == 0 and source_rows == mirror_rows == expected and one.rows_out == 1
         total_files = _files(self.mirrors[size])[0]
@@ -480,6 +503,11 @@ def main(argv: list[str] | None = None) -> int:
         default=[SyncOptions.file_rows],
         help="the mirrors' most rows per file (SyncOptions.file_rows; default: its default), one mirror each",
     )
+    parser.add_argument(
+        "--string-column",
+        action="store_true",
+        help=f"also tokenize a string key column ({STRING}: 2M values, through a vocabulary)",
+    )
     parser.add_argument("--sample", type=int, default=500, help="keys of each kind compared after the sync")
     parser.add_argument("--driver-memory", default="4g", help="JVM heap of the local driver (default: 4g)")
     parser.add_argument("--work", help="a folder for the tables (default: a temporary one, removed)")
@@ -495,12 +523,14 @@ def main(argv: list[str] | None = None) -> int:
     if args.merge_anchor:
         conf.update(delta_session_conf())
     spark = local_session("spark-mlt-bench-sync", extra_conf=conf, log_level="ERROR")
+    if args.merge_anchor and args.string_column:
+        parser.error("--merge-anchor times the id column alone: leave out --string-column")
     if args.merge_anchor and not Capabilities.of(spark).delta_jars:
         parser.error("--merge-anchor needs Delta's jars: run it with a line's venv after make jars")
     work = Path(args.work or tempfile.mkdtemp(prefix="mlt-sync-"))
     work.mkdir(parents=True, exist_ok=True)
     rows = 1_000_000 if args.quick else args.rows
-    bench = Bench(spark, work, rows, args.sample, Memory(spark), anchor=args.merge_anchor)
+    bench = Bench(spark, work, rows, args.sample, Memory(spark), anchor=args.merge_anchor, strings=args.string_column)
     results = []
     try:
         _warm_up(spark, work)

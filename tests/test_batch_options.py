@@ -339,3 +339,19 @@ def test_an_advice_in_python_words_names_the_flag_and_a_jvm_that_did_not_start_s
     assert _reason(MLTError("x; pass layout='auto'"), "decode") == "MLTError: x; pass layout='auto'"  # no such flag
     no_jvm = RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
     assert "needs Java (17+ for Spark 4) from JAVA_HOME or the PATH" in _reason(no_jvm, "tokenize")
+
+
+def test_a_runs_report_sums_its_parts_and_keeps_the_last_ones_write() -> None:
+    """A sync's report adds up its windows: rows, deleted and erased keys, Spark jobs and phase
+    times summed; the codecs, the write and the source version the last window's."""
+    total = JobReport(rows_in=3, rows_out=2, rows_rejected=1, source_version=4, erased={"email": 1})
+    total.spark_jobs["window"] = 10
+    later = JobReport(rows_in=2, rows_out=2, rows_deleted=1, source_version=6, erased={"email": 2, "sku": 1})
+    later.seconds["commit"] = 0.5
+    later.spark_jobs["window"] = 11
+    total.add(later)
+    assert (total.rows_in, total.rows_out, total.rows_rejected, total.rows_deleted) == (5, 4, 1, 1)
+    assert (total.source_version, total.erased, total.spark_jobs) == (6, {"email": 3, "sku": 1}, {"window": 21})
+    assert total.seconds == {"commit": 0.5}
+    total.add(JobReport())  # a part that did nothing keeps what is there
+    assert (total.source_version, total.rows_out) == (6, 4)

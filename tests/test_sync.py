@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, Field, write_deltalake
 from pyspark.sql import SparkSession
@@ -463,6 +464,46 @@ def test_a_sync_rewrites_only_the_files_that_hold_changed_keys(spark: SparkSessi
         (121, 21),
         (122, 22),
     }
+
+
+def _counts(mirror: str) -> dict[str, int]:
+    return {row["key"]: row["rows"] for row in DeltaTable(f"{mirror}_counts/email").to_pyarrow_table().to_pylist()}
+
+
+def test_a_window_decides_erasure_from_value_counts_without_reading_the_other_rows(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A mirror of four key ranges (one file each) with its file of keys 0-9 taken away: a
+    window whose keys are all in other ranges (a delete of the only row holding an email, an
+    update to an email other rows hold, an insert of a new one) never reads that file. The
+    email no row holds leaves the vocabulary, the others stay, and the value counts are each
+    email's rows; with the file back, the mirror is what a fresh tokenize writes."""
+    source = _create(tmp_path / "customers", [(k, "only@x" if k == 35 else f"u{k % 7}@x", k) for k in range(40)])
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror, file_rows=10)
+    assert [r[:2] for r in _ranges(mirror)] == [(0, 9), (10, 19), (20, 29), (30, 39)]
+    assert _counts(mirror) == {**{f"u{i}@x": len(range(i, 40, 7)) - (i == 0) for i in range(7)}, "only@x": 1}
+    DeltaTable(source).delete("k = 35")
+    DeltaTable(source).update(predicate="k = 31", updates={"email": "'u1@x'"})  # u3@x: one row fewer
+    _append(source, [(40, "new@x", 40)])
+    (low,) = [u for u in DeltaTable(mirror).file_uris() if "min" not in u and _holds(u, 0)]
+    hidden = Path(low.removeprefix("file://"))
+    hidden.rename(hidden.with_suffix(".away"))
+    try:
+        report = _sync(spark, source, mirror, file_rows=10)
+    finally:
+        hidden.with_suffix(".away").rename(hidden)
+    assert (report.source_version, report.rows_out, report.rows_deleted, report.erased) == (3, 2, 1, {"email": 1})
+    emails = Counter(row["email"] for row in DeltaTable(source).to_pyarrow_table().to_pylist())
+    assert _counts(mirror) == emails
+    assert set(_vocabulary(f"{mirror}_vocab/email").values()) - {None} == set(emails)
+    tokenize_table(spark, source, str(tmp_path / "fresh"), COLUMNS, FRESH)
+    assert _read(mirror, drop=["email_mlt"]) == _read(str(tmp_path / "fresh"), drop=["email_mlt"])
+
+
+def _holds(uri: str, k: int) -> bool:
+    """Whether the Parquet file at ``uri`` holds key ``k``."""
+    return k in pq.read_table(uri.removeprefix("file://"), columns=["k"]).column("k").to_pylist()
 
 
 def _ranges(path: str) -> list[tuple[int, int, int]]:

@@ -54,16 +54,17 @@ def test_a_window_planned_from_a_version_another_sync_moved_on_commits_nothing(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The run that lost: planned 0..2 while another run, started before version 2 landed,
-    applied 0..1; committing 0..2 on top would apply version 1 twice."""
+    applied 0..1 (its first commit: the value counts'); committing 0..2 on top would apply
+    version 1 twice."""
     source, mirror = str(tmp_path / "src"), str(tmp_path / "mirror")
     _source(source, [(1, "a@x"), (2, "b@x")], mode="overwrite")
     sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
     _source(source, [(3, "c@x")])  # version 1
     _source(source, [(4, "d@x")])  # version 2
-    commit, latest = sync_module._commit_window, sync_module._source_snapshot
+    commit, latest = sync_module._count_and_erase, sync_module._source_snapshot
     raced: list[int] = []
 
-    def other_run_first(*args: Any, **kwargs: Any) -> None:
+    def other_run_first(*args: Any, **kwargs: Any) -> Any:
         if not raced:  # a run that saw the source at version 1 commits its window first
             raced.append(1)
             monkeypatch.setattr(
@@ -71,15 +72,15 @@ def test_a_window_planned_from_a_version_another_sync_moved_on_commits_nothing(
             )
             sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
             monkeypatch.setattr(sync_module, "_source_snapshot", latest)
-        commit(*args, **kwargs)
+        return commit(*args, **kwargs)
 
-    monkeypatch.setattr(sync_module, "_commit_window", other_run_first)
+    monkeypatch.setattr(sync_module, "_count_and_erase", other_run_first)
     before = DeltaTable(mirror).version()
     with pytest.raises(ConcurrentWriteError, match="from version 0 to 1"):
         sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
     assert DeltaTable(mirror).version() == before + 1  # the other run's window only
     assert _rows(mirror) == [(1, "a@x"), (2, "b@x"), (3, "c@x")]
-    monkeypatch.setattr(sync_module, "_commit_window", commit)
+    monkeypatch.setattr(sync_module, "_count_and_erase", commit)
     assert sync_table(spark, source, mirror, ["k", "email"], OPTIONS).source_version == 2  # not stuck
     assert _rows(mirror) == [(1, "a@x"), (2, "b@x"), (3, "c@x"), (4, "d@x")]
     check_vocabulary(spark, f"{mirror}_vocab/email")

@@ -103,7 +103,10 @@ def _assert_fresh(
     assert _decoded(spark, str(output)) == sorted((r["k"], r["customer_id"], r["email"]) for r in fresh)
     quarantine = _table(f"{output}_quarantine")
     assert sorted(quarantine, key=lambda r: r["k"]) == sorted(_table(f"{expected}_quarantine"), key=lambda r: r["k"])
-    return mirror, quarantine, DeltaTable(str(source)).to_pyarrow_table().to_pylist()
+    latest = DeltaTable(str(source)).to_pyarrow_table().to_pylist()
+    counts = {row["key"]: row["rows"] for row in _table(f"{output}_counts/email")}
+    assert counts == Counter(row["email"] for row in latest)  # every row is held: in the mirror or the quarantine
+    return mirror, quarantine, latest
 
 
 @pytest.mark.slow
@@ -112,7 +115,8 @@ def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
 ) -> None:
     """Synced once; then updates (one making an id invalid: to the quarantine), deletes (one of
     the only row holding an email) and inserts; then the sync is killed (SIGKILL) after the
-    vocabulary appends, after the erasure, after the quarantine's commit and before the mirror's,
+    vocabulary appends, after the value counts' commit (the next run finishes that window
+    first), after the erasure, after the quarantine's commit and before the mirror's,
     with more changes landing while it is down; then it runs to the end: the mirror and the
     quarantine are what a fresh tokenize of the source's latest version writes (the string
     tokens, whose ids depend on history, compared decoded), each source row exactly once, the
@@ -146,8 +150,14 @@ def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
         table.delete("k = 6")
 
     changes_a()
+
+    def changes_e() -> None:
+        table.update({"email": "'u3@example.com'"}, predicate="k = 8")
+        _insert(str(source), [(105, 305, "new105@example.com")])
+
     for kill_at, more in (
         ("vocabulary", changes_b),
+        ("counts", changes_e),
         ("erasure", changes_c),
         ("quarantine", changes_d),
         ("before-commit", lambda: _insert(str(source), [(104, 304, "u0@example.com")])),

@@ -505,8 +505,8 @@ def _add_table_commands(sub: Any) -> None:
         ("vacuum", "list (default) or delete orphan and expired files of a table", _VACUUM_EXAMPLES),
         (
             "erase",
-            "make a mirror's erasures physical: purge deletion vectors and vacuum the mirror, its quarantine and "
-            "vocabularies (JSON: what is deleted, what is pending and until when)",
+            "make a mirror's erasures physical: purge deletion vectors and vacuum the mirror, its quarantine, "
+            "vocabularies and value counts (JSON: what is deleted, what is pending and until when)",
             _ERASE_EXAMPLES,
         ),
         (

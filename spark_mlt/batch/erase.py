@@ -8,7 +8,7 @@ and running readers safe). Rows that delta-spark deleted with deletion vectors s
 data files until a purge (``REORG TABLE ... APPLY (PURGE)``) rewrites them.
 
 [`erase_physically`][spark_mlt.batch.erase.erase_physically] does both for the mirror, its
-quarantine and its vocabularies, and says what is still pending and until when (docs/sync.md:
+quarantine, its vocabularies and their value counts, and says what is still pending and until when (docs/sync.md:
 erasure step by step).
 """
 
@@ -25,6 +25,7 @@ from spark_mlt.errors import MLTError
 from spark_mlt.storage import read_snapshot, table_exists, vacuum, vocabulary_paths
 from spark_mlt.storage._delta_spark import path_target
 from spark_mlt.storage.catalog import use_delta_spark
+from spark_mlt.storage.counts import counts_path
 from spark_mlt.storage.maintenance import pending_erasures
 
 __all__ = ["erase_physically", "erased_tables"]
@@ -33,12 +34,16 @@ __all__ = ["erase_physically", "erased_tables"]
 def erased_tables(
     mirror: str, *, quarantine: str | None = None, storage_options: Mapping[str, str] | None = None
 ) -> list[str]:
-    """The tables a mirror's erasures touch: the mirror, its quarantine (if there is one) and
-    the vocabularies its properties name (a relative one resolved against the mirror's location)."""
+    """The tables a mirror's erasures touch: the mirror, its quarantine (if there is one), the
+    vocabularies its properties name (a relative one resolved against the mirror's location) and
+    their columns' value counts (`spark_mlt.storage.counts`, where there are)."""
     snapshot = read_snapshot(mirror, storage_options=storage_options)
     side = quarantine_path(mirror, quarantine)
     tables = [mirror, *([side] if table_exists(side, storage_options=storage_options) else [])]
-    return tables + list(vocabulary_paths(snapshot.properties, location=snapshot.path).values())
+    vocabularies = vocabulary_paths(snapshot.properties, location=snapshot.path)
+    counts = [counts_path(mirror, column) for column in vocabularies]
+    counted = [path for path in counts if table_exists(path, storage_options=storage_options)]
+    return tables + list(vocabularies.values()) + counted
 
 
 def erase_physically(
@@ -50,7 +55,7 @@ def erase_physically(
     spark: SparkSession | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """For the mirror, its quarantine and its vocabularies: purge the rows deletion vectors hide
+    """For the mirror, its quarantine, its vocabularies and their value counts: purge the rows deletion vectors hide
     (``REORG TABLE ... APPLY (PURGE)``, which needs ``spark`` with Delta's jars) and vacuum the
     files older than ``retention_hours`` (by default each table's ``delta.deletedFileRetentionDuration``,
     7 days unless set; ``apply=False``: only list them); returns, per table,

@@ -1,5 +1,5 @@
 """Where a value of an id column is held: a tokenized table (a mirror), its quarantine, its
-vocabulary, and their files that storage still holds.
+vocabulary (and a mirror's value counts), and their files that storage still holds.
 
 [`find_value`][spark_mlt.batch.find.find_value] answers a data engineer's "is customer 42
 (alice@example.com) really gone?" after a sync deleted it (docs/sync.md: erasure step by step):
@@ -56,6 +56,7 @@ from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import InvalidIdError, MissingCodecError, MLTError, MLTTypeError, TableError, TableSchemaError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import TableSnapshot, pending_erasures, read_snapshot, table_exists, vocabulary_paths
+from spark_mlt.storage.counts import counts_path
 
 __all__ = ["find_value"]
 
@@ -168,6 +169,9 @@ def find_value(
     if keyed:
         vocabulary, ident, hits = _vocabulary(vocabularies[column], str(wanted), storage_options)
         found += hits
+        counted = counts_path(str(path), column)  # a mirror's value counts: their removed files
+        if table_exists(counted, storage_options=storage_options):
+            found.append(_search(read_snapshot(counted, storage_options=storage_options), _Match("key", str(wanted))))
     table, matched_on = _table(snapshot, column, wanted, ident, codec)
     found.append(table)
     side = quarantine_path(str(path), quarantine)

@@ -73,6 +73,33 @@ class JobReport:
     warnings: list[str] = field(default_factory=list)
     spark_jobs: dict[str, int] = field(default_factory=dict)
 
+    def add(self, later: JobReport) -> None:
+        """Add the report of a later part of the same run (a sync's next window): its row and
+        job counts, erased keys and phase timings to these; its codecs, layouts, write and
+        source version in place of these (where it has them); its warnings after these.
+
+        Example::
+
+            total = JobReport()
+            total.add(JobReport(rows_in=2, rows_out=2, source_version=8))  # total.rows_out == 2
+        """
+        self.rows_in += later.rows_in
+        self.rows_out += later.rows_out
+        self.rows_rejected += later.rows_rejected
+        self.rows_deleted += later.rows_deleted
+        if later.mismatches is not None:
+            self.mismatches = (self.mismatches or 0) + later.mismatches
+        for mine, theirs in ((self.erased, later.erased), (self.spark_jobs, later.spark_jobs)):
+            for name, count in theirs.items():
+                mine[name] = mine.get(name, 0) + count
+        for name, seconds in later.seconds.items():
+            self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+        self.codecs = later.codecs or self.codecs
+        self.layouts = later.layouts or self.layouts
+        self.write = later.write if later.write is not None else self.write
+        self.source_version = later.source_version if later.source_version is not None else self.source_version
+        self.warnings += [text for text in later.warnings if text not in self.warnings]
+
     def summary(self) -> str:
         """One line: rows in, out and rejected, mismatches, the table and version written."""
         if self.dry_run:

@@ -7,12 +7,13 @@ string keys through the mirror's own vocabularies):
 
 * **State.** The mirror records the source version it holds as a Delta application transaction,
   ``spark-mlt-sync:<the source table's id>`` (its ``metaData.id``), committed atomically with
-  the rows; the quarantine records the same under ``...:quarantine``. There is no other
-  checkpoint: a sync killed between any two commits and run again finds what landed and does
-  the rest (a commit the table holds is skipped).
+  the rows; the quarantine records the same under ``...:quarantine``, and each string column's
+  value counts under ``...:counts``. There is no other checkpoint: a sync killed between any
+  two commits and run again finds what landed and does the rest (a commit the table holds is
+  skipped; a window whose value counts landed is finished before the next, as counts add up).
 * **First run or full refresh.** The source at its latest version is tokenized into the mirror
   in one commit (an overwrite when it exists), its quarantine likewise, after checking that the
-  key is unique and never null.
+  key is unique and never null; then the value counts are counted anew.
 * **A window.** The change data feed of the versions after the one held, up to the latest
   ([`read_changes`][spark_mlt.storage.changes.read_changes]; checked first by
   [`check_feed`][spark_mlt.storage.changes.check_feed], which stops at a gap with the way
@@ -21,7 +22,10 @@ string keys through the mirror's own vocabularies):
   one version, or an insert of a key that exists (or a delete of one that does not), is refused,
   naming the key and version. The resulting rows are tokenized with the mirror's codecs and
   ``handle_invalid``; then, in this order, each step idempotent: new string keys into the
-  vocabularies, keys that no row holds any more out of them
+  vocabularies, each string column's value counts changed by the rows the window replaces and
+  writes ([`spark_mlt.storage.counts`][spark_mlt.storage.counts]: how many rows of the mirror
+  and its quarantine hold each value, so that no step reads the rows of other keys), the values
+  the window's changes carried that no row holds any more (none counted) out of the vocabularies
   ([`erase_keys`][spark_mlt.storage.vocabulary.erase_keys]), the quarantine's rows of the keys
   replaced, the mirror's rows of the keys replaced
   ([`replace_keys`][spark_mlt.storage.replace.replace_keys]: delta-spark's ``MERGE``, or a
@@ -39,8 +43,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
+import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -52,15 +57,15 @@ from spark_mlt.batch.report import JobReport, counted_jobs, phase
 from spark_mlt.batch.thresholds import check_rejected, warn_capacity
 from spark_mlt.batch.tokenize import (
     REASON_COLUMN,
-    _key_ids,
-    _vocabulary_of,
     check_names,
     check_output,
     fit_job_codecs,
     job_backend,
     job_tokens,
+    key_ids,
     split_invalid,
     tokenize_frame,
+    vocabulary_path,
 )
 from spark_mlt.batch.window import check_changes, last_rows, read_window
 from spark_mlt.capabilities import Capabilities
@@ -74,6 +79,7 @@ from spark_mlt.storage import (
     TableSnapshot,
     WriteMode,
     WriteOptions,
+    nullable_type,
     read_delta,
     read_snapshot,
     snapshot_for_write,
@@ -81,9 +87,9 @@ from spark_mlt.storage import (
     token_write_options,
     write_delta,
 )
-from spark_mlt.storage._plan import _nullable
 from spark_mlt.storage.catalog import Backend, resolve_location
 from spark_mlt.storage.changes import FULL_REFRESH, check_feed, read_changes
+from spark_mlt.storage.counts import change_counts, counts_path, held_values, value_counts, write_counts
 from spark_mlt.storage.properties import NEVER
 from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
@@ -173,7 +179,7 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
     held = None if mirror is None else mirror.transaction_version(app)
     if refresh or mirror is None or (held is None and mirror.created_empty):
         with counted_jobs(spark, report, "full refresh"):
-            _refresh(run, source=source, mirror=mirror, app=app)
+            report.add(_refresh(run, source=source, mirror=mirror, app=app))
     elif held is None:
         raise MLTError(
             f"output: the mirror {run.output} holds no sync of the source {source.path} (table id "
@@ -186,8 +192,14 @@ def _sync_once(run: _Run, *, refresh: bool) -> None:
         report.source_version = held
         return
     else:
-        with counted_jobs(spark, report, "window"):
-            _apply_window(run, mirror=mirror, after=held, source=source, app=app)
+        while True:  # a window whose counts landed before its mirror's commit is finished first
+            with counted_jobs(spark, report, "window"):
+                window = _apply_window(run, mirror=mirror, after=held, source=source, app=app)
+            report.add(window)
+            held = window.source_version
+            if held is None or held >= source.version:
+                break
+            mirror = read_snapshot(run.output, storage_options=options.storage_options)
     log.info(
         "sync: %s now holds source version %s (%.1f s): %s",
         run.output,
@@ -247,9 +259,12 @@ def check_sync(run: _Run, source: TableSnapshot, mirror: TableSnapshot | None, *
         )
 
 
-def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, app: str) -> None:
-    """The mirror rebuilt from the source at its version, in one commit (and its quarantine's)."""
-    spark, options, report = run.spark, run.options, run.report
+def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, app: str) -> JobReport:
+    """The mirror rebuilt from the source at its version, in one commit (and its quarantine's);
+    returns what it did."""
+    report = JobReport(capabilities=run.report.capabilities)
+    run = dataclasses.replace(run, report=report)
+    spark, options = run.spark, run.options
     version = source.version
     if mirror is not None:
         _check_columns(mirror, source, run.columns)
@@ -262,7 +277,7 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             deleted = _deleted_by_refresh(run, rows, mirror) if mirror is not None else 0
         # before the mirror's commit: a run killed after it finds nothing left to do
         with phase(report, "erase"):
-            _add_erased(report, _erase_absent(spark, rows, run.output, run.columns, options))
+            erased = _erase_absent(spark, rows, run.output, run.columns, options)
         mode: WriteMode = "overwrite" if mirror is not None else "error"
         snapshot = snapshot_for_write(
             run.output, mode, storage_options=options.storage_options, spark=spark, backend=backend
@@ -287,11 +302,20 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             files=_mirror_files(options),
             kept_ids=options.key,
         )
+        # after the mirror's commit: a sync stopped before these counts anew at its next window
+        for column in _counted_columns(source, run.columns):
+            held = rows.select(F.col(identifier(column)).alias("key"))
+            if options.handle_invalid == "skip":  # the rows the mirror holds, the skipped ones left out
+                held = _held_keys(run, column, [read_snapshot(run.output, storage_options=options.storage_options)])
+            _write_counts(run, counts_path(run.output, column), value_counts(held, "key"), app=app, version=version)
     finally:
         rows.unpersist()
-    _add(report, done, version)
+    report.add(done)
+    report.rows_in = report.rows_out + report.rows_rejected
+    report.source_version, report.erased = version, erased
     if done.write is not None and not done.write.skipped:
-        report.rows_deleted += deleted
+        report.rows_deleted = deleted
+    return report
 
 
 def _deleted_by_refresh(run: _Run, rows: DataFrame, mirror: TableSnapshot) -> int:
@@ -320,9 +344,9 @@ def _check_columns(mirror: TableSnapshot, source: TableSnapshot, columns: Sequen
     its overwrite keeps the mirror's schema, and would fail only after the vocabularies were
     changed. Checked before anything is written."""
     tokens = {f"{c}{TOKEN_SUFFIX}" for c in columns}
-    held = [(f.name, _nullable(f.type)) for f in mirror.schema if f.name not in tokens]
+    held = [(f.name, nullable_type(f.type)) for f in mirror.schema if f.name not in tokens]
     left_out = {c for c in columns if c not in mirror.schema.names}  # drop_ids
-    now = [(f.name, _nullable(f.type)) for f in source.schema if f.name not in left_out]
+    now = [(f.name, nullable_type(f.type)) for f in source.schema if f.name not in left_out]
     if dict(held) != dict(now):  # the order aside: a partitioned mirror may hold its partition columns last
         raise MLTError(
             f"output: the source {source.path}'s columns changed since the mirror {mirror.path} was written "
@@ -361,15 +385,21 @@ def _key_text(row: object, key: Sequence[str]) -> str:
     return ", ".join(f"{c}={row[c]!r}" for c in key)  # type: ignore[index]
 
 
-def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: TableSnapshot, app: str) -> None:
-    """The changes of the source's versions ``after + 1 ..`` its latest, applied to the mirror
-    (see the module's notes), in a clone of the session (its settings stay off the user's)."""
+def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: TableSnapshot, app: str) -> JobReport:
+    """The changes of the source's versions ``after + 1 ..`` its latest (or the end of a window
+    whose value counts landed and whose mirror commit did not), applied to the mirror (see the
+    module's notes), in a clone of the session (its settings stay off the user's); returns what
+    it did (its ``source_version``: the version the mirror holds now)."""
     own = clone_session(run.spark)
+    report = JobReport(capabilities=run.report.capabilities)
+    run = dataclasses.replace(run, spark=own or run.spark, report=report)
     if own is not None:
-        run = dataclasses.replace(run, spark=own)
         _log_partitions(own)
-    spark, options, report = run.spark, run.options, run.report
-    until = source.version
+    spark, options = run.spark, run.options
+    quarantine = _quarantine(run)
+    with phase(report, "value counts"):
+        counts = _window_counts(run, mirror, quarantine, source, app=app, after=after)
+    until = _window_end(counts, app=app, after=after, latest=source.version)
     with phase(report, "read the feed"):
         feed = check_feed(
             source.path, after, until, storage_options=options.storage_options, spark_version=spark.version
@@ -382,7 +412,6 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
     try:
         window = read_window(changes, options.key)
         keys = window.keys().persist(_KEEP_LEVEL)
-        quarantine = _quarantine(run)
         # the rows of the files that can hold the keys
         values = window.values  # (built once: up to a million keys)
         keyed = key_rows(spark, mirror, keys, options.key, backend=run.backend, values=values, key_count=window.rows)
@@ -402,7 +431,18 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         final = last_rows(changes, options.key, names=source.schema.names)
         tokens, good, rejected = _tokens(run, final, mirror)
         with phase(report, "erase"):
-            _add_erased(report, _erase_dropped(run, final, [keyed, side], changes))
+            report.erased = _count_and_erase(
+                run,
+                counts,
+                tokens,
+                replaced=[keyed.held, held],
+                tables=[mirror, quarantine],
+                changes=changes,
+                app=app,
+                after=after,
+                until=until,
+                key_count=window.rows,
+            )
         written = _written(tokens)
         if rejected is not None and not written[1] and _untouched(side):
             rejected = None  # no quarantined row, and none of its rows to replace: no commit
@@ -420,6 +460,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             )
         _count(report, written, deleted)
         report.source_version = until
+        return report
     finally:
         changes.unpersist()
         if keys is not None:
@@ -443,7 +484,7 @@ def _tokens(run: _Run, final: DataFrame, mirror: TableSnapshot) -> tuple[DataFra
     ones (None without a quarantine column)."""
     spark, options, report = run.spark, run.options, run.report
     with phase(report, "vocabularies"):
-        with_ids, sources, _ = _key_ids(spark, final, run.columns, run.output, options, codecs=mirror.codecs)
+        with_ids, sources, _ = key_ids(spark, final, run.columns, run.output, options, codecs=mirror.codecs)
     fit_job_codecs(report, with_ids, run.columns, options, mirror, sources=sources)
     tokens = job_tokens(with_ids, report, options, sources).persist(_KEEP_LEVEL)
     if REASON_COLUMN not in tokens.columns:
@@ -553,15 +594,25 @@ def _commit_window(
 
 def _held_at(run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, after: int) -> DataFrame | None:
     """The quarantine's rows of the window's keys as they were when the mirror reached version
-    ``after``: ``side``'s, unless a sync stopped between the quarantine's commit of a window and
-    the mirror's left the quarantine ahead; then those of its version before the first such
-    commit (none: that commit created it). What the window's changes are checked against."""
+    ``after`` (see `_quarantine_at`): what the window's changes are checked against."""
     if side is None:
         return None
-    quarantine = side.snapshot
+    before = _quarantine_at(run, side.snapshot, app=app, after=after)
+    if before is None:
+        return None
+    if before is side.snapshot:
+        return side.held
+    return key_rows(run.spark, before, keys, side.key, backend=side.backend).held
+
+
+def _quarantine_at(run: _Run, quarantine: TableSnapshot, *, app: str, after: int) -> TableSnapshot | None:
+    """The quarantine's version that goes with the mirror's source version ``after``:
+    ``quarantine`` itself, unless a sync stopped between the quarantine's commit of a window and
+    the mirror's left it ahead; then its version before the first such commit (None: that
+    commit created it)."""
     reached = quarantine.transaction_version(f"{app}:quarantine")
     if reached is None or reached <= after:
-        return side.held
+        return quarantine
     first = quarantine.version
     for commit in quarantine.commits():  # newest first: the commits ahead of the mirror, then older ones
         version = commit.metadata.get("spark_mlt.source_version")
@@ -570,8 +621,7 @@ def _held_at(run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, af
         first = commit.version
     if first == 0:
         return None
-    before = read_snapshot(quarantine.path, version=first - 1, storage_options=run.options.storage_options)
-    return key_rows(run.spark, before, keys, side.key, backend=side.backend).held
+    return read_snapshot(quarantine.path, version=first - 1, storage_options=run.options.storage_options)
 
 
 def _written(tokens: DataFrame) -> tuple[int, int]:
@@ -586,13 +636,11 @@ def _written(tokens: DataFrame) -> tuple[int, int]:
 
 
 def _count(report: JobReport, written: tuple[int, int], deleted: int) -> None:
-    """Add a window's rows (``written``: all and rejected) and deleted keys to ``report``,
+    """A window's rows (``written``: all and rejected) and deleted keys into its ``report``,
     unless its commit was there already."""
     rows, rejected = written
     if report.write is not None and not report.write.skipped:
-        report.rows_out += rows - rejected
-        report.rows_rejected += rejected
-        report.rows_deleted += deleted
+        report.rows_out, report.rows_rejected, report.rows_deleted = rows - rejected, rejected, deleted
     report.rows_in = report.rows_out + report.rows_rejected
 
 
@@ -601,28 +649,140 @@ def _string_columns(rows: DataFrame, columns: Sequence[str]) -> list[str]:
     return [c for c in columns if types[c] == "string"]
 
 
-def _erase_dropped(
-    run: _Run, final: DataFrame, parts: Sequence[KeyedRows | None], changes: DataFrame
+#: What follows a sync's application transaction id in its mirror's value counts'.
+_COUNTS = ":counts"
+
+
+@dataclasses.dataclass(frozen=True)
+class _Counts:
+    """A string column's value counts (`spark_mlt.storage.counts`) as a window found them: how
+    many rows of the mirror and its quarantine hold each value."""
+
+    column: str
+    path: str
+    vocabulary: str
+    snapshot: TableSnapshot
+
+
+def _counted_columns(source: TableSnapshot, columns: Sequence[str]) -> list[str]:
+    """The string columns among ``columns`` of the source (the ones with vocabularies)."""
+    kinds = {f.name: f.type for f in source.schema}
+    return [
+        c
+        for c in columns
+        if pa.types.is_string(kinds[c])
+        or pa.types.is_large_string(kinds[c])
+        or getattr(pa.types, "is_string_view", lambda _: False)(kinds[c])
+    ]
+
+
+def _window_counts(
+    run: _Run, mirror: TableSnapshot, quarantine: TableSnapshot | None, source: TableSnapshot, *, app: str, after: int
+) -> list[_Counts]:
+    """Each string column's value counts as the window finds them: rebuilt first from the
+    mirror and its quarantine (read whole, once) where there are none or they count an older
+    version than the mirror holds (a full refresh stopped before its counts)."""
+    found = []
+    for column in _counted_columns(source, run.columns):
+        path = counts_path(run.output, column)
+        vocabulary = vocabulary_path(run.output, column, run.options)
+        storage = run.options.storage_options
+        snapshot = read_snapshot(path, storage_options=storage) if table_exists(path, storage_options=storage) else None
+        counted = None if snapshot is None else snapshot.transaction_version(app + _COUNTS)
+        if snapshot is None or counted is None or counted < after:
+            log.info("sync: counting the values of %s in %s (once)", column, run.output)
+            side = None if quarantine is None else _quarantine_at(run, quarantine, app=app, after=after)
+            held = _held_keys(run, column, [t for t in (mirror, side) if t is not None])
+            snapshot = _write_counts(run, path, value_counts(held, "key"), app=app, version=after)
+        found.append(_Counts(column, path, vocabulary, snapshot))
+    return found
+
+
+def _held_keys(run: _Run, column: str, tables: Sequence[TableSnapshot]) -> DataFrame:
+    """The values (as ``key``) of string key column ``column`` in every row of ``tables``."""
+    vocabulary = vocabulary_path(run.output, column, run.options)
+    rows = [read_snapshot_rows(run.spark, t, backend=run.backend) for t in tables]
+    return _union([_keys_of(run, r, t, column, vocabulary) for r, t in zip(rows, tables, strict=True)])
+
+
+def _write_counts(run: _Run, path: str, counts: DataFrame, *, app: str, version: int) -> TableSnapshot:
+    """``counts`` as the value counts at ``path`` of the mirror at source version ``version``."""
+    storage = run.options.storage_options
+    write_counts(
+        counts,
+        path,
+        transaction=AppTransaction(app + _COUNTS, version, exact=True),
+        commit_info={
+            "spark_mlt.job": "sync",
+            "spark_mlt.counts_of": run.output,
+            "spark_mlt.source_version": str(version),
+        },
+        max_file_rows=run.options.file_rows,
+        storage_options=storage,
+        backend=run.backend,
+    )
+    return read_snapshot(path, storage_options=storage)
+
+
+def _window_end(counts: Sequence[_Counts], *, app: str, after: int, latest: int) -> int:
+    """The source version a window ends at: the latest, unless a window's value counts landed and
+    its mirror's commit did not (a sync stopped between them): that window, finished first, as
+    its counts were changed once and for it alone."""
+    ahead = [v for c in counts if (v := c.snapshot.transaction_version(app + _COUNTS)) is not None and v > after]
+    return max(ahead) if ahead else latest
+
+
+def _count_and_erase(
+    run: _Run,
+    counts: Sequence[_Counts],
+    tokens: DataFrame,
+    *,
+    replaced: Sequence[DataFrame | None],
+    tables: Sequence[TableSnapshot | None],
+    changes: DataFrame,
+    app: str,
+    after: int,
+    until: int,
+    key_count: int,
 ) -> dict[str, int]:
-    """Erase from each string column's vocabulary the values the mirror's (and quarantine's)
-    rows of the window's keys held, or the window's changes carried (a run killed after its
-    vocabulary appends gave its new rows' values ids), that no row holds after it: not in the
-    new rows, nor in any row outside the window's keys."""
+    """A window's change of each string column's value counts: the values of the rows it
+    replaces (``replaced``: the mirror's and the quarantine's rows of its keys, of ``tables``)
+    out, those of its rows the mirror or the quarantine will hold (``tokens``) in, as one
+    commit each. Then the values the window's changes carried that no row holds any more (none
+    counted) are erased from the vocabularies. Returns the values erased per column."""
     spark, options = run.spark, run.options
-    held = [part for part in parts if part is not None]
     erased: dict[str, int] = {}
-    for column in _string_columns(final, run.columns):
-        c = identifier(column)
-        path = _vocabulary_of(run.output, column, options)
-        seen = [_keys_of(run, part.held, part.snapshot, column, path) for part in held]
-        seen.append(changes.select(F.col(c).alias("key")))
-        dropped = _union(seen).where("key IS NOT NULL")
-        dropped = dropped.distinct().join(final.select(F.col(c).alias("key")), "key", "left_anti")
-        if not dropped.limit(1).collect():
-            continue
-        others = [_keys_of(run, _outside(spark, part), part.snapshot, column, path) for part in held]
-        dropped = dropped.join(_union(others), "key", "left_anti")
-        erased[column] = erase_keys(spark, path, dropped, storage_options=options.storage_options)
+    if not counts:
+        return erased
+    new = tokens
+    if options.handle_invalid != "quarantine" and REASON_COLUMN in tokens.columns:
+        new = tokens.where(F.col(REASON_COLUMN).isNull())  # the skipped rows: held nowhere
+    transaction = AppTransaction(app + _COUNTS, until, after=after, exact=True)
+    info = {"spark_mlt.job": "sync", "spark_mlt.counts_of": run.output, "spark_mlt.source_version": str(until)}
+    for count in counts:
+        c = identifier(count.column)
+        old = [
+            _keys_of(run, rows, table, count.column, count.vocabulary)
+            for rows, table in zip(replaced, tables, strict=True)
+            if rows is not None and table is not None
+        ]
+        change = held_values(_union(old), new.select(F.col(c).alias("key")))
+        change_counts(
+            spark,
+            count.snapshot,
+            change,
+            transaction=transaction,
+            commit_info=info,
+            max_file_rows=options.file_rows,
+            backend=run.backend,
+            key_count=2 * key_count,
+        )
+        now = read_snapshot(count.path, storage_options=options.storage_options)
+        carried = changes.select(F.col(c).cast("string").alias("key")).where("key IS NOT NULL")
+        kept = key_rows(spark, now, carried, ["key"], backend=run.backend, key_count=key_count).held
+        gone = carried.distinct().join(kept.select("key"), "key", "left_anti")
+        if gone.limit(1).collect():
+            erased[count.column] = erase_keys(spark, count.vocabulary, gone, storage_options=options.storage_options)
     return erased
 
 
@@ -639,12 +799,6 @@ def _keys_of(run: _Run, rows: DataFrame, table: TableSnapshot, column: str, voca
     return ids.join(known.select(F.col("id").alias("__id"), "key"), "__id").select("key")
 
 
-def _outside(spark: SparkSession, part: KeyedRows) -> DataFrame:
-    """The rows of ``part``'s table outside the window's keys."""
-    rows = read_snapshot_rows(spark, part.snapshot, backend=part.backend)
-    return rows.join(part.keys, list(part.key), "left_anti")
-
-
 def _union(frames: Sequence[DataFrame]) -> DataFrame:
     out = frames[0]
     for frame in frames[1:]:
@@ -658,7 +812,7 @@ def _erase_absent(
     """A full refresh's erasure: each string column's vocabulary keys that no source row holds."""
     erased: dict[str, int] = {}
     for column in _string_columns(rows, columns):
-        path = _vocabulary_of(output, column, options)
+        path = vocabulary_path(output, column, options)
         if not table_exists(path, storage_options=options.storage_options):
             continue
         vocabulary = read_delta(spark, path, storage_options=options.storage_options)
@@ -666,18 +820,3 @@ def _erase_absent(
         absent = vocabulary.where("key IS NOT NULL").select("key").join(present, "key", "left_anti")
         erased[column] = erase_keys(spark, path, absent, storage_options=options.storage_options)
     return erased
-
-
-def _add_erased(report: JobReport, erased: Mapping[str, int]) -> None:
-    """Add a window's (or refresh's) erased keys per column to ``report``, which sums every
-    window of an interval sync, as its row counts do."""
-    for column, count in erased.items():
-        report.erased[column] = report.erased.get(column, 0) + count
-
-
-def _add(total: JobReport, done: JobReport, version: int) -> None:
-    total.codecs, total.layouts, total.write = done.codecs, done.layouts, done.write
-    total.rows_out += done.rows_out
-    total.rows_rejected += done.rows_rejected
-    total.rows_in = total.rows_out + total.rows_rejected
-    total.source_version = version

@@ -57,11 +57,13 @@ __all__ = [
     "fit_job_codecs",
     "job_backend",
     "job_tokens",
+    "key_ids",
     "resolve_layouts",
     "split_invalid",
     "tokenize_dataframe",
     "tokenize_frame",
     "tokenize_table",
+    "vocabulary_path",
     "write_tokens",
 ]
 
@@ -358,7 +360,7 @@ def _read_input(spark: SparkSession, input: str, options: TokenizeOptions) -> Da
     return reader.format(options.input_format).load(input)
 
 
-def _key_ids(
+def key_ids(
     spark: SparkSession,
     df: DataFrame,
     columns: Sequence[str],
@@ -375,7 +377,7 @@ def _key_ids(
     sources = {c: f"__{c}_id" for c in columns if types[c] == "string"}
     paths = {}
     for column, id_column in sources.items():
-        path = _vocabulary_of(output, column, options)
+        path = vocabulary_path(output, column, options)
         codec = (codecs or {}).get(column) if options.handle_invalid == "error" and not options.resize else None
         df = assign_ids(
             spark,
@@ -393,20 +395,20 @@ def _key_ids(
 def _planned_key_ids(
     spark: SparkSession, df: DataFrame, columns: Sequence[str], output: str, options: TokenizeOptions
 ) -> tuple[DataFrame, dict[str, str]]:
-    """A dry run's stand-in for [`_key_ids`][spark_mlt.batch.tokenize._key_ids]: each key column's
+    """A dry run's stand-in for [`key_ids`][spark_mlt.batch.tokenize.key_ids]: each key column's
     id column holds the largest id its vocabulary would hold after the run, so the codecs size as a
     real run's; nothing is written."""
     types = dict(df.dtypes)
     sources = {c: f"__{c}_id" for c in columns if types[c] == "string"}
     for column, id_column in sources.items():
         size = planned_size(
-            spark, df, column, _vocabulary_of(output, column, options), storage_options=options.storage_options
+            spark, df, column, vocabulary_path(output, column, options), storage_options=options.storage_options
         )
         df = df.withColumn(id_column, F.lit(size - 1 if size else None).cast("bigint"))
     return df, sources
 
 
-def _vocabulary_of(output: str, column: str, options: TokenizeOptions) -> str:
+def vocabulary_path(output: str, column: str, options: TokenizeOptions) -> str:
     """Where the vocabulary of key column ``column`` lives: ``<vocabulary_dir>/<column>``, by
     default ``<output>_vocab/<column>``; for a catalog table ``output`` the table
     ``<output>_vocab_<column>`` next to it."""
@@ -608,7 +610,7 @@ def tokenize_frame(
     info = dict(commit_info or {})
     check_output(snapshot, df.columns, columns, opts, kept_ids=kept_ids)
     with phase(report, "vocabularies"):
-        df, sources, properties = _key_ids(
+        df, sources, properties = key_ids(
             df.sparkSession, df, columns, output, opts, codecs=snapshot.codecs if snapshot is not None else None
         )
     fit_job_codecs(report, df, columns, opts, snapshot, sources=sources)

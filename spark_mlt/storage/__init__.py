@@ -48,7 +48,7 @@ from spark_mlt.errors import (
     TableSchemaError,
     VocabularyError,
 )
-from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode
+from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode, nullable_type
 from spark_mlt.storage.catalog import is_table_name, use_delta_spark
 from spark_mlt.storage.changes import check_feed, read_changes
 from spark_mlt.storage.maintenance import orphan_files, pending_erasures, vacuum
@@ -122,6 +122,7 @@ __all__ = [
     "is_table_name",
     "key_rows",
     "keys_for_ids",
+    "nullable_type",
     "orphan_files",
     "pending_erasures",
     "planned_size",

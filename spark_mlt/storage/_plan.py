@@ -139,7 +139,8 @@ def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
 
     Nullability is not compared, at any depth: a nullable DataFrame column or field goes into a
     NOT NULL one of the table, whose rule then checks each row (as delta-spark does)."""
-    if [(f.name, _nullable(f.type)) for f in snapshot.schema] != [(f.name, _nullable(f.type)) for f in arrow_schema]:
+    held, given = ([(f.name, nullable_type(f.type)) for f in schema] for schema in (snapshot.schema, arrow_schema))
+    if held != given:
         raise TableSchemaError(
             f"df: the DataFrame's schema does not match the table at {snapshot.path}:\n"
             f"  table:     {snapshot.schema.to_string(show_schema_metadata=False)}\n"
@@ -149,14 +150,21 @@ def check_schema(snapshot: TableSnapshot, arrow_schema: pa.Schema) -> list[str]:
     return list(snapshot.partition_columns)
 
 
-def _nullable(kind: pa.DataType) -> pa.DataType:
-    """``kind`` with every field, element and map value nullable."""
+def nullable_type(kind: pa.DataType) -> pa.DataType:
+    """``kind`` with every field, element and map value nullable: types compared as Delta
+    compares them (a column's nullability aside).
+
+    Example::
+
+        >>> nullable_type(pa.list_(pa.field("item", pa.int64(), nullable=False))) == pa.list_(pa.int64())
+        True
+    """
     if pa.types.is_struct(kind):
-        return pa.struct([pa.field(f.name, _nullable(f.type)) for f in kind])
+        return pa.struct([pa.field(f.name, nullable_type(f.type)) for f in kind])
     if pa.types.is_large_list(kind):
-        return pa.large_list(_nullable(kind.value_type))
+        return pa.large_list(nullable_type(kind.value_type))
     if pa.types.is_list(kind):
-        return pa.list_(_nullable(kind.value_type))
+        return pa.list_(nullable_type(kind.value_type))
     if pa.types.is_map(kind):
-        return pa.map_(_nullable(kind.key_type), _nullable(kind.item_type))
+        return pa.map_(nullable_type(kind.key_type), nullable_type(kind.item_type))
     return kind

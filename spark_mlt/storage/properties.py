@@ -257,11 +257,17 @@ class AppTransaction:
     #: the mirror held; ``NEVER``: none yet): it commits only while the table still records it.
     #: None: no such check.
     after: int | None = None
+    #: Whether only this very version holds the write, not a later one: a write that adds to
+    #: the table (a window's change of its value counts) rather than sets it; a table at a later
+    #: version of the writer took another window's change instead, and the write is refused.
+    exact: bool = False
 
     def recorded_in(self, table_version: int | None) -> bool:
         """Whether a table whose transaction version for ``app_id`` is ``table_version``
         (None: never written by it) already holds this write."""
-        return table_version is not None and table_version >= self.version
+        if table_version is None:
+            return False
+        return table_version == self.version if self.exact else table_version >= self.version
 
     def check_base(self, table_version: int | None, location: str) -> None:
         """Refuses a write planned from version ``after`` of ``app_id`` when the table records

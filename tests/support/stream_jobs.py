@@ -34,13 +34,13 @@ def _die() -> None:
 
 def _arm(kill_at: str, output: str) -> None:
     if kill_at == "vocabulary":
-        key_ids = tokenize_module._key_ids
+        key_ids = tokenize_module.key_ids
 
         def key_ids_then_die(*args: Any, **kwargs: Any) -> Any:
             key_ids(*args, **kwargs)
             _die()
 
-        tokenize_module._key_ids = key_ids_then_die  # type: ignore[assignment]
+        tokenize_module.key_ids = key_ids_then_die  # type: ignore[assignment]
     elif kill_at == "before-commit":
         commit = deltalake.DeltaTable.create_write_transaction
 

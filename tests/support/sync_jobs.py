@@ -8,6 +8,8 @@ vocabulary; invalid ids to the quarantine), printing the report as one JSON line
 given, kills the process the first time the run gets there:
 
 * ``vocabulary``: a window's vocabulary appends are committed, nothing else of it is;
+* ``counts``: a window's change of the value counts is committed, nothing after it is (a
+  later run finishes that window first);
 * ``erasure``: a window's vocabulary erasure is committed (``erase_keys`` erased a key), its
   quarantine's and mirror's commits are not;
 * ``quarantine``: a window's quarantine commit is made, the mirror's is not;
@@ -48,13 +50,23 @@ def _local(uri: str) -> str:
 def _arm(kill_at: str, output: str) -> None:
     names = vars(sync_module)  # the names sync.py calls its steps by: replacing one here replaces its calls
     if kill_at == "vocabulary":
-        key_ids = names["_key_ids"]
+        key_ids = names["key_ids"]
 
         def key_ids_then_die(*args: Any, **kwargs: Any) -> Any:
             key_ids(*args, **kwargs)
             _die()
 
-        names["_key_ids"] = key_ids_then_die
+        names["key_ids"] = key_ids_then_die
+    elif kill_at == "counts":
+        change_counts = names["change_counts"]
+
+        def count_then_die(*args: Any, **kwargs: Any) -> Any:
+            result = change_counts(*args, **kwargs)
+            if not result.skipped:
+                _die()
+            return result
+
+        names["change_counts"] = count_then_die
     elif kill_at == "erasure":
         erase_keys = names["erase_keys"]
 
