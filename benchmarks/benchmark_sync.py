@@ -94,7 +94,7 @@ def _orders(spark: SparkSession, start: int, end: int, parts: int, *, strings: b
         (F.abs(F.xxhash64(ids, F.lit(1))) % 100_000 / 100.0).alias("amount"),
         F.lit("placed").alias("status"),
     )
-    return orders.withColumn(STRING, F.concat(F.lit("c"), customer.cast("string"))) if strings else orders
+    return orders.withColumn(STRING, F.concat(F.lit("c"), F.col("customer_id").cast("string"))) if strings else orders
 
 
 @dataclass(frozen=True)
@@ -275,8 +275,10 @@ class Memory:
 
 @dataclass
 class Probe:
-    """Times of the steps of a sync that no ``JobReport`` phase holds whole, and the candidates."""
+    """Times of the steps of a sync that no ``JobReport`` phase holds whole, and the candidates
+    (the files of the mirror at ``mirror`` that can hold a changed key)."""
 
+    mirror: str
     seconds: dict[str, float] = field(default_factory=dict)
     candidates: int = 0
     candidate_rows: int = 0
@@ -302,12 +304,16 @@ class Probe:
                 result = function(*args, **kwargs)
             finally:
                 self.seconds[label] = self.seconds.get(label, 0.0) + time.perf_counter() - started
-            if label == SEARCH:
+            if label == SEARCH and _same_path(result.snapshot.path, self.mirror):
                 self.candidates += len(result.candidates)
                 self.candidate_rows += result.candidate_rows or 0
             return result
 
         return run
+
+
+def _same_path(location: str, path: str) -> bool:
+    return os.path.realpath(location.removeprefix("file://")) == os.path.realpath(path)
 
 
 def _files(path: str) -> tuple[int, float]:
@@ -421,7 +427,7 @@ class Bench:
             applied = apply_change(spark, source, change, strings=self.strings)
             if self.anchor:
                 self._anchors(change, source, size, after, applied)
-            probe = Probe()
+            probe = Probe(mirror)
             before = memory.reset()
             with probe.installed():
                 sync_s, report = _timed(lambda: sync_table(spark, source, mirror, self.columns, self.options(size)))

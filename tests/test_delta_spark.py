@@ -283,6 +283,19 @@ def test_tokenize_with_quarantine_and_a_vocabulary_then_decode_inspect_vacuum(
     assert decode_table(spark, output, DecodeOptions(verify=True)).mismatches == 0
 
 
+def test_a_tokenize_that_quarantines_no_row_commits_its_table(spark: SparkSession, tmp_path: Path) -> None:
+    """Delta records no commit for an append of no rows (``skipRecordingEmptyCommits``): the
+    quarantine's empty write is nothing written, not a lost commit, with a run id or without."""
+    source = str(tmp_path / "orders.parquet")
+    spark.createDataFrame([(1, "a"), (2, "b")], "customer_id bigint, note string").write.parquet(source)
+    for run_id in (None, "day-1"):
+        output = str(tmp_path / f"orders_mlt_{run_id}")
+        options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", run_id=run_id)
+        report = tokenize_table(spark, source, output, ["customer_id"], options)
+        assert (report.rows_out, report.rows_rejected, report.write and report.write.version) == (2, 0, 1)
+        assert read_delta(spark, f"{output}_quarantine").count() == 0
+
+
 # Catalog tables: Spark's own session catalog (Delta's), its warehouse under tmp (conftest)
 
 

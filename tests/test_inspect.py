@@ -112,6 +112,7 @@ def test_inspect_shows_the_source_version_a_mirror_holds_and_when_it_got_there(m
     assert sync["last_full_refresh"] == {"version": version, "timestamp": at, "source_version": 0}
     assert sync["next_window"] == "up to date"
     assert sync["quarantine"] == {"path": f"{mirrored.mirror}_quarantine", "source_version": 0}
+    assert sync["value_counts"] == {"email": {"path": f"{mirrored.mirror}_counts/email", "source_version": 0}}
 
 
 def test_a_source_version_the_mirror_lacks_is_the_next_window(mirrored: _Mirror) -> None:
@@ -123,6 +124,7 @@ def test_a_source_version_the_mirror_lacks_is_the_next_window(mirrored: _Mirror)
     assert (sync["source_version"], sync["mirror_version"], sync["synced_at"]) == (1, version, at)
     assert sync["next_window"] == "up to date"
     assert sync["last_full_refresh"] == mirrored.created["sync"]["last_full_refresh"]
+    assert sync["value_counts"]["email"]["source_version"] == 1  # the window's change of them
 
 
 def test_a_replaced_source_asks_for_a_full_refresh(mirrored: _Mirror) -> None:

@@ -26,8 +26,16 @@ from spark_mlt.column import token_layouts
 from spark_mlt.delta.actions import Txn
 from spark_mlt.delta.log import Commit
 from spark_mlt.errors import ChangeFeedError, MissingTableError, MLTError
-from spark_mlt.storage import TableSnapshot, check_feed, is_table_name, read_snapshot, table_exists
+from spark_mlt.storage import (
+    TableSnapshot,
+    check_feed,
+    is_table_name,
+    read_snapshot,
+    table_exists,
+    vocabulary_paths,
+)
 from spark_mlt.storage.changes import FULL_REFRESH
+from spark_mlt.storage.counts import counts_path
 from spark_mlt.storage.maintenance import pending_erasures
 
 __all__ = ["inspect_table"]
@@ -55,8 +63,9 @@ def inspect_table(path: str, *, history: int = 10, storage_options: Mapping[str,
     ``last_full_refresh`` (``version``, ``timestamp``, ``source_version`` of the newest full
     refresh in the commits read, or None), ``next_window`` (``"up to date"``, ``{"from", "to"}``
     with ``blocked`` when the source's change data feed cannot cover it, or a sentence: the
-    source was replaced, or cannot be read here) and ``quarantine`` (``path`` and the
-    ``source_version`` it holds).
+    source was replaced, or cannot be read here), ``quarantine`` (``path`` and the
+    ``source_version`` it holds) and ``value_counts`` (per string column, the ``path`` and the
+    ``source_version`` of its value counts, with a ``note`` when they are not the mirror's).
 
     Raises:
         MissingTableError: no Delta table at ``path`` (a FileNotFoundError).
@@ -118,6 +127,8 @@ def _capacity(snapshot: TableSnapshot, *, mirror: bool) -> dict[str, dict[str, A
 
 #: The suffix of a mirror's sync application id in its quarantine (``spark_mlt.batch.sync``).
 _QUARANTINE = ":quarantine"
+#: The suffix of a mirror's sync application id in its value counts (``spark_mlt.batch.sync``).
+_COUNTS = ":counts"
 #: The commit metadata value of a sync's full refresh.
 _FULL_REFRESH = "full refresh"
 
@@ -156,6 +167,10 @@ def _sync_state(
         "last_full_refresh": None if refresh is None else _refresh_entry(refresh),
         "next_window": _next_window(source, source_id, held, storage_options),
         "quarantine": _quarantine(path, app, held, storage_options),
+        "value_counts": {
+            column: _value_counts(counts_path(path, column), app, held, storage_options)
+            for column in vocabulary_paths(snapshot.properties, location=snapshot.path)
+        },
     }
 
 
@@ -219,6 +234,29 @@ def _source_snapshot(source: str | None, storage_options: Mapping[str, str] | No
         return f"unknown: no Delta table at the source {source} (a relative path is relative to where the sync ran)"
     except MLTError as error:  # a name the session cannot resolve, a store that refuses
         return f"unknown: the source {source} cannot be read without Spark (inspect starts none): {error}"
+
+
+def _value_counts(path: str, app: str, held: int, storage_options: Mapping[str, str] | None) -> dict[str, Any]:
+    """A string column's value counts (``spark_mlt.storage.counts``) and the source version they
+    count (their ``...:counts`` transaction)."""
+    state: dict[str, Any] = {"path": path, "source_version": None}
+    try:
+        found = table_exists(path, storage_options=storage_options)
+        counts = read_snapshot(path, storage_options=storage_options) if found else None
+    except MLTError as error:
+        return {**state, "note": f"cannot be read: {error}"}
+    if counts is None:
+        return {**state, "note": "no table here: the next window counts the values anew"}
+    version = counts.transaction_version(app + _COUNTS)
+    state = {"path": counts.path, "source_version": version}
+    if version is None or version < held:
+        state["note"] = "behind the mirror: the next window counts the values anew"
+    elif version > held:
+        state["note"] = (
+            "ahead of the mirror: a sync stopped between the counts' commit and the mirror's; the next sync "
+            "finishes that window first"
+        )
+    return state
 
 
 def _quarantine(path: str, app: str, held: int, storage_options: Mapping[str, str] | None) -> dict[str, Any]:

@@ -178,14 +178,15 @@ def codec_summary(codec: MLTCodec, layout: Layout | None) -> dict[str, Any]:
 
 @contextmanager
 def phase(report: JobReport, name: str) -> Iterator[None]:
-    """Log a job phase with its duration and record the duration in ``report.seconds``."""
+    """Log a job phase with its duration and add the duration to ``report.seconds`` (a phase
+    entered twice, as a sync window's per column, counts both times)."""
     log.info("%s ...", name)
     start = time.perf_counter()
     try:
         yield
     finally:
         seconds = time.perf_counter() - start
-        report.seconds[name] = seconds
+        report.seconds[name] = report.seconds.get(name, 0.0) + seconds
         log.info("%s done in %.2f s", name, seconds)
 
 

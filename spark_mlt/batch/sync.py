@@ -22,9 +22,9 @@ string keys through the mirror's own vocabularies):
   one version, or an insert of a key that exists (or a delete of one that does not), is refused,
   naming the key and version. The resulting rows are tokenized with the mirror's codecs and
   ``handle_invalid``; then, in this order, each step idempotent: new string keys into the
-  vocabularies, each string column's value counts changed by the rows the window replaces and
-  writes ([`spark_mlt.storage.counts`][spark_mlt.storage.counts]: how many rows of the mirror
-  and its quarantine hold each value, so that no step reads the rows of other keys), the values
+  vocabularies, each string column's value counts changed by the window's change rows
+  ([`spark_mlt.storage.counts`][spark_mlt.storage.counts]: how many source rows hold each
+  value, so that no step reads the rows of other keys), the values
   the window's changes carried that no row holds any more (none counted) out of the vocabularies
   ([`erase_keys`][spark_mlt.storage.vocabulary.erase_keys]), the quarantine's rows of the keys
   replaced, the mirror's rows of the keys replaced
@@ -44,7 +44,9 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
+import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -89,7 +91,7 @@ from spark_mlt.storage import (
 )
 from spark_mlt.storage.catalog import Backend, resolve_location
 from spark_mlt.storage.changes import FULL_REFRESH, check_feed, read_changes
-from spark_mlt.storage.counts import change_counts, counts_path, held_values, value_counts, write_counts
+from spark_mlt.storage.counts import change_counts, count_changes, counts_path, value_counts, write_counts
 from spark_mlt.storage.properties import NEVER
 from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
@@ -304,10 +306,7 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
         )
         # after the mirror's commit: a sync stopped before these counts anew at its next window
         for column in _counted_columns(source, run.columns):
-            held = rows.select(F.col(identifier(column)).alias("key"))
-            if options.handle_invalid == "skip":  # the rows the mirror holds, the skipped ones left out
-                held = _held_keys(run, column, [read_snapshot(run.output, storage_options=options.storage_options)])
-            _write_counts(run, counts_path(run.output, column), value_counts(held, "key"), app=app, version=version)
+            _write_counts(run, counts_path(run.output, column), value_counts(rows, column), app=app, version=version)
     finally:
         rows.unpersist()
     report.add(done)
@@ -397,7 +396,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         _log_partitions(own)
     spark, options = run.spark, run.options
     quarantine = _quarantine(run)
-    with phase(report, "value counts"):
+    with phase(report, "count values"):
         counts = _window_counts(run, mirror, quarantine, source, app=app, after=after)
     until = _window_end(counts, app=app, after=after, latest=source.version)
     with phase(report, "read the feed"):
@@ -430,14 +429,11 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             )
         final = last_rows(changes, options.key, names=source.schema.names)
         tokens, good, rejected = _tokens(run, final, mirror)
-        with phase(report, "erase"):
+        if counts:
             report.erased = _count_and_erase(
                 run,
                 counts,
-                tokens,
-                replaced=[keyed.held, held],
-                tables=[mirror, quarantine],
-                changes=changes,
+                changes,
                 app=app,
                 after=after,
                 until=until,
@@ -691,18 +687,30 @@ def _window_counts(
         counted = None if snapshot is None else snapshot.transaction_version(app + _COUNTS)
         if snapshot is None or counted is None or counted < after:
             log.info("sync: counting the values of %s in %s (once)", column, run.output)
-            side = None if quarantine is None else _quarantine_at(run, quarantine, app=app, after=after)
-            held = _held_keys(run, column, [t for t in (mirror, side) if t is not None])
-            snapshot = _write_counts(run, path, value_counts(held, "key"), app=app, version=after)
+            snapshot = _write_counts(
+                run, path, _counted_at(run, column, (mirror, quarantine), source, after), app=app, version=after
+            )
         found.append(_Counts(column, path, vocabulary, snapshot))
     return found
 
 
-def _held_keys(run: _Run, column: str, tables: Sequence[TableSnapshot]) -> DataFrame:
-    """The values (as ``key``) of string key column ``column`` in every row of ``tables``."""
+def _counted_at(
+    run: _Run, column: str, tables: tuple[TableSnapshot, TableSnapshot | None], source: TableSnapshot, after: int
+) -> DataFrame:
+    """The value counts of string key column ``column`` over the source's rows at version
+    ``after``: the rows of ``tables`` (the mirror and its quarantine: every source row, unless
+    rows were skipped), or with ``handle_invalid="skip"`` the source's version itself."""
+    if run.options.handle_invalid == "skip":
+        rows = read_delta(
+            run.spark, source.path, version=after, storage_options=run.options.storage_options, backend=run.backend
+        )
+        return value_counts(rows, column)
+    mirror, quarantine = tables
+    side = None if quarantine is None else _quarantine_at(run, quarantine, app=sync_app_id(source), after=after)
+    held = [t for t in (mirror, side) if t is not None]
     vocabulary = vocabulary_path(run.output, column, run.options)
-    rows = [read_snapshot_rows(run.spark, t, backend=run.backend) for t in tables]
-    return _union([_keys_of(run, r, t, column, vocabulary) for r, t in zip(rows, tables, strict=True)])
+    keys = [_keys_of(run, read_snapshot_rows(run.spark, t, backend=run.backend), t, column, vocabulary) for t in held]
+    return value_counts(_union(keys), "key")
 
 
 def _write_counts(run: _Run, path: str, counts: DataFrame, *, app: str, version: int) -> TableSnapshot:
@@ -733,57 +741,53 @@ def _window_end(counts: Sequence[_Counts], *, app: str, after: int, latest: int)
 
 
 def _count_and_erase(
-    run: _Run,
-    counts: Sequence[_Counts],
-    tokens: DataFrame,
-    *,
-    replaced: Sequence[DataFrame | None],
-    tables: Sequence[TableSnapshot | None],
-    changes: DataFrame,
-    app: str,
-    after: int,
-    until: int,
-    key_count: int,
+    run: _Run, counts: Sequence[_Counts], changes: DataFrame, *, app: str, after: int, until: int, key_count: int
 ) -> dict[str, int]:
-    """A window's change of each string column's value counts: the values of the rows it
-    replaces (``replaced``: the mirror's and the quarantine's rows of its keys, of ``tables``)
-    out, those of its rows the mirror or the quarantine will hold (``tokens``) in, as one
-    commit each. Then the values the window's changes carried that no row holds any more (none
+    """A window's change of each string column's value counts, from its change rows alone (the
+    values of its inserted and post-update rows in, of its deleted and pre-update rows out), as
+    one commit each; then the values its change rows carried that no row holds any more (none
     counted) are erased from the vocabularies. Returns the values erased per column."""
     spark, options = run.spark, run.options
     erased: dict[str, int] = {}
-    if not counts:
-        return erased
-    new = tokens
-    if options.handle_invalid != "quarantine" and REASON_COLUMN in tokens.columns:
-        new = tokens.where(F.col(REASON_COLUMN).isNull())  # the skipped rows: held nowhere
     transaction = AppTransaction(app + _COUNTS, until, after=after, exact=True)
     info = {"spark_mlt.job": "sync", "spark_mlt.counts_of": run.output, "spark_mlt.source_version": str(until)}
     for count in counts:
-        c = identifier(count.column)
-        old = [
-            _keys_of(run, rows, table, count.column, count.vocabulary)
-            for rows, table in zip(replaced, tables, strict=True)
-            if rows is not None and table is not None
-        ]
-        change = held_values(_union(old), new.select(F.col(c).alias("key")))
-        change_counts(
-            spark,
-            count.snapshot,
-            change,
-            transaction=transaction,
-            commit_info=info,
-            max_file_rows=options.file_rows,
-            backend=run.backend,
-            key_count=2 * key_count,
-        )
-        now = read_snapshot(count.path, storage_options=options.storage_options)
-        carried = changes.select(F.col(c).cast("string").alias("key")).where("key IS NOT NULL")
-        kept = key_rows(spark, now, carried, ["key"], backend=run.backend, key_count=key_count).held
-        gone = carried.distinct().join(kept.select("key"), "key", "left_anti")
-        if gone.limit(1).collect():
-            erased[count.column] = erase_keys(spark, count.vocabulary, gone, storage_options=options.storage_options)
+        carried = changes.select(F.col(identifier(count.column)).cast("string").alias("key")).where("key IS NOT NULL")
+        with phase(run.report, "count values"):
+            values = _few_values(carried, key_count)
+            change_counts(
+                spark,
+                count.snapshot,
+                count_changes(changes, count.column),
+                transaction=transaction,
+                commit_info=info,
+                max_file_rows=options.file_rows,
+                backend=run.backend,
+                values=values,
+                key_count=key_count,
+            )
+        with phase(run.report, "erase"):
+            now = read_snapshot(count.path, storage_options=options.storage_options)
+            kept = key_rows(spark, now, carried, ["key"], backend=run.backend, values=values, key_count=key_count)
+            gone = carried.distinct().join(kept.held.select("key"), "key", "left_anti")
+            if gone.limit(1).collect():
+                erased[count.column] = erase_keys(
+                    spark, count.vocabulary, gone, storage_options=options.storage_options
+                )
     return erased
+
+
+#: The most change rows whose string values a window collects on the driver, so that their
+#: files of the value counts are found there (no Spark job); more are searched in Spark.
+LOCAL_VALUES = 100_000
+
+
+def _few_values(carried: DataFrame, rows: int) -> Any:
+    """The distinct values of ``carried`` (a ``key`` column without nulls) when its window has
+    at most `LOCAL_VALUES` change rows, else None."""
+    if rows > LOCAL_VALUES:
+        return None
+    return np.array([row[0] for row in carried.distinct().collect()], dtype=object)
 
 
 def _keys_of(run: _Run, rows: DataFrame, table: TableSnapshot, column: str, vocabulary: str) -> DataFrame:

@@ -235,7 +235,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
             if not lost_race(error):
                 raise
             continue
-        return _result(plan, write_id, snapshot.version, time.perf_counter() - started)
+        return _result(plan, write_id, snapshot.version, time.perf_counter() - started, df)
     raise ConcurrentWriteError(
         f"{WRITE_ATTEMPTS} writes to {location.uri} in a row lost to other writers' commits; "
         "nothing of this write was committed (its files are orphans for vacuum): run it again"
@@ -275,13 +275,15 @@ def _replace(df: DataFrame, plan: WritePlan, planned: int, started: float) -> De
         conf["spark.databricks.delta.write.txnVersion"] = str(plan.transaction.version)
     with statement_session(spark, conf, {view: df}) as own:
         own.sql(f"{sql} AS SELECT * FROM {view}").collect()
-    return _result(plan, write_id, planned, time.perf_counter() - started)
+    return _result(plan, write_id, planned, time.perf_counter() - started, df)
 
 
-def _result(plan: WritePlan, write_id: str, planned: int, seconds: float) -> DeltaWriteResult:
+def _result(plan: WritePlan, write_id: str, planned: int, seconds: float, df: DataFrame) -> DeltaWriteResult:
     """What the write committed: the commit after version ``planned`` (the one the write was
     checked against) that carries its write id, however many other writers committed since; or,
-    when there is none, a write Delta skipped because the table holds its transaction.
+    when there is none, a write Delta skipped because the table holds its transaction, or an
+    append of no rows (``df`` empty), which Delta does not record as a commit
+    (``spark.databricks.delta.skipRecordingEmptyCommits``, on by default): nothing written.
 
     Raises:
         ConcurrentWriteError: neither: delta-spark returned without a commit of this write and
@@ -297,6 +299,8 @@ def _result(plan: WritePlan, write_id: str, planned: int, seconds: float) -> Del
         return DeltaWriteResult(location.uri, int(commit["version"]), rows, files, "delta-spark", {"total": seconds})
     if plan.transaction is not None and snapshot.holds(plan.transaction):
         return skipped_write(location.uri, snapshot.version, plan.transaction)
+    if plan.transaction is None and plan.mode != "overwrite" and df.isEmpty():
+        return DeltaWriteResult(location.uri, snapshot.version, 0, 0, "delta-spark", {"total": seconds})
     raise ConcurrentWriteError(
         f"delta-spark returned from the write to {location.uri}, but no commit after version {planned} "
         f"carries its write id {write_id} and the table does not hold {plan.transaction}: look at the "

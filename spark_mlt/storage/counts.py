@@ -1,6 +1,6 @@
-"""Value counts: how many rows of a table (a mirror and its quarantine) hold each value of a
-string key column, so that a change decides which values no row holds any more from the values
-it touched alone, without reading the rows of the others.
+"""Value counts: how many rows of a table hold each value of a string key column, so that a
+change decides which values no row holds any more from the values it touched alone, without
+reading the rows of the others (a mirror's: how many rows of its source hold each value).
 
 A count table is a Delta table ``(key string, rows bigint)``, one row per value that at least
 one row holds, in key ranges (files sorted by key, at most ``max_file_rows`` rows each), so that
@@ -31,7 +31,7 @@ from spark_mlt.storage.replace import key_rows, replace_keys
 from spark_mlt.storage.table import TableSnapshot
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
-__all__ = ["change_counts", "counts_path", "held_values", "value_counts", "write_counts"]
+__all__ = ["change_counts", "count_changes", "counts_path", "value_counts", "write_counts"]
 
 
 def counts_path(output: str, column: str) -> str:
@@ -59,17 +59,23 @@ def value_counts(rows: DataFrame, column: str) -> DataFrame:
     return values.groupBy("key").agg(F.count(F.lit(1)).alias("rows"))
 
 
-def held_values(old: DataFrame, new: DataFrame) -> DataFrame:
-    """``key, change``: per value (a ``key`` column in both), the rows of ``new`` that hold it
-    less those of ``old`` (the rows a change replaces by ``new``); values whose count stays
-    are left out.
+def count_changes(feed: DataFrame, column: str) -> DataFrame:
+    """``key, change``: per value of ``column``, how many more rows hold it after the versions of
+    ``feed`` (change data feed rows, with ``_change_type``) than before them: its inserted and
+    post-update rows less its deleted and pre-update rows. A row that one version of the feed
+    writes and a later one replaces is counted in once and out once, so only the rows before
+    the first version and after the last one count. Values whose count stays are left out.
 
     Example::
 
-        held_values(replaced.select(F.col("email").alias("key")), written.select(F.col("email").alias("key")))
+        count_changes(read_changes(spark, "/lake/customers", 8, 12), "email")  # ("a@x", -1), ("b@x", 2)
     """
-    signed = old.select("key", F.lit(-1).alias("change")).unionByName(new.select("key", F.lit(1).alias("change")))
-    summed = signed.where("key IS NOT NULL").groupBy("key").agg(F.sum("change").cast("bigint").alias("change"))
+    kind = F.col("_change_type")
+    sign = F.when(kind.isin("insert", "update_postimage"), F.lit(1)).when(
+        kind.isin("delete", "update_preimage"), F.lit(-1)
+    )
+    values = feed.select(F.col(identifier(column)).cast("string").alias("key"), sign.alias("change"))
+    summed = values.where("key IS NOT NULL").groupBy("key").agg(F.sum("change").cast("bigint").alias("change"))
     return summed.where("change != 0")
 
 
@@ -103,12 +109,15 @@ def change_counts(
     commit_info: Mapping[str, Any],
     max_file_rows: int | None,
     backend: Backend,
+    values: Any = None,
     key_count: int | None = None,
 ) -> DeltaWriteResult:
-    """Add ``changes`` (``key, change``: [`held_values`][spark_mlt.storage.counts.held_values])
+    """Add ``changes`` (``key, change``: [`count_changes`][spark_mlt.storage.counts.count_changes])
     to the count table ``snapshot`` in one commit as ``transaction`` (``exact``; skipped when the
     table holds it): the files that hold the changed values rewritten (or merged), a value whose
-    count falls to 0 deleted. ``key_count``: at most how many values change, where known.
+    count falls to 0 deleted. ``values``: the changed values, or more, where the caller holds
+    them (their files are then found on the driver); ``key_count``: at most how many values
+    change, where known.
 
     Raises:
         MLTError: a count would fall below 0: the table does not count the rows the change
@@ -119,7 +128,9 @@ def change_counts(
     if snapshot.holds(transaction):  # applied already: not again
         return skipped_write(snapshot.path, snapshot.version, transaction)
     transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
-    keyed = key_rows(spark, snapshot, changes.select("key"), ["key"], backend=backend, key_count=key_count)
+    keyed = key_rows(
+        spark, snapshot, changes.select("key"), ["key"], backend=backend, values=values, key_count=key_count
+    )
     summed = (
         keyed.held.join(changes, "key", "full_outer")
         .select("key", (F.coalesce(F.col("rows"), F.lit(0)) + F.coalesce(F.col("change"), F.lit(0))).alias("rows"))
