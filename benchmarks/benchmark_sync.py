@@ -31,6 +31,10 @@ Each (scenario, share, file size) syncs its own copy of the source and of the mi
 sync applies the same window; after it, a one-row update is synced into the same mirror (the
 session warm), timed with its Spark jobs.
 
+With ``--string-column`` the source also holds ``customer_key`` (``c`` and the customer id:
+2M values), tokenized through its vocabulary, which the updates change with the customer: the
+window then changes its value counts and erases the values no row holds any more.
+
 With ``--merge-anchor`` (a line's venv with Delta's jars, after ``make jars``), every sync goes
 through delta-spark's ``MERGE``, and each change is also synced, and merged by a hand-written
 job (``hand_merge``: the change feed, each key's last change, ``mlt_encode``, one ``MERGE``),

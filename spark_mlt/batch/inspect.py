@@ -239,16 +239,10 @@ def _source_snapshot(source: str | None, storage_options: Mapping[str, str] | No
 def _value_counts(path: str, app: str, held: int, storage_options: Mapping[str, str] | None) -> dict[str, Any]:
     """A string column's value counts (``spark_mlt.storage.counts``) and the source version they
     count (their ``...:counts`` transaction)."""
-    state: dict[str, Any] = {"path": path, "source_version": None}
-    try:
-        found = table_exists(path, storage_options=storage_options)
-        counts = read_snapshot(path, storage_options=storage_options) if found else None
-    except MLTError as error:
-        return {**state, "note": f"cannot be read: {error}"}
-    if counts is None:
-        return {**state, "note": "no table here: the next window counts the values anew"}
-    version = counts.transaction_version(app + _COUNTS)
-    state = {"path": counts.path, "source_version": version}
+    state = _follower(path, app + _COUNTS, storage_options, "no table here: the next window counts the values anew")
+    version = state["source_version"]
+    if "note" in state:
+        return state
     if version is None or version < held:
         state["note"] = "behind the mirror: the next window counts the values anew"
     elif version > held:
@@ -262,17 +256,11 @@ def _value_counts(path: str, app: str, held: int, storage_options: Mapping[str, 
 def _quarantine(path: str, app: str, held: int, storage_options: Mapping[str, str] | None) -> dict[str, Any]:
     """The mirror's quarantine where a sync puts it by default (``<output>_quarantine``) and the
     source version it holds (its ``...:quarantine`` transaction)."""
-    location = quarantine_path(path)
-    state: dict[str, Any] = {"path": location, "source_version": None}
-    try:
-        found = table_exists(location, storage_options=storage_options)
-        quarantine = read_snapshot(location, storage_options=storage_options) if found else None
-    except MLTError as error:
-        return {**state, "note": f"cannot be read: {error}"}
-    if quarantine is None:
-        return {**state, "note": "no table here: nothing quarantined yet, or the sync was given another quarantine"}
-    version = quarantine.transaction_version(app + _QUARANTINE)
-    state = {"path": quarantine.path, "source_version": version}
+    missing = "no table here: nothing quarantined yet, or the sync was given another quarantine"
+    state = _follower(quarantine_path(path), app + _QUARANTINE, storage_options, missing)
+    version = state["source_version"]
+    if "note" in state:
+        return state
     if version is None:
         state["note"] = "it holds no sync of this source: the sync was given another quarantine"
     elif version > held:
@@ -281,3 +269,17 @@ def _quarantine(path: str, app: str, held: int, storage_options: Mapping[str, st
             "sync finishes the window"
         )
     return state
+
+
+def _follower(path: str, app_id: str, storage_options: Mapping[str, str] | None, missing: str) -> dict[str, Any]:
+    """A table a mirror's sync keeps beside it: its ``path`` and the source version it holds
+    (its ``app_id`` transaction), or with a ``note`` why it has none (``missing``: no table)."""
+    state: dict[str, Any] = {"path": path, "source_version": None}
+    try:
+        found = table_exists(path, storage_options=storage_options)
+        table = read_snapshot(path, storage_options=storage_options) if found else None
+    except MLTError as error:
+        return {**state, "note": f"cannot be read: {error}"}
+    if table is None:
+        return {**state, "note": missing}
+    return {"path": table.path, "source_version": table.transaction_version(app_id)}
