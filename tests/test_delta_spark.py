@@ -187,8 +187,8 @@ def test_a_run_id_goes_through_deltas_idempotent_writes(spark: SparkSession, tmp
 def test_a_committed_write_is_found_however_many_commits_follow_it(spark: SparkSession, tmp_path: Path) -> None:
     """The write's commit is looked up among all the commits after the version it was planned
     on, not in a window of recent history: with 60 other commits after it, it is still reported
-    as committed, with its version and rows (and a write id nobody committed is an error, never
-    a skipped write)."""
+    as committed, with its version and rows (and a write id nobody committed, of rows to write,
+    is an error, never a skipped write)."""
     path = str(tmp_path / "ratings")
     first = write_delta(_ratings(spark), path, {"userId": CODEC})
     log = Path(path, "_delta_log", f"{first.version:020d}.json").read_text().splitlines()
@@ -198,10 +198,10 @@ def test_a_committed_write_is_found_however_many_commits_follow_it(spark: SparkS
     for _ in range(60):  # other writers' commits
         write_deltalake(path, rows, mode="append")
     plan = WritePlan(locate(path), "append", (), {}, {}, {}, None, {}, None)
-    found = _delta_spark._result(plan, write_id, first.version - 1, 0.0)
+    found = _delta_spark._result(plan, write_id, first.version - 1, 0.0, _ratings(spark))
     assert (found.version, found.rows, found.skipped) == (first.version, 20, False)
-    with pytest.raises(ConcurrentWriteError, match="no commit after version"):
-        _delta_spark._result(plan, "not-a-write-id", first.version - 1, 0.0)
+    with pytest.raises(ConcurrentWriteError, match="no commit after version"):  # rows to write, and no commit
+        _delta_spark._result(plan, "not-a-write-id", first.version - 1, 0.0, _ratings(spark))
 
 
 def test_the_jobs_parquet_choices_reach_the_files(spark: SparkSession, tmp_path: Path) -> None:
