@@ -652,7 +652,7 @@ _COUNTS = ":counts"
 @dataclasses.dataclass(frozen=True)
 class _Counts:
     """A string column's value counts (`spark_mlt.storage.counts`) as a window found them: how
-    many rows of the mirror and its quarantine hold each value."""
+    many rows of the source, at the version the mirror holds, hold each value."""
 
     column: str
     path: str
@@ -675,8 +675,8 @@ def _counted_columns(source: TableSnapshot, columns: Sequence[str]) -> list[str]
 def _window_counts(
     run: _Run, mirror: TableSnapshot, quarantine: TableSnapshot | None, source: TableSnapshot, *, app: str, after: int
 ) -> list[_Counts]:
-    """Each string column's value counts as the window finds them: rebuilt first from the
-    mirror and its quarantine (read whole, once) where there are none or they count an older
+    """Each string column's value counts as the window finds them: counted first (`_counted_at`:
+    the mirror and its quarantine read whole, once) where there are none or they count an older
     version than the mirror holds (a full refresh stopped before its counts)."""
     found = []
     for column in _counted_columns(source, run.columns):
