@@ -21,7 +21,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from spark_mlt.batch.capacity import capacity_usage
 from spark_mlt.batch.options import quarantine_path
 from spark_mlt.batch.report import codec_summary
-from spark_mlt.batch.sync import SYNC_APP_PREFIX
+from spark_mlt.batch.sync import COUNTS_SUFFIX, SYNC_APP_PREFIX
 from spark_mlt.column import token_layouts
 from spark_mlt.delta.actions import Txn
 from spark_mlt.delta.log import Commit
@@ -127,8 +127,6 @@ def _capacity(snapshot: TableSnapshot, *, mirror: bool) -> dict[str, dict[str, A
 
 #: The suffix of a mirror's sync application id in its quarantine (``spark_mlt.batch.sync``).
 _QUARANTINE = ":quarantine"
-#: The suffix of a mirror's sync application id in its value counts (``spark_mlt.batch.sync``).
-_COUNTS = ":counts"
 #: The commit metadata value of a sync's full refresh.
 _FULL_REFRESH = "full refresh"
 
@@ -239,7 +237,9 @@ def _source_snapshot(source: str | None, storage_options: Mapping[str, str] | No
 def _value_counts(path: str, app: str, held: int, storage_options: Mapping[str, str] | None) -> dict[str, Any]:
     """A string column's value counts (``spark_mlt.storage.counts``) and the source version they
     count (their ``...:counts`` transaction)."""
-    state = _follower(path, app + _COUNTS, storage_options, "no table here: the next window counts the values anew")
+    state = _follower(
+        path, app + COUNTS_SUFFIX, storage_options, "no table here: the next window counts the values anew"
+    )
     version = state["source_version"]
     if "note" in state:
         return state

@@ -97,7 +97,7 @@ from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
 from spark_mlt.storage.vocabulary import erase_keys
 
-__all__ = ["KEY_PROPERTY", "SYNC_APP_PREFIX", "check_sync", "sync_app_id", "sync_table"]
+__all__ = ["COUNTS_SUFFIX", "KEY_PROPERTY", "SYNC_APP_PREFIX", "check_sync", "sync_app_id", "sync_table"]
 
 log = logging.getLogger("spark_mlt")
 
@@ -279,7 +279,7 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             deleted = _deleted_by_refresh(run, rows, mirror) if mirror is not None else 0
         # before the mirror's commit: a run killed after it finds nothing left to do
         with phase(report, "erase"):
-            erased = _erase_absent(spark, rows, run.output, run.columns, options)
+            erased = _erase_absent(spark, rows, run.output, _string_columns(source, run.columns), options)
         mode: WriteMode = "overwrite" if mirror is not None else "error"
         snapshot = snapshot_for_write(
             run.output, mode, storage_options=options.storage_options, spark=spark, backend=backend
@@ -305,12 +305,11 @@ def _refresh(run: _Run, *, source: TableSnapshot, mirror: TableSnapshot | None, 
             kept_ids=options.key,
         )
         # after the mirror's commit: a sync stopped before these counts anew at its next window
-        for column in _counted_columns(source, run.columns):
+        for column in _string_columns(source, run.columns):
             _write_counts(run, counts_path(run.output, column), value_counts(rows, column), app=app, version=version)
     finally:
         rows.unpersist()
-    report.add(done)
-    report.rows_in = report.rows_out + report.rows_rejected
+    report.add(done)  # (its rows_in: rows out and rejected)
     report.source_version, report.erased = version, erased
     if done.write is not None and not done.write.skipped:
         report.rows_deleted = deleted
@@ -640,13 +639,8 @@ def _count(report: JobReport, written: tuple[int, int], deleted: int) -> None:
     report.rows_in = report.rows_out + report.rows_rejected
 
 
-def _string_columns(rows: DataFrame, columns: Sequence[str]) -> list[str]:
-    types = dict(rows.dtypes)
-    return [c for c in columns if types[c] == "string"]
-
-
 #: What follows a sync's application transaction id in its mirror's value counts'.
-_COUNTS = ":counts"
+COUNTS_SUFFIX = ":counts"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -660,7 +654,7 @@ class _Counts:
     snapshot: TableSnapshot
 
 
-def _counted_columns(source: TableSnapshot, columns: Sequence[str]) -> list[str]:
+def _string_columns(source: TableSnapshot, columns: Sequence[str]) -> list[str]:
     """The string columns among ``columns`` of the source (the ones with vocabularies)."""
     kinds = {f.name: f.type for f in source.schema}
     return [
@@ -679,27 +673,33 @@ def _window_counts(
     the mirror and its quarantine read whole, once) where there are none or they count an older
     version than the mirror holds (a full refresh stopped before its counts)."""
     found = []
-    for column in _counted_columns(source, run.columns):
+    for column in _string_columns(source, run.columns):
         path = counts_path(run.output, column)
         vocabulary = vocabulary_path(run.output, column, run.options)
         storage = run.options.storage_options
         snapshot = read_snapshot(path, storage_options=storage) if table_exists(path, storage_options=storage) else None
-        counted = None if snapshot is None else snapshot.transaction_version(app + _COUNTS)
+        counted = None if snapshot is None else snapshot.transaction_version(app + COUNTS_SUFFIX)
         if snapshot is None or counted is None or counted < after:
             log.info("sync: counting the values of %s in %s (once)", column, run.output)
-            snapshot = _write_counts(
-                run, path, _counted_at(run, column, (mirror, quarantine), source, after), app=app, version=after
-            )
+            rows = _counted_at(run, column, vocabulary, tables=(mirror, quarantine), source=source, after=after)
+            snapshot = _write_counts(run, path, rows, app=app, version=after)
         found.append(_Counts(column, path, vocabulary, snapshot))
     return found
 
 
 def _counted_at(
-    run: _Run, column: str, tables: tuple[TableSnapshot, TableSnapshot | None], source: TableSnapshot, after: int
+    run: _Run,
+    column: str,
+    vocabulary: str,
+    *,
+    tables: tuple[TableSnapshot, TableSnapshot | None],
+    source: TableSnapshot,
+    after: int,
 ) -> DataFrame:
-    """The value counts of string key column ``column`` over the source's rows at version
-    ``after``: the rows of ``tables`` (the mirror and its quarantine: every source row, unless
-    rows were skipped), or with ``handle_invalid="skip"`` the source's version itself."""
+    """The value counts of string key column ``column`` (its ``vocabulary``) over the source's
+    rows at version ``after``: the rows of ``tables`` (the mirror and its quarantine: every
+    source row, unless rows were skipped), or with ``handle_invalid="skip"`` the source's
+    version itself."""
     if run.options.handle_invalid == "skip":
         rows = read_delta(
             run.spark, source.path, version=after, storage_options=run.options.storage_options, backend=run.backend
@@ -708,7 +708,6 @@ def _counted_at(
     mirror, quarantine = tables
     side = None if quarantine is None else _quarantine_at(run, quarantine, app=sync_app_id(source), after=after)
     held = [t for t in (mirror, side) if t is not None]
-    vocabulary = vocabulary_path(run.output, column, run.options)
     keys = [_keys_of(run, read_snapshot_rows(run.spark, t, backend=run.backend), t, column, vocabulary) for t in held]
     return value_counts(_union(keys), "key")
 
@@ -719,7 +718,7 @@ def _write_counts(run: _Run, path: str, counts: DataFrame, *, app: str, version:
     write_counts(
         counts,
         path,
-        transaction=AppTransaction(app + _COUNTS, version, exact=True),
+        transaction=AppTransaction(app + COUNTS_SUFFIX, version, exact=True),
         commit_info={
             "spark_mlt.job": "sync",
             "spark_mlt.counts_of": run.output,
@@ -736,7 +735,7 @@ def _window_end(counts: Sequence[_Counts], *, app: str, after: int, latest: int)
     """The source version a window ends at: the latest, unless a window's value counts landed and
     its mirror's commit did not (a sync stopped between them): that window, finished first, as
     its counts were changed once and for it alone."""
-    ahead = [v for c in counts if (v := c.snapshot.transaction_version(app + _COUNTS)) is not None and v > after]
+    ahead = [v for c in counts if (v := c.snapshot.transaction_version(app + COUNTS_SUFFIX)) is not None and v > after]
     return max(ahead) if ahead else latest
 
 
@@ -749,7 +748,7 @@ def _count_and_erase(
     counted) are erased from the vocabularies. Returns the values erased per column."""
     spark, options = run.spark, run.options
     erased: dict[str, int] = {}
-    transaction = AppTransaction(app + _COUNTS, until, after=after, exact=True)
+    transaction = AppTransaction(app + COUNTS_SUFFIX, until, after=after, exact=True)
     info = {"spark_mlt.job": "sync", "spark_mlt.counts_of": run.output, "spark_mlt.source_version": str(until)}
     for count in counts:
         carried = changes.select(F.col(identifier(count.column)).cast("string").alias("key")).where("key IS NOT NULL")
@@ -813,9 +812,10 @@ def _union(frames: Sequence[DataFrame]) -> DataFrame:
 def _erase_absent(
     spark: SparkSession, rows: DataFrame, output: str, columns: Sequence[str], options: SyncOptions
 ) -> dict[str, int]:
-    """A full refresh's erasure: each string column's vocabulary keys that no source row holds."""
+    """A full refresh's erasure: each string column's (``columns``) vocabulary keys that no
+    source row holds."""
     erased: dict[str, int] = {}
-    for column in _string_columns(rows, columns):
+    for column in columns:
         path = vocabulary_path(output, column, options)
         if not table_exists(path, storage_options=options.storage_options):
             continue
