@@ -25,13 +25,14 @@ from pyspark.sql import SparkSession
 
 import spark_mlt.batch.sync as sync_module
 import spark_mlt.batch.window as window_module
+import spark_mlt.storage.counts as counts_module
 import spark_mlt.storage.replace as replace_module
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table
 from spark_mlt.batch.cli import main
 from spark_mlt.batch.options import SyncOptions
 from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.sync import SYNC_APP_PREFIX, sync_table
+from spark_mlt.batch.sync import COUNTS_SUFFIX, SYNC_APP_PREFIX, sync_table
 from spark_mlt.batch.tokenize import tokenize_table
 from spark_mlt.storage.changes import ChangeFeedError, check_feed, read_changes
 from spark_mlt.storage.replace import replace_keys
@@ -499,6 +500,43 @@ def test_a_window_decides_erasure_from_value_counts_without_reading_the_other_ro
     assert set(_vocabulary(f"{mirror}_vocab/email").values()) - {None} == set(emails)
     tokenize_table(spark, source, str(tmp_path / "fresh"), COLUMNS, FRESH)
     assert _read(mirror, drop=["email_mlt"]) == _read(str(tmp_path / "fresh"), drop=["email_mlt"])
+
+
+@pytest.mark.parametrize("where", ["driver", "spark"])
+def test_value_counts_change_alike_on_the_driver_and_in_spark_and_an_unchanged_value_commits_no_file(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    """A window's change of the value counts, counted on the driver (a small window) or in Spark
+    (a window of more than ``LOCAL_VALUES`` change rows): the same counts (each email's rows)
+    and the same erasure (the email no row holds any more; one a row held only within the
+    window never enters the vocabulary). A window that changes no email's count commits the counts' transaction alone:
+    no file of them removed or added."""
+    if where == "spark":
+        monkeypatch.setattr(counts_module, "LOCAL_VALUES", 0)
+    source = _create(tmp_path / "customers", [(k, f"u{k % 3}@x" if k != 5 else "only@x", k) for k in range(12)])
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror)
+    DeltaTable(source).delete("k = 5")  # only@x: no row
+    DeltaTable(source).update(predicate="k = 0", updates={"email": "'u1@x'"})
+    _append(source, [(20, "brief@x", 20)])
+    DeltaTable(source).delete("k = 20")  # brief@x: held within the window alone
+    _append(source, [(21, "new@x", 21)])
+    report = _sync(spark, source, mirror)
+    emails = Counter(row["email"] for row in DeltaTable(source).to_pyarrow_table().to_pylist())
+    assert _counts(mirror) == emails
+    assert report.erased == {"email": 1}
+    assert set(_vocabulary(f"{mirror}_vocab/email").values()) - {None} == set(emails)
+    counts = f"{mirror}_counts/email"
+    before = _version(counts)
+    DeltaTable(source).update(predicate="k = 1", updates={"cid": "cid + 100"})
+    report = _sync(spark, source, mirror)
+    assert (report.rows_out, report.erased, _counts(mirror)) == (1, {}, emails)
+    actions = _last_commit(counts)
+    assert _version(counts) == before + 1
+    assert [a for a in actions if "add" in a or "remove" in a] == []
+    assert [(a["txn"]["appId"], a["txn"]["version"]) for a in actions if "txn" in a] == [
+        (_app_id(source) + COUNTS_SUFFIX, _version(source))
+    ]
 
 
 def _holds(uri: str, k: int) -> bool:

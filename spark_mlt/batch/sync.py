@@ -44,9 +44,7 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
-from typing import Any
 
-import numpy as np
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -91,7 +89,7 @@ from spark_mlt.storage import (
 )
 from spark_mlt.storage.catalog import Backend, resolve_location
 from spark_mlt.storage.changes import FULL_REFRESH, check_feed, read_changes
-from spark_mlt.storage.counts import change_counts, count_changes, counts_path, value_counts, write_counts
+from spark_mlt.storage.counts import change_counts, counts_path, value_counts, write_counts
 from spark_mlt.storage.properties import NEVER
 from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
@@ -746,47 +744,29 @@ def _count_and_erase(
     values of its inserted and post-update rows in, of its deleted and pre-update rows out), as
     one commit each; then the values its change rows carried that no row holds any more (none
     counted) are erased from the vocabularies. Returns the values erased per column."""
-    spark, options = run.spark, run.options
+    options = run.options
     erased: dict[str, int] = {}
     transaction = AppTransaction(app + COUNTS_SUFFIX, until, after=after, exact=True)
     info = {"spark_mlt.job": "sync", "spark_mlt.counts_of": run.output, "spark_mlt.source_version": str(until)}
     for count in counts:
-        carried = changes.select(F.col(identifier(count.column)).cast("string").alias("key")).where("key IS NOT NULL")
         with phase(run.report, "count values"):
-            values = _few_values(carried, key_count)
-            change_counts(
-                spark,
+            done = change_counts(
+                run.spark,
                 count.snapshot,
-                count_changes(changes, count.column),
+                changes,
+                count.column,
                 transaction=transaction,
                 commit_info=info,
                 max_file_rows=options.file_rows,
                 backend=run.backend,
-                values=values,
-                key_count=key_count,
+                feed_rows=key_count,
             )
-        with phase(run.report, "erase"):
-            now = read_snapshot(count.path, storage_options=options.storage_options)
-            kept = key_rows(spark, now, carried, ["key"], backend=run.backend, values=values, key_count=key_count)
-            gone = carried.distinct().join(kept.held.select("key"), "key", "left_anti")
-            if gone.limit(1).collect():
+        if done.gone is not None:
+            with phase(run.report, "erase"):
                 erased[count.column] = erase_keys(
-                    spark, count.vocabulary, gone, storage_options=options.storage_options
+                    run.spark, count.vocabulary, done.gone, storage_options=options.storage_options
                 )
     return erased
-
-
-#: The most change rows whose string values a window collects on the driver, so that their
-#: files of the value counts are found there (no Spark job); more are searched in Spark.
-LOCAL_VALUES = 100_000
-
-
-def _few_values(carried: DataFrame, rows: int) -> Any:
-    """The distinct values of ``carried`` (a ``key`` column without nulls) when its window has
-    at most `LOCAL_VALUES` change rows, else None."""
-    if rows > LOCAL_VALUES:
-        return None
-    return np.array([row[0] for row in carried.distinct().collect()], dtype=object)
 
 
 def _keys_of(run: _Run, rows: DataFrame, table: TableSnapshot, column: str, vocabulary: str) -> DataFrame:

@@ -133,7 +133,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     try:
         with _timed(timings, "footers"):
             values = _PartitionValues(stored_partitions, timestamps, zone)
-            files = add_actions(location, staging, values, spec)
+            files = add_actions(location, staging, values, spec, keep_empty=snapshot is None)
             files = _Files([*files.actions, *_remove_actions(plan)], files.rows)
         with _timed(timings, "commit"):
             metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, WRITE_ID: write_id}
@@ -302,9 +302,12 @@ def _hidden(relative: str) -> bool:
     return any(part.startswith(("_", ".")) for part in relative.split("/"))
 
 
-def add_actions(location: Location, staging: str, partitions: _PartitionValues, spec: StatsSpec) -> _Files:
+def add_actions(
+    location: Location, staging: str, partitions: _PartitionValues, spec: StatsSpec, *, keep_empty: bool = True
+) -> _Files:
     """Add actions for the data files of Spark's committed job, with the statistics ``spec``
-    names read from their footers.
+    names read from their footers; a file of no rows is removed instead unless ``keep_empty``
+    (Spark writes one for a job without rows; a table that exists needs none).
 
     Hidden paths (``_temporary`` of a straggling task attempt, ``.crc`` files) are skipped, as
     Hadoop's input formats skip them.
@@ -317,6 +320,9 @@ def add_actions(location: Location, staging: str, partitions: _PartitionValues, 
             continue
         with location.filesystem.open_input_file(info.path) as source:
             metadata = pq.read_metadata(source)
+        if not metadata.num_rows and not keep_empty:
+            location.remove_file(info.path)
+            continue
         rows += metadata.num_rows
         actions.append(
             AddAction(

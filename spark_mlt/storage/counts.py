@@ -16,9 +16,11 @@ version of the writer took another change instead, and the change is refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -28,10 +30,18 @@ from spark_mlt.storage._plan import DeltaWriteResult, skipped_write
 from spark_mlt.storage.catalog import Backend, is_table_name
 from spark_mlt.storage.properties import AppTransaction
 from spark_mlt.storage.replace import key_rows, replace_keys
-from spark_mlt.storage.table import TableSnapshot
+from spark_mlt.storage.table import TableSnapshot, read_snapshot
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
-__all__ = ["change_counts", "count_changes", "counts_path", "value_counts", "write_counts"]
+__all__ = [
+    "LOCAL_VALUES",
+    "CountChange",
+    "change_counts",
+    "count_changes",
+    "counts_path",
+    "value_counts",
+    "write_counts",
+]
 
 
 def counts_path(output: str, column: str) -> str:
@@ -70,13 +80,18 @@ def count_changes(feed: DataFrame, column: str) -> DataFrame:
 
         count_changes(read_changes(spark, "/lake/customers", 8, 12), "email")  # ("a@x", -1), ("b@x", 2)
     """
+    return _net_changes(feed, column).where("change != 0")
+
+
+def _net_changes(feed: DataFrame, column: str) -> DataFrame:
+    """``key, change``: every value of ``column`` that ``feed`` carries, with its net change
+    (see `count_changes`; 0 included)."""
     kind = F.col("_change_type")
     sign = F.when(kind.isin("insert", "update_postimage"), F.lit(1)).when(
         kind.isin("delete", "update_preimage"), F.lit(-1)
     )
     values = feed.select(F.col(identifier(column)).cast("string").alias("key"), sign.alias("change"))
-    summed = values.where("key IS NOT NULL").groupBy("key").agg(F.sum("change").cast("bigint").alias("change"))
-    return summed.where("change != 0")
+    return values.where("key IS NOT NULL").groupBy("key").agg(F.sum("change").cast("bigint").alias("change"))
 
 
 def write_counts(
@@ -100,58 +115,154 @@ def write_counts(
     )
 
 
+@dataclass(frozen=True)
+class CountChange:
+    """What [`change_counts`][spark_mlt.storage.counts.change_counts] did.
+
+    Attributes:
+        write: its commit (skipped when the table held it already).
+        gone: the values the change rows carried that the counts no longer hold (``key``),
+            or None when there is none.
+    """
+
+    write: DeltaWriteResult
+    gone: DataFrame | None
+
+
+#: The most change rows whose values `change_counts` gathers on the driver (with the counts of
+#: those values: one job each), where it finds their count files and adds the change; a larger
+#: change is added in Spark.
+LOCAL_VALUES = 100_000
+
+
 def change_counts(
     spark: SparkSession,
     snapshot: TableSnapshot,
-    changes: DataFrame,
+    feed: DataFrame,
+    column: str,
     *,
     transaction: AppTransaction,
     commit_info: Mapping[str, Any],
     max_file_rows: int | None,
     backend: Backend,
-    values: Any = None,
-    key_count: int | None = None,
-) -> DeltaWriteResult:
-    """Add ``changes`` (``key, change``: [`count_changes`][spark_mlt.storage.counts.count_changes])
-    to the count table ``snapshot`` in one commit as ``transaction`` (``exact``; skipped when the
-    table holds it): the files that hold the changed values rewritten (or merged), a value whose
-    count falls to 0 deleted. ``values``: the changed values, or more, where the caller holds
-    them (their files are then found on the driver); ``key_count``: at most how many values
-    change, where known.
+    feed_rows: int,
+) -> CountChange:
+    """Add the change of ``feed`` (change data feed rows, ``feed_rows`` of them) to the counts of
+    its column ``column`` (the count table ``snapshot``; see
+    [`count_changes`][spark_mlt.storage.counts.count_changes]), in one commit as ``transaction``
+    (``exact``; skipped when the table holds it): the files that hold a changed value rewritten
+    (or merged), a value whose count falls to 0 deleted, and the transaction alone committed
+    when no count changes. Returns the commit and the values ``feed`` carried that no row holds
+    after it (the values to erase).
+
+    A feed of at most `LOCAL_VALUES` rows is counted on the driver: its values' net changes and
+    their counts are gathered (a job each; their count files found from the statistics there).
 
     Raises:
         MLTError: a count would fall below 0: the table does not count the rows the change
             replaces (naming the value; a full refresh rebuilds it). Nothing is committed.
         ConcurrentWriteError: the table records another version of the writer than the one
             the change was computed against; nothing is committed.
+
+    Example::
+
+        done = change_counts(spark, read_snapshot("/lake/c_mlt_counts/email"), feed, "email",
+                             transaction=AppTransaction("spark-mlt-sync:...:counts", 12, after=8, exact=True),
+                             commit_info={}, max_file_rows=None, backend="delta-rs", feed_rows=feed.count())
     """
-    if snapshot.holds(transaction):  # applied already: not again
-        return skipped_write(snapshot.path, snapshot.version, transaction)
-    transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
-    keyed = key_rows(
-        spark, snapshot, changes.select("key"), ["key"], backend=backend, values=values, key_count=key_count
-    )
-    summed = (
-        keyed.held.join(changes, "key", "full_outer")
-        .select("key", (F.coalesce(F.col("rows"), F.lit(0)) + F.coalesce(F.col("change"), F.lit(0))).alias("rows"))
-        .cache()
-    )
-    try:
-        below = summed.where("rows < 0").limit(1).collect()
-        if below:
-            raise MLTError(
-                f"the value counts at {snapshot.path} hold fewer rows of {below[0]['key']!r} than a change replaces "
-                f"({below[0]['rows']} after it): the counts do not match the table they count; a full refresh "
-                "rebuilds them. Nothing was committed",
-                parameter="output",
-            )
-        return replace_keys(
-            summed.where("rows > 0"),
-            keyed,
-            {},
-            transaction=transaction,
-            commit_info=commit_info,
-            max_file_rows=max_file_rows,
+    applied = snapshot.holds(transaction)
+    if not applied:
+        transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
+    options = _CountWrite(transaction, commit_info, max_file_rows, backend)
+    if feed_rows <= LOCAL_VALUES:
+        return _change_locally(spark, snapshot, feed, column, options, applied=applied)
+    carried = feed.select(F.col(identifier(column)).cast("string").alias("key")).where("key IS NOT NULL").distinct()
+    if applied:
+        write = skipped_write(snapshot.path, snapshot.version, transaction)
+    else:
+        changes = count_changes(feed, column)
+        keyed = key_rows(spark, snapshot, changes.select("key"), ["key"], backend=backend, key_count=feed_rows)
+        summed = (
+            keyed.held.join(changes, "key", "full_outer")
+            .select("key", (F.coalesce(F.col("rows"), F.lit(0)) + F.coalesce(F.col("change"), F.lit(0))).alias("rows"))
+            .cache()
         )
-    finally:
-        summed.unpersist()
+        try:
+            below = summed.where("rows < 0").limit(1).collect()
+            if below:
+                raise _below(snapshot, below[0]["key"], below[0]["rows"])
+            write = replace_keys(summed.where("rows > 0"), keyed, {}, **options.replacing)
+        finally:
+            summed.unpersist()
+    now = read_snapshot(snapshot.path, storage_options=snapshot.storage_options)
+    kept = key_rows(spark, now, carried, ["key"], backend=backend, key_count=feed_rows)
+    gone = carried.join(kept.held.select("key"), "key", "left_anti")
+    return CountChange(write, gone if gone.limit(1).collect() else None)
+
+
+@dataclass(frozen=True)
+class _CountWrite:
+    transaction: AppTransaction
+    commit_info: Mapping[str, Any]
+    max_file_rows: int | None
+    backend: Backend
+
+    @property
+    def replacing(self) -> dict[str, Any]:
+        """`replace_keys`' arguments for the counts' commit."""
+        return {
+            "transaction": self.transaction,
+            "commit_info": self.commit_info,
+            "max_file_rows": self.max_file_rows,
+        }
+
+
+def _change_locally(
+    spark: SparkSession, snapshot: TableSnapshot, feed: DataFrame, column: str, options: _CountWrite, *, applied: bool
+) -> CountChange:
+    """`change_counts` of a small feed, on the driver: every value it carries, with its net
+    change and its count before (after, when the table holds the change already)."""
+    changes = {row["key"]: int(row["change"]) for row in _net_changes(feed, column).collect()}
+    values = np.array(sorted(changes), dtype=object)
+    keys = spark.createDataFrame([(v,) for v in values], _KEYS)
+    keyed = key_rows(spark, snapshot, keys, ["key"], backend=options.backend, values=values, key_count=len(values))
+    held = {row["key"]: int(row["rows"]) for row in keyed.held.collect()} if len(values) else {}
+    if applied:  # the counts hold the change: what they hold is the count after it
+        gone = [v for v in values if v not in held]
+        return CountChange(skipped_write(snapshot.path, snapshot.version, options.transaction), _keys(spark, gone))
+    after = {v: held.get(v, 0) + change for v, change in changes.items()}
+    below = next(((v, n) for v, n in sorted(after.items()) if n < 0), None)
+    if below is not None:
+        raise _below(snapshot, *below)
+    if any(changes.values()):
+        rows = spark.createDataFrame([(v, n) for v, n in sorted(after.items()) if n > 0], _COUNTS)
+        write = replace_keys(rows, keyed, {}, **options.replacing)
+    else:  # no count changes: the table records the transaction alone
+        write = write_delta(
+            spark.createDataFrame([], _COUNTS),
+            snapshot.path,
+            {},
+            mode="append",
+            run_id=options.transaction,
+            options=WriteOptions(commit_info=dict(options.commit_info), backend=options.backend),
+            snapshot=snapshot,
+            storage_options=snapshot.storage_options,
+        )
+    return CountChange(write, _keys(spark, [v for v, n in sorted(after.items()) if n == 0]))
+
+
+_KEYS = "key string"
+_COUNTS = "key string, rows bigint"
+
+
+def _keys(spark: SparkSession, values: Sequence[str]) -> DataFrame | None:
+    return spark.createDataFrame([(v,) for v in values], _KEYS) if values else None
+
+
+def _below(snapshot: TableSnapshot, value: object, rows: int) -> MLTError:
+    return MLTError(
+        f"the value counts at {snapshot.path} hold fewer rows of {value!r} than a change replaces "
+        f"({rows} after it): the counts do not match the table they count; a full refresh rebuilds them. "
+        "Nothing was committed",
+        parameter="output",
+    )

@@ -62,7 +62,7 @@ def _arm(kill_at: str, output: str) -> None:
 
         def count_then_die(*args: Any, **kwargs: Any) -> Any:
             result = change_counts(*args, **kwargs)
-            if not result.skipped:
+            if not result.write.skipped:
                 _die()
             return result
 
