@@ -2,7 +2,7 @@
 # The compatibility suite on one PySpark line: builds (or reuses) its venv with
 # tests/compat/venv.sh (that pyspark and stack first, then spark-mlt, which must replace
 # none of them), runs the tests marked compat (the jobs on a local S3 server among
-# them), the differential statistics harness (120 cases written on the line, read by every
+# them), the differential statistics harness (60 cases written on the line, read by every
 # reader it has, delta-spark on the first line of each Delta release: SPARK_MLT_DIFF_EXAMPLES),
 # then on a line Delta publishes jars for
 # the delta-spark tests (local disk, catalog tables, S3). The jars come from `make jars`
@@ -61,10 +61,10 @@ echo "== compat tests ($depth)"
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-4} \
     "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" \
     --ignore=tests/test_differential.py "${tests[@]}"
-# the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases (120) written
+# the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases (60) written
 # on this line, each read by every reader the line has: the cheap ones every case, the others in
 # turn; two shards side by side (pytest-xdist's --dist load)
-differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-120}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
+differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-60}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
     SPARK_MLT_DIFF_PREDICATES="${SPARK_MLT_DIFF_PREDICATES:-16}" SPARK_MLT_DIFF_SPARK_PREDICATES="${SPARK_MLT_DIFF_SPARK_PREDICATES:-4}")
 # delta-spark reads the cases on the first line of its Delta release (the line that built the
 # release's zoo): its skipping is that release's code on each line of it, and its five jobs a
