@@ -173,9 +173,18 @@ def change_counts(
     applied = snapshot.holds(transaction)
     if not applied:
         transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
-    options = _CountWrite(transaction, commit_info, max_file_rows, backend)
     if feed_rows <= LOCAL_VALUES:
-        return _change_locally(spark, snapshot, feed, column, options, applied=applied)
+        return _change_locally(
+            spark,
+            snapshot,
+            feed,
+            column,
+            transaction=transaction,
+            commit_info=commit_info,
+            max_file_rows=max_file_rows,
+            backend=backend,
+            applied=applied,
+        )
     carried = feed.select(F.col(identifier(column)).cast("string").alias("key")).where("key IS NOT NULL").distinct()
     if applied:
         write = skipped_write(snapshot.path, snapshot.version, transaction)
@@ -191,7 +200,14 @@ def change_counts(
             below = summed.where("rows < 0").limit(1).collect()
             if below:
                 raise _below(snapshot, below[0]["key"], below[0]["rows"])
-            write = replace_keys(summed.where("rows > 0"), keyed, {}, **options.replacing)
+            write = replace_keys(
+                summed.where("rows > 0"),
+                keyed,
+                {},
+                transaction=transaction,
+                commit_info=commit_info,
+                max_file_rows=max_file_rows,
+            )
         finally:
             summed.unpersist()
     now = read_snapshot(snapshot.path, storage_options=snapshot.storage_options)
@@ -200,51 +216,45 @@ def change_counts(
     return CountChange(write, gone if gone.limit(1).collect() else None)
 
 
-@dataclass(frozen=True)
-class _CountWrite:
-    transaction: AppTransaction
-    commit_info: Mapping[str, Any]
-    max_file_rows: int | None
-    backend: Backend
-
-    @property
-    def replacing(self) -> dict[str, Any]:
-        """`replace_keys`' arguments for the counts' commit."""
-        return {
-            "transaction": self.transaction,
-            "commit_info": self.commit_info,
-            "max_file_rows": self.max_file_rows,
-        }
-
-
 def _change_locally(
-    spark: SparkSession, snapshot: TableSnapshot, feed: DataFrame, column: str, options: _CountWrite, *, applied: bool
+    spark: SparkSession,
+    snapshot: TableSnapshot,
+    feed: DataFrame,
+    column: str,
+    *,
+    transaction: AppTransaction,
+    commit_info: Mapping[str, Any],
+    max_file_rows: int | None,
+    backend: Backend,
+    applied: bool,
 ) -> CountChange:
     """`change_counts` of a small feed, on the driver: every value it carries, with its net
     change and its count before (after, when the table holds the change already)."""
     changes = {row["key"]: int(row["change"]) for row in _net_changes(feed, column).collect()}
     values = np.array(sorted(changes), dtype=object)
     keys = spark.createDataFrame([(v,) for v in values], _KEYS)
-    keyed = key_rows(spark, snapshot, keys, ["key"], backend=options.backend, values=values, key_count=len(values))
+    keyed = key_rows(spark, snapshot, keys, ["key"], backend=backend, values=values, key_count=len(values))
     held = {row["key"]: int(row["rows"]) for row in keyed.held.collect()} if len(values) else {}
     if applied:  # the counts hold the change: what they hold is the count after it
         gone = [v for v in values if v not in held]
-        return CountChange(skipped_write(snapshot.path, snapshot.version, options.transaction), _keys(spark, gone))
+        return CountChange(skipped_write(snapshot.path, snapshot.version, transaction), _keys(spark, gone))
     after = {v: held.get(v, 0) + change for v, change in changes.items()}
     below = next(((v, n) for v, n in sorted(after.items()) if n < 0), None)
     if below is not None:
         raise _below(snapshot, *below)
     if any(changes.values()):
         rows = spark.createDataFrame([(v, n) for v, n in sorted(after.items()) if n > 0], _COUNTS)
-        write = replace_keys(rows, keyed, {}, **options.replacing)
+        write = replace_keys(
+            rows, keyed, {}, transaction=transaction, commit_info=commit_info, max_file_rows=max_file_rows
+        )
     else:  # no count changes: the table records the transaction alone
         write = write_delta(
             spark.createDataFrame([], _COUNTS),
             snapshot.path,
             {},
             mode="append",
-            run_id=options.transaction,
-            options=WriteOptions(commit_info=dict(options.commit_info), backend=options.backend),
+            run_id=transaction,
+            options=WriteOptions(commit_info=dict(commit_info), backend=backend),
             snapshot=snapshot,
             storage_options=snapshot.storage_options,
         )
