@@ -29,7 +29,7 @@ from spark_mlt.errors import MLTError
 from spark_mlt.storage._plan import DeltaWriteResult, skipped_write
 from spark_mlt.storage.catalog import Backend, is_table_name
 from spark_mlt.storage.properties import AppTransaction
-from spark_mlt.storage.replace import key_rows, replace_keys
+from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
 from spark_mlt.storage.table import TableSnapshot, read_snapshot
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
@@ -174,17 +174,30 @@ def change_counts(
     if not applied:
         transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
     if feed_rows <= LOCAL_VALUES:
-        return _change_locally(
-            spark,
-            snapshot,
-            feed,
-            column,
-            transaction=transaction,
-            commit_info=commit_info,
-            max_file_rows=max_file_rows,
-            backend=backend,
-            applied=applied,
-        )
+        local = _count_locally(spark, snapshot, feed, column, backend=backend, applied=applied)
+        if applied:
+            write = skipped_write(snapshot.path, snapshot.version, transaction)
+        elif local.rows is not None:
+            write = replace_keys(
+                local.rows,
+                local.keyed,
+                {},
+                transaction=transaction,
+                commit_info=commit_info,
+                max_file_rows=max_file_rows,
+            )
+        else:  # no count changes: the table records the transaction alone
+            write = write_delta(
+                spark.createDataFrame([], _COUNTS),
+                snapshot.path,
+                {},
+                mode="append",
+                run_id=transaction,
+                options=WriteOptions(commit_info=dict(commit_info), backend=backend),
+                snapshot=snapshot,
+                storage_options=snapshot.storage_options,
+            )
+        return CountChange(write, local.gone)
     carried = feed.select(F.col(identifier(column)).cast("string").alias("key")).where("key IS NOT NULL").distinct()
     if applied:
         write = skipped_write(snapshot.path, snapshot.version, transaction)
@@ -216,49 +229,36 @@ def change_counts(
     return CountChange(write, gone if gone.limit(1).collect() else None)
 
 
-def _change_locally(
-    spark: SparkSession,
-    snapshot: TableSnapshot,
-    feed: DataFrame,
-    column: str,
-    *,
-    transaction: AppTransaction,
-    commit_info: Mapping[str, Any],
-    max_file_rows: int | None,
-    backend: Backend,
-    applied: bool,
-) -> CountChange:
-    """`change_counts` of a small feed, on the driver: every value it carries, with its net
-    change and its count before (after, when the table holds the change already)."""
+@dataclass(frozen=True)
+class _Local:
+    """A small feed's change of the counts, worked out on the driver: the count files of its
+    values (``keyed``), their new counts (``rows``; None when no count changes or the table
+    holds the change already) and the values no row holds after it (``gone``)."""
+
+    keyed: KeyedRows
+    rows: DataFrame | None
+    gone: DataFrame | None
+
+
+def _count_locally(
+    spark: SparkSession, snapshot: TableSnapshot, feed: DataFrame, column: str, *, backend: Backend, applied: bool
+) -> _Local:
+    """Every value a small ``feed`` carries, with its net change and its count before (after,
+    when the table holds the change already: ``applied``), gathered on the driver."""
     changes = {row["key"]: int(row["change"]) for row in _net_changes(feed, column).collect()}
     values = np.array(sorted(changes), dtype=object)
     keys = spark.createDataFrame([(v,) for v in values], _KEYS)
     keyed = key_rows(spark, snapshot, keys, ["key"], backend=backend, values=values, key_count=len(values))
     held = {row["key"]: int(row["rows"]) for row in keyed.held.collect()} if len(values) else {}
-    if applied:  # the counts hold the change: what they hold is the count after it
-        gone = [v for v in values if v not in held]
-        return CountChange(skipped_write(snapshot.path, snapshot.version, transaction), _keys(spark, gone))
-    after = {v: held.get(v, 0) + change for v, change in changes.items()}
-    below = next(((v, n) for v, n in sorted(after.items()) if n < 0), None)
+    if applied:  # what the counts hold is the count after the change
+        return _Local(keyed, None, _keys(spark, [v for v in values if v not in held]))
+    after = {v: held.get(v, 0) + change for v, change in sorted(changes.items())}
+    below = next(((v, n) for v, n in after.items() if n < 0), None)
     if below is not None:
         raise _below(snapshot, *below)
-    if any(changes.values()):
-        rows = spark.createDataFrame([(v, n) for v, n in sorted(after.items()) if n > 0], _COUNTS)
-        write = replace_keys(
-            rows, keyed, {}, transaction=transaction, commit_info=commit_info, max_file_rows=max_file_rows
-        )
-    else:  # no count changes: the table records the transaction alone
-        write = write_delta(
-            spark.createDataFrame([], _COUNTS),
-            snapshot.path,
-            {},
-            mode="append",
-            run_id=transaction,
-            options=WriteOptions(commit_info=dict(commit_info), backend=backend),
-            snapshot=snapshot,
-            storage_options=snapshot.storage_options,
-        )
-    return CountChange(write, _keys(spark, [v for v, n in sorted(after.items()) if n == 0]))
+    changed = any(changes.values())
+    rows = spark.createDataFrame([(v, n) for v, n in after.items() if n > 0], _COUNTS) if changed else None
+    return _Local(keyed, rows, _keys(spark, [v for v, n in after.items() if n == 0]))
 
 
 _KEYS = "key string"
