@@ -435,6 +435,39 @@ def test_a_key_that_is_not_the_sources_primary_key_is_refused(spark: SparkSessio
     assert _read(mirror, drop=["cid_mlt", "email_mlt"]) == [(1, "a@x", 1), (2, "b@x", 2)]  # as at version 0
 
 
+def test_an_invalid_id_fails_a_window_under_error_and_commits_nothing_until_it_is_fixed(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Under ``handle_invalid="error"`` a window's resulting rows are counted from its collected
+    changes and tokenized by the rewrite itself: an id out of the codec's range fails it with
+    the id named and nothing committed (no file left behind); once fixed, the next window
+    applies every version, a key updated twice with its last row."""
+    source = _create(tmp_path / "customers", [(k, f"{k}@x", k) for k in range(6)])
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror, ["cid"], handle_invalid="error")
+    version, files = _version(mirror), sorted(p.name for p in Path(mirror).iterdir())
+    DeltaTable(source).update(predicate="k = 1", updates={"cid": "11"})  # v1
+    DeltaTable(source).update(predicate="k = 1", updates={"cid": "21"})  # v2: overtakes v1's row
+    DeltaTable(source).update(predicate="k = 2", updates={"cid": str(P**N)})  # v3: one past the range
+    DeltaTable(source).delete("k = 3")  # v4
+    _append(source, [(6, "6@x", 6)])  # v5
+    with pytest.raises(Exception, match=f"{P**N}"):
+        _sync(spark, source, mirror, ["cid"], handle_invalid="error")
+    assert _version(mirror) == version
+    assert sorted(p.name for p in Path(mirror).iterdir()) == files
+    DeltaTable(source).update(predicate="k = 2", updates={"cid": "12"})  # v6
+    report = _sync(spark, source, mirror, ["cid"], handle_invalid="error")
+    assert (report.rows_out, report.rows_rejected, report.rows_deleted) == (3, 0, 1)
+    assert sorted((k, cid) for cid, _, k in _read(mirror, drop=["cid_mlt"])) == [
+        (0, 0),
+        (1, 21),
+        (2, 12),
+        (4, 4),
+        (5, 5),
+        (6, 6),
+    ]
+
+
 # -- the jar-free rewrite ------------------------------------------------------------------------
 
 

@@ -19,7 +19,7 @@ import spark_mlt.storage.replace as replace_module
 import spark_mlt.storage.vocabulary as vocabulary_module
 from spark_mlt.batch.options import SyncOptions
 from spark_mlt.batch.sync import sync_table
-from spark_mlt.batch.window import check_changes, read_window
+from spark_mlt.batch.window import check_changes, last_rows, read_window
 from spark_mlt.delta.schema import TableLayout
 from spark_mlt.errors import ConcurrentWriteError, SourceError
 from spark_mlt.storage import AppTransaction, read_snapshot
@@ -184,7 +184,8 @@ def _random_window(rng: np.random.Generator, broken: bool) -> tuple[list[tuple[i
 
 
 def test_the_key_check_on_the_driver_decides_as_the_one_in_spark(spark: SparkSession) -> None:
-    """Random windows, valid and broken: the same count of deleted keys, or the same error."""
+    """Random windows, valid and broken: the same count of deleted keys, or the same error; and
+    for a valid one, the same rows after it (the driver's without a join)."""
     rng = np.random.default_rng(11)
     outcomes = set()
     for case in range(25):
@@ -195,7 +196,7 @@ def test_the_key_check_on_the_driver_decides_as_the_one_in_spark(spark: SparkSes
         rows = [(key(k), change, version) for k, change, version in rows]
         changes = spark.createDataFrame(rows, f"k {kind}, _change_type string, _commit_version bigint")
         mirror = spark.createDataFrame([(key(k),) for k in held], f"k {kind}")
-        decided = []
+        decided, final = [], []
         for local_rows in (0, 1000):
             window = read_window(changes, ["k"], local_rows=local_rows)
             assert (window.local is None) == (local_rows == 0)
@@ -203,6 +204,11 @@ def test_the_key_check_on_the_driver_decides_as_the_one_in_spark(spark: SparkSes
                 decided.append(check_changes(window, mirror, None, "src", skipped_rows=case % 4 == 3))
             except SourceError as error:
                 decided.append(str(error))
+                continue
+            rows = sorted(tuple(r) for r in last_rows(window, names=["k", "_commit_version"]).collect())
+            final.append(rows)
+            assert window.final_rows in (None, len(rows))
         assert decided[0] == decided[1], (case, decided)
+        assert not final or final[0] == final[1], (case, final)
         outcomes.add(type(decided[0]))
     assert outcomes == {int, str}  # both kinds of outcome were compared

@@ -433,9 +433,7 @@ def _filesystem_path(location: Location, path: str) -> str:
     Raises:
         TableError: the file is in another store, which the table's filesystem cannot read.
     """
-    if "://" not in path and not path.startswith("/"):
-        return location.path(path)
-    resolved = location.absolute_path(path)
+    resolved = location.data_path(path)
     if resolved is None:
         raise TableError(f"{path} is outside the store of the Delta table at {location.uri}: find cannot read it")
     return resolved

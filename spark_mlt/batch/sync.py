@@ -421,11 +421,16 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
         )
         with phase(report, "check the changes"):
             held = _held_at(run, side, keys, app=app, after=after)
+            read = keyed.held_keys(values) if held is None else None  # (on the driver)
             deleted = check_changes(
-                window, keyed.held, held, source.path, skipped_rows=options.handle_invalid == "skip"
+                window,
+                keyed.held if read is None else read,
+                held,
+                source.path,
+                skipped_rows=options.handle_invalid == "skip",
             )
-        final = last_rows(changes, options.key, names=source.schema.names)
-        tokens, good, rejected = _tokens(run, final, mirror)
+        final = last_rows(window, names=source.schema.names)
+        tokens, good, rejected = _tokens(run, final, mirror, counted=window.final_rows is not None)
         if counts:
             report.erased = _count_and_erase(
                 run,
@@ -436,7 +441,7 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
                 until=until,
                 key_count=window.rows,
             )
-        written = _written(tokens)
+        written = _written(tokens, window.final_rows)
         if rejected is not None and not written[1] and _untouched(side):
             rejected = None  # no quarantined row, and none of its rows to replace: no commit
         info = {
@@ -471,17 +476,24 @@ def _quarantine(run: _Run) -> TableSnapshot | None:
     return read_snapshot(path, storage_options=options.storage_options)
 
 
-def _tokens(run: _Run, final: DataFrame, mirror: TableSnapshot) -> tuple[DataFrame, DataFrame, DataFrame | None]:
+def _tokens(
+    run: _Run, final: DataFrame, mirror: TableSnapshot, *, counted: bool
+) -> tuple[DataFrame, DataFrame, DataFrame | None]:
     """A window's resulting rows tokenized with the mirror's codecs (string keys through its
-    vocabularies, new keys appended first), kept: all of them, the valid ones, and the rejected
-    ones (None without a quarantine column)."""
+    vocabularies, new keys appended first): all of them, the valid ones, and the rejected ones
+    (None without a quarantine column). Kept where a job will count them before the write
+    (`_written`); not where the window ``counted`` its resulting rows and none is set aside, so
+    that the rewrite's job tokenizes them (and fails on an invalid id, under ``error``)."""
     spark, options, report = run.spark, run.options, run.report
     with phase(report, "vocabularies"):
         with_ids, sources, _ = key_ids(spark, final, run.columns, run.output, options, codecs=mirror.codecs)
     fit_job_codecs(report, with_ids, run.columns, options, mirror, sources=sources)
-    tokens = job_tokens(with_ids, report, options, sources).persist(_KEEP_LEVEL)
+    tokens = job_tokens(with_ids, report, options, sources)
     if REASON_COLUMN not in tokens.columns:
+        if not counted:
+            tokens = tokens.persist(_KEEP_LEVEL)
         return tokens, tokens, None
+    tokens = tokens.persist(_KEEP_LEVEL)
     good, rejected = split_invalid(tokens, report.codecs)
     return tokens, good, rejected
 
@@ -617,8 +629,11 @@ def _quarantine_at(run: _Run, quarantine: TableSnapshot, *, app: str, after: int
     return read_snapshot(quarantine.path, version=first - 1, storage_options=run.options.storage_options)
 
 
-def _written(tokens: DataFrame) -> tuple[int, int]:
-    """A window's tokenized rows and, of them, the rejected ones (one job over the kept rows)."""
+def _written(tokens: DataFrame, final_rows: int | None) -> tuple[int, int]:
+    """A window's tokenized rows and, of them, the rejected ones: its resulting rows
+    (``final_rows``, where counted) when no row is set aside, else one job over the kept rows."""
+    if final_rows is not None and REASON_COLUMN not in tokens.columns:
+        return final_rows, 0
     counted = tokens.agg(
         F.count(F.lit(1)).alias("rows"),
         F.count(F.col(REASON_COLUMN)).alias("rejected")

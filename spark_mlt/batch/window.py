@@ -12,14 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
 import pandas as pd
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from spark_mlt.column.sqltext import identifier
+from spark_mlt.delta._local import arrow_frames, local_frame, pandas_frame
 from spark_mlt.errors import SourceError
 from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, FULL_REFRESH
 
@@ -33,8 +36,9 @@ _HELD = "__spark_mlt_held"
 #: and versions are collected (tens of bytes a row: about 50 MB at the most), the rows
 #: themselves stay in Spark. (An update is two change rows: 2M rows are 1M updated keys.)
 LOCAL_WINDOW_ROWS = 2_000_000
-#: A window of at most this many collected keys makes its keys a local frame (beyond, a query of
-#: the change rows costs less than sending the keys from Python).
+#: Where a session builds local frames from rows (PySpark 3.5), a window of at most this many
+#: collected keys makes its keys a local frame (beyond, a query of the change rows costs less than
+#: sending the keys from Python as rows); through Arrow (PySpark 4) every collected window does.
 LOCAL_FRAME_KEYS = 100_000
 #: Key column types (Spark's ``dtypes``) whose values pandas groups and compares as Spark does.
 _LOCAL_TYPES = frozenset({"tinyint", "smallint", "int", "bigint", "string"})
@@ -51,19 +55,27 @@ class WindowChanges:
     local: pd.DataFrame | None
 
     def keys(self) -> DataFrame:
-        """The window's distinct keys: a local frame of the collected ones (none null; up to
-        `LOCAL_FRAME_KEYS`), or a Spark query."""
+        """The window's distinct keys: a local frame of the collected ones (none null; through
+        Arrow, or up to `LOCAL_FRAME_KEYS` as rows), or a Spark query."""
         names = [identifier(c) for c in self.key]
-        if self.local is None or len(self.local) > LOCAL_FRAME_KEYS:
+        spark = self.changes.sparkSession
+        if self.local is None or (len(self.local) > LOCAL_FRAME_KEYS and not arrow_frames(spark)):
             return self.changes.select(*names).distinct()
         unique = self.local[list(self.key)].dropna().drop_duplicates()
-        schema = self.changes.select(*names).schema
-        integral = [self._integral(c) for c in self.key]
+        return self._frame(unique, self.changes.select(*names).schema)
+
+    def _frame(self, frame: pd.DataFrame, schema: StructType) -> DataFrame:
+        """Collected key columns (and versions; no nulls) as a local frame of ``schema``."""
+        spark = self.changes.sparkSession
+        integral = [c == COMMIT_VERSION or self._integral(c) for c in frame.columns]
+        if arrow_frames(spark):  # (pandas holds an integer column that had nulls as floats)
+            whole = frame.astype({c: "int64" for c, i in zip(frame.columns, integral, strict=True) if i})
+            return pandas_frame(spark, whole, schema)
         rows = [
-            tuple(int(v) if whole else _python(v) for v, whole in zip(row, integral, strict=True))
-            for row in unique.itertuples(index=False)
+            tuple(int(v) if i else _python(v) for v, i in zip(row, integral, strict=True))
+            for row in frame.itertuples(index=False)
         ]
-        return self.changes.sparkSession.createDataFrame(rows, schema)
+        return local_frame(spark, rows, schema)
 
     @property
     def values(self) -> list[Any] | None:
@@ -76,6 +88,37 @@ class WindowChanges:
     def _integral(self, column: str) -> bool:
         """Whether the key column is an integer one (pandas holds one with nulls as floats)."""
         return dict(self.changes.dtypes)[column] != "string"
+
+    @cached_property
+    def _last(self) -> tuple[int, pd.DataFrame] | None:
+        """Of the collected changes, how many are a key's row after the window (an insert or
+        update's post-image at the key's last version), and the other added ones (key and
+        version); None where the window was not collected."""
+        if self.local is None:
+            return None
+        local, k = self.local, list(self.key)
+        added = local[CHANGE_TYPE].isin(_ADDED)
+        at_last = local[COMMIT_VERSION] == local.groupby(k, sort=False)[COMMIT_VERSION].transform("max")
+        return int((added & at_last).sum()), local.loc[added & ~at_last, [*k, COMMIT_VERSION]]
+
+    @property
+    def final_rows(self) -> int | None:
+        """How many keys have a row after the window (`last_rows`' rows), where collected."""
+        return None if self._last is None else self._last[0]
+
+    @property
+    def overtaken_rows(self) -> int | None:
+        """How many of the window's added rows a later version of their key overtakes, where
+        collected."""
+        return None if self._last is None else len(self._last[1])
+
+    def overtaken(self) -> DataFrame | None:
+        """Those rows (`overtaken_rows`): their key columns and version, as a local frame; None
+        where not collected."""
+        if self._last is None:
+            return None
+        names = [identifier(c) for c in self.key]
+        return self._frame(self._last[1], self.changes.select(*names, COMMIT_VERSION).schema)
 
 
 def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int | None = None) -> WindowChanges:
@@ -98,7 +141,7 @@ def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int | Non
 
 def check_changes(
     window: WindowChanges,
-    mirror: DataFrame,
+    mirror: DataFrame | pd.DataFrame,
     quarantine: DataFrame | None,
     source: str,
     *,
@@ -111,7 +154,8 @@ def check_changes(
     with ``skipped_rows`` (``handle_invalid="skip"``: rows of invalid ids are in neither table) a
     key may be missing). Null keys are refused too. Returns how many keys the mirror (or
     quarantine) held that no row holds after the window (a key inserted and deleted within it
-    was never held, so is not counted).
+    was never held, so is not counted). ``mirror``: the mirror's rows of the window's keys, or
+    their key columns read already (a pandas frame: `KeyedRows.held_keys`).
 
     Raises:
         SourceError: naming the first broken key (null keys first, then by version) and version.
@@ -121,12 +165,21 @@ def check_changes(
         deleted = check_changes(window, keyed.held, None, "/lake/customers")
     """
     k = [identifier(c) for c in window.key]
-    held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
-    if window.local is None:
-        return _check_in_spark(window.changes, held, window.key, source, skipped_rows=skipped_rows)
-    counted = held.groupBy(*k).count()
-    counts = counted.toArrow().to_pandas() if hasattr(counted, "toArrow") else counted.toPandas()
-    return _check_on_driver(window.local, counts.rename(columns={"count": _HELD}), window.key, source, skipped_rows)
+    if isinstance(mirror, pd.DataFrame):
+        read = mirror[list(window.key)]
+        if window.local is None or quarantine is not None:
+            return check_changes(
+                window, window.changes.sparkSession.createDataFrame(read), quarantine, source, skipped_rows=skipped_rows
+            )
+    else:
+        held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
+        if window.local is None:
+            return _check_in_spark(window.changes, held, window.key, source, skipped_rows=skipped_rows)
+        # the held keys themselves (as many as the window's keys, once each in a valid mirror),
+        # counted here: no shuffle
+        read = held.toArrow().to_pandas() if hasattr(held, "toArrow") else held.toPandas()
+    counts = read.groupby(list(window.key), sort=False).size().rename(_HELD).reset_index()
+    return _check_on_driver(window.local, counts, window.key, source, skipped_rows)
 
 
 def _check_on_driver(
@@ -239,16 +292,27 @@ def _check_in_spark(
     return int(result["deleted"] or 0) if result is not None else 0
 
 
-def last_rows(changes: DataFrame, key: Sequence[str], *, names: Sequence[str]) -> DataFrame:
-    """Each changed key's row after its last version in the window (none: deleted there).
+def last_rows(window: WindowChanges, *, names: Sequence[str]) -> DataFrame:
+    """Each changed key's row after its last version in the ``window`` (none: deleted there),
+    of a window that passed `check_changes` (a key adds at most one row per version). A
+    collected window's are its added rows less those it knows are overtaken by a later version
+    (none, or a few anti-joined as a local frame: no shuffle); else each key's last version is
+    joined back to its rows.
 
     Example::
 
-        final = last_rows(changes, ["customer_id"], names=source.schema.names)
+        final = last_rows(window, names=source.schema.names)
     """
+    changes, key = window.changes, window.key
     k = [identifier(c) for c in key]
-    last = changes.groupBy(*k).agg(F.max(COMMIT_VERSION).alias(_LAST))
-    final = changes.join(last, list(key)).where(
-        (F.col(COMMIT_VERSION) == F.col(_LAST)) & F.col(CHANGE_TYPE).isin(*_ADDED)
-    )
+    added = F.col(CHANGE_TYPE).isin(*_ADDED)
+    overtaken = window.overtaken_rows
+    if overtaken is not None and (overtaken <= LOCAL_FRAME_KEYS or arrow_frames(changes.sparkSession)):
+        final = changes.where(added)
+        stale = window.overtaken() if overtaken else None
+        if stale is not None:
+            final = final.join(F.broadcast(stale), [*key, COMMIT_VERSION], "left_anti")
+    else:
+        latest = changes.groupBy(*k).agg(F.max(COMMIT_VERSION).alias(_LAST))
+        final = changes.join(latest, list(key)).where((F.col(COMMIT_VERSION) == F.col(_LAST)) & added)
     return final.select(*(identifier(c) for c in names))

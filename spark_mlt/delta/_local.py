@@ -13,12 +13,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import DataType, StructType, TimestampNTZType, TimestampType
 
-__all__ = ["local_frame"]
+__all__ = ["arrow_frames", "local_frame", "pandas_frame"]
 
 
 def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: StructType) -> DataFrame:
@@ -28,12 +29,32 @@ def local_frame(spark: SparkSession, rows: Sequence[Sequence[Any]], schema: Stru
 
         files = local_frame(spark, [("part-0.parquet", 0)], StructType([...]))
     """
-    if int(spark.version.split(".", 1)[0]) < 4 or _has_timestamps(schema):
+    if not arrow_frames(spark) or _has_timestamps(schema):
         # timestamps: a naive datetime is the session's local time to Spark, UTC to Arrow
         return spark.createDataFrame(list(rows), schema)
     arrow = to_arrow_schema(schema)
     columns = [list(column) for column in zip(*rows, strict=True)] if rows else [[] for _ in schema.fields]
     table = pa.Table.from_arrays([pa.array(c, f.type) for c, f in zip(columns, arrow, strict=True)], schema=arrow)
+    return spark.createDataFrame(table, schema)
+
+
+def arrow_frames(spark: SparkSession) -> bool:
+    """Whether ``spark`` builds a local frame from Arrow (PySpark 4: no Python worker reads it)."""
+    return int(spark.version.split(".", 1)[0]) >= 4
+
+
+def pandas_frame(spark: SparkSession, frame: pd.DataFrame, schema: StructType) -> DataFrame:
+    """A pandas ``frame`` (columns named and ordered as ``schema``'s fields, no timestamps) as a
+    DataFrame of ``schema``: column by column through Arrow where the session takes it (see
+    `arrow_frames`), else as rows.
+
+    Example::
+
+        keys = pandas_frame(spark, changed[["customer_id"]], StructType([...]))
+    """
+    if not arrow_frames(spark) or _has_timestamps(schema):
+        return local_frame(spark, list(frame.itertuples(index=False, name=None)), schema)
+    table = pa.Table.from_pandas(frame, schema=to_arrow_schema(schema), preserve_index=False)
     return spark.createDataFrame(table, schema)
 
 

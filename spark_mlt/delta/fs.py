@@ -253,6 +253,18 @@ class Location:
             return self.path(decoded[len(table) :])
         return None
 
+    def data_path(self, path: str) -> str | None:
+        """The ``filesystem`` path of a file an action names (relative to the table, or absolute
+        in the table's own store: see `absolute_path`), or None where it is in another store.
+
+        Example::
+
+            locate("/lake/t").data_path("part-0.parquet")  # "/lake/t/part-0.parquet"
+        """
+        if "://" not in path and not path.startswith("/"):
+            return self.path(path)
+        return self.absolute_path(path)
+
     def relative(self, path: str) -> str:
         """``path`` (a ``filesystem`` path under the table) relative to the table, ``/``-separated."""
         return path[len(self.root) :].lstrip("/")

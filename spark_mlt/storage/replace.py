@@ -36,6 +36,9 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType, StringType, StructField, StructType
@@ -102,6 +105,24 @@ class KeyedRows:
         """The rows the version holds for the keys."""
         return self.rows.join(self._joined_keys, list(self.key), "left_semi")
 
+    def held_keys(self, values: Sequence[Any] | None) -> pd.DataFrame | None:
+        """The keys (a single key column's ``values``, no nulls) that the jar-free rewrite's
+        files hold, a row for each row that holds one, read on the driver from the files' key
+        column (a key check needs no Spark job for them); None where it takes Spark: with
+        delta-spark, a key of several columns or a partition column, unknown ``values``, or files
+        of more than `DRIVER_HELD_ROWS` rows (their statistics) or in another store.
+
+        Example::
+
+            held = keyed.held_keys([3, 5, 8])  # a frame of the key column: 3 and 8, say
+        """
+        if self.backend != "delta-spark" and values is not None and len(self.key) == 1:
+            rows = self.candidate_rows
+            layout = self.snapshot.delta.layout
+            if rows is not None and rows <= DRIVER_HELD_ROWS and self.key[0] not in layout.partition_columns:
+                return _held_keys(self, values)
+        return None
+
     def without_keys(self, rows: DataFrame) -> DataFrame:
         """``rows`` (of the table) less those of the keys: with few keys (``few``), anti-joined
         with them broadcast, so that each task's rows stay in it."""
@@ -149,6 +170,34 @@ def key_rows(
         return KeyedRows(snapshot, names, keys, rows, (), backend, ranges, few)
     candidates = _candidates(spark, snapshot, given, names, values)  # (a search needs no distinct keys)
     return KeyedRows(snapshot, names, keys, _scan(spark, snapshot, candidates), candidates, backend, few=few)
+
+
+#: The most rows of candidate files whose key column `KeyedRows.held_keys` reads on the driver (an
+#: integer column of 8 MB a million rows, read with its file's other columns left unread).
+DRIVER_HELD_ROWS = 10_000_000
+
+
+def _held_keys(keyed: KeyedRows, values: Sequence[Any]) -> pd.DataFrame | None:
+    """`KeyedRows.held_keys` of a single key column: each candidate's key column read with
+    pyarrow, its values among ``values`` kept (None: a file in another store)."""
+    name = keyed.key[0]
+    location = keyed.snapshot.delta.location
+    column = keyed.snapshot.delta.layout.physical_names.get(name, name)
+    found: list[pd.Series] = []
+    wanted: dict[pa.DataType, pa.Array] = {}
+    for candidate in keyed.candidates:
+        path = location.data_path(candidate.path)
+        if path is None:
+            return None
+        with location.filesystem.open_input_file(path) as source:
+            parquet = pq.ParquetFile(source)
+            if column not in parquet.schema_arrow.names:  # a file written before the column was added
+                continue
+            keys = parquet.read(columns=[column]).column(column)
+        if keys.type not in wanted:
+            wanted[keys.type] = pa.array(values, type=keys.type)
+        found.append(keys.filter(pc.is_in(keys, value_set=wanted[keys.type])).to_pandas())
+    return pd.DataFrame({name: pd.concat(found, ignore_index=True) if found else pd.Series([], dtype="int64")})
 
 
 #: The most keys `key_rows` broadcasts (a window's changed keys: tens of bytes each, held by the
