@@ -45,15 +45,13 @@ def arrow_frames(spark: SparkSession) -> bool:
 
 def pandas_frame(spark: SparkSession, frame: pd.DataFrame, schema: StructType) -> DataFrame:
     """A pandas ``frame`` (columns named and ordered as ``schema``'s fields, no timestamps) as a
-    DataFrame of ``schema``: column by column through Arrow where the session takes it (see
-    `arrow_frames`), else as rows.
+    DataFrame of ``schema``, column by column through Arrow: for a session that takes it (see
+    `arrow_frames`; `local_frame` builds one from rows on any session).
 
     Example::
 
         keys = pandas_frame(spark, changed[["customer_id"]], StructType([...]))
     """
-    if not arrow_frames(spark) or _has_timestamps(schema):
-        return local_frame(spark, list(frame.itertuples(index=False, name=None)), schema)
     table = pa.Table.from_pandas(frame, schema=to_arrow_schema(schema), preserve_index=False)
     return spark.createDataFrame(table, schema)
 
