@@ -34,7 +34,7 @@ from spark_mlt.batch.options import SyncOptions
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.sync import COUNTS_SUFFIX, SYNC_APP_PREFIX, sync_table
 from spark_mlt.batch.tokenize import tokenize_table
-from spark_mlt.storage.changes import ChangeFeedError, check_feed, read_changes
+from spark_mlt.storage.changes import ChangeFeedError, check_feed, feed_rows, read_changes
 from spark_mlt.storage.replace import replace_keys
 from spark_mlt.storage.vocabulary import check_vocabulary
 from tests.support.settings import session_settings
@@ -137,6 +137,7 @@ def test_the_jar_free_change_reader_returns_the_rows_delta_rs_feed_returns(spark
             expected = _delta_rs_feed(path, after, until)
             assert expected, (path, after, until)
             assert _feed(spark, path, after, until) == expected, (path, after, until)
+            assert feed_rows(check_feed(path, after, until)) == expected.total(), (path, after, until)
 
 
 @pytest.mark.compat  # deletion vectors: the reader numbers the rows of a file with _metadata.row_index
@@ -154,6 +155,9 @@ def test_a_delete_by_deletion_vectors_reads_as_the_deleted_rows_only(spark: Spar
         for r in read_changes(spark, str(path), 0, 2, backend="delta-rs").collect()
     )
     assert both == Counter([(i, "insert", 1) for i in range(100)] + [(i, "delete", 2) for i in range(0, 100, 4)])
+    # counted from the footers (version 1) and the deletion vector's rows (version 2), no job
+    assert feed_rows(check_feed(str(path), 0, 2)) == 125
+    assert feed_rows(check_feed(str(path), 1, 2)) == 25
 
 
 # -- the mirror ----------------------------------------------------------------------------------

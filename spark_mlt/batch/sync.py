@@ -88,7 +88,7 @@ from spark_mlt.storage import (
     write_delta,
 )
 from spark_mlt.storage.catalog import Backend, resolve_location
-from spark_mlt.storage.changes import FULL_REFRESH, check_feed, read_changes
+from spark_mlt.storage.changes import FULL_REFRESH, check_feed, feed_rows, read_changes
 from spark_mlt.storage.counts import change_counts, counts_path, value_counts, write_counts
 from spark_mlt.storage.properties import NEVER
 from spark_mlt.storage.reader import read_snapshot_rows
@@ -406,7 +406,8 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
     keys: DataFrame | None = None
     tokens: DataFrame | None = None
     try:
-        window = read_window(changes, options.key)
+        # jar-free, the feed's rows are counted from its files' footers (no Spark job)
+        window = read_window(changes, options.key, rows=feed_rows(feed) if run.backend == "delta-rs" else None)
         keys = window.keys().persist(_KEEP_LEVEL)
         # the rows of the files that can hold the keys
         values = window.values  # (built once: up to a million keys)

@@ -121,21 +121,25 @@ class WindowChanges:
         return self._frame(self._last[1], self.changes.select(*names, COMMIT_VERSION).schema)
 
 
-def read_window(changes: DataFrame, key: Sequence[str], *, local_rows: int | None = None) -> WindowChanges:
-    """``changes`` (persisted by the caller) counted, and when at most ``local_rows`` (None:
-    `LOCAL_WINDOW_ROWS`) their keys, change types and versions collected (two jobs over the
-    kept rows).
+def read_window(
+    changes: DataFrame, key: Sequence[str], *, local_rows: int | None = None, rows: int | None = None
+) -> WindowChanges:
+    """``changes`` (persisted by the caller) counted (``rows``: how many there are, where the
+    caller knows), and when at most ``local_rows`` (None: `LOCAL_WINDOW_ROWS`) their keys, change
+    types and versions collected (a job over the kept rows, and one to count them).
 
     Example::
 
         window = read_window(changes.persist(), ["customer_id"])
     """
-    rows = changes.count()
+    if rows is None:
+        rows = changes.count()
     types = dict(changes.dtypes)
     local = None
     if rows <= (LOCAL_WINDOW_ROWS if local_rows is None else local_rows) and all(types[c] in _LOCAL_TYPES for c in key):
         picked = changes.select(*(identifier(c) for c in key), CHANGE_TYPE, COMMIT_VERSION)
         local = picked.toArrow().to_pandas() if hasattr(picked, "toArrow") else picked.toPandas()
+        rows = len(local)
     return WindowChanges(changes, tuple(key), rows, local)
 
 

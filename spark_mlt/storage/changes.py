@@ -14,7 +14,15 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_mlt.delta.changes import CHANGE_TYPE, CHANGE_TYPES, COMMIT_VERSION, FULL_REFRESH, FeedRange, read_feed
+from spark_mlt.delta.changes import (
+    CHANGE_TYPE,
+    CHANGE_TYPES,
+    COMMIT_VERSION,
+    FULL_REFRESH,
+    FeedRange,
+    feed_rows,
+    read_feed,
+)
 from spark_mlt.delta.changes import check_feed as check_log_feed
 from spark_mlt.delta.fs import locate
 from spark_mlt.errors import ChangeFeedError
@@ -28,6 +36,7 @@ __all__ = [
     "ChangeFeedError",
     "FeedRange",
     "check_feed",
+    "feed_rows",
     "read_changes",
 ]
 
