@@ -421,6 +421,35 @@ def test_a_gap_stops_the_sync_until_a_full_refresh_rebuilds_the_mirror(spark: Sp
 # -- the key -------------------------------------------------------------------------------------
 
 
+def test_a_small_windows_key_check_reads_the_mirrors_and_quarantines_held_keys_on_the_driver(
+    spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a quarantine that holds rows, a small window's check counts the keys both tables
+    hold from their files' key columns (a pandas frame, no Spark job): keys move between the
+    two, and an insert of a key the quarantine holds is refused as one the mirror holds."""
+    source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", P**N)])  # 2 quarantined
+    mirror = str(tmp_path / "mirror")
+    _sync(spark, source, mirror, ["cid"])
+    checked: list[str] = []
+    original = sync_module.check_changes
+
+    def recording(window: Any, held: Any, *args: Any, **kwargs: Any) -> int:
+        checked.append(type(held).__module__.split(".")[0])
+        return int(original(window, held, *args, **kwargs))
+
+    monkeypatch.setattr(sync_module, "check_changes", recording)
+    DeltaTable(source).update(predicate="k = 2", updates={"cid": "2"})  # v1: 2 back in range
+    DeltaTable(source).update(predicate="k = 1", updates={"cid": str(P**N)})  # v2: 1 out of it
+    report = _sync(spark, source, mirror, ["cid"])
+    assert (report.rows_out, report.rows_rejected) == (1, 1)
+    assert sorted((k, cid) for cid, _, k in _read(mirror, drop=["cid_mlt"])) == [(2, 2)]
+    assert [r[2] for r in _read(f"{mirror}_quarantine", drop=["mlt_reason"])] == [1]
+    _append(source, [(1, "again@x", 5)])  # v3: a second row of key 1, which the quarantine holds
+    with pytest.raises(SourceError, match=r"version 3 of .* an insert of a key the mirror holds \(k=1\)"):
+        _sync(spark, source, mirror, ["cid"])
+    assert checked == ["pandas", "pandas"]
+
+
 def test_a_key_that_is_not_the_sources_primary_key_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 2)])
     mirror = str(tmp_path / "mirror")

@@ -44,7 +44,9 @@ import dataclasses
 import logging
 import time
 from collections.abc import Sequence
+from typing import Any
 
+import pandas as pd
 import pyarrow as pa
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame, SparkSession
@@ -421,12 +423,10 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             else None
         )
         with phase(report, "check the changes"):
-            held = _held_at(run, side, keys, app=app, after=after)
-            read = keyed.held_keys(values) if held is None else None  # (on the driver)
+            held = _held_at(run, side, keys, app=app, after=after, values=values)
             deleted = check_changes(
                 window,
-                keyed.held if read is None else read,
-                held,
+                *_held_keys(keyed, held, values),
                 source.path,
                 skipped_rows=options.handle_invalid == "skip",
             )
@@ -598,7 +598,9 @@ def _commit_window(
     )
 
 
-def _held_at(run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, after: int) -> DataFrame | None:
+def _held_at(
+    run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, after: int, values: list[Any] | None = None
+) -> KeyedRows | None:
     """The quarantine's rows of the window's keys as they were when the mirror reached version
     ``after`` (see `_quarantine_at`): what the window's changes are checked against."""
     if side is None:
@@ -607,8 +609,22 @@ def _held_at(run: _Run, side: KeyedRows | None, keys: DataFrame, *, app: str, af
     if before is None:
         return None
     if before is side.snapshot:
-        return side.held
-    return key_rows(run.spark, before, keys, side.key, backend=side.backend).held
+        return side
+    return key_rows(run.spark, before, keys, side.key, backend=side.backend, values=values)
+
+
+def _held_keys(
+    keyed: KeyedRows, quarantine: KeyedRows | None, values: list[Any] | None
+) -> tuple[DataFrame | pd.DataFrame, DataFrame | None]:
+    """What a window's key check counts: the keys the mirror and the quarantine held, read on
+    the driver where both can be (`KeyedRows.held_keys`), else their rows in Spark."""
+    mine = keyed.held_keys(values)
+    theirs = quarantine.held_keys(values) if quarantine is not None and mine is not None else None
+    if mine is not None and quarantine is None:
+        return mine, None
+    if mine is not None and theirs is not None:
+        return pd.concat([mine, theirs], ignore_index=True), None
+    return keyed.held, None if quarantine is None else quarantine.held
 
 
 def _quarantine_at(run: _Run, quarantine: TableSnapshot, *, app: str, after: int) -> TableSnapshot | None:
