@@ -201,7 +201,7 @@ def test_the_key_check_on_the_driver_decides_as_the_one_in_spark(spark: SparkSes
             window = read_window(changes, ["k"], local_rows=local_rows)
             assert (window.local is None) == (local_rows == 0)
             try:
-                decided.append(check_changes(window, mirror, None, "src", skipped_rows=case % 4 == 3))
+                decided.append(check_changes(window, mirror, "src", skipped_rows=case % 4 == 3))
             except SourceError as error:
                 decided.append(str(error))
                 continue

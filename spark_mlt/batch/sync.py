@@ -423,10 +423,10 @@ def _apply_window(run: _Run, *, mirror: TableSnapshot, after: int, source: Table
             else None
         )
         with phase(report, "check the changes"):
-            held = _held_at(run, side, keys, app=app, after=after, values=values)
+            held_side = _held_at(run, side, keys, app=app, after=after, values=values)
             deleted = check_changes(
                 window,
-                *_held_keys(keyed, held, values),
+                _checked_keys(keyed, held_side, values),
                 source.path,
                 skipped_rows=options.handle_invalid == "skip",
             )
@@ -613,18 +613,17 @@ def _held_at(
     return key_rows(run.spark, before, keys, side.key, backend=side.backend, values=values)
 
 
-def _held_keys(
-    keyed: KeyedRows, quarantine: KeyedRows | None, values: list[Any] | None
-) -> tuple[DataFrame | pd.DataFrame, DataFrame | None]:
+def _checked_keys(keyed: KeyedRows, quarantine: KeyedRows | None, values: list[Any] | None) -> DataFrame | pd.DataFrame:
     """What a window's key check counts: the keys the mirror and the quarantine held, read on
     the driver where both can be (`KeyedRows.held_keys`), else their rows in Spark."""
+    k = [identifier(c) for c in keyed.key]
     mine = keyed.held_keys(values)
-    theirs = quarantine.held_keys(values) if quarantine is not None and mine is not None else None
-    if mine is not None and quarantine is None:
-        return mine, None
+    if quarantine is None:
+        return keyed.held.select(*k) if mine is None else mine
+    theirs = quarantine.held_keys(values) if mine is not None else None
     if mine is not None and theirs is not None:
-        return pd.concat([mine, theirs], ignore_index=True), None
-    return keyed.held, None if quarantine is None else quarantine.held
+        return pd.concat([mine, theirs], ignore_index=True)
+    return keyed.held.select(*k).unionByName(quarantine.held.select(*k))
 
 
 def _quarantine_at(run: _Run, quarantine: TableSnapshot, *, app: str, after: int) -> TableSnapshot | None:

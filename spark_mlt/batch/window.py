@@ -145,8 +145,7 @@ def read_window(
 
 def check_changes(
     window: WindowChanges,
-    mirror: DataFrame | pd.DataFrame,
-    quarantine: DataFrame | None,
+    held: DataFrame | pd.DataFrame,
     source: str,
     *,
     skipped_rows: bool = False,
@@ -158,25 +157,24 @@ def check_changes(
     with ``skipped_rows`` (``handle_invalid="skip"``: rows of invalid ids are in neither table) a
     key may be missing). Null keys are refused too. Returns how many keys the mirror (or
     quarantine) held that no row holds after the window (a key inserted and deleted within it
-    was never held, so is not counted). ``mirror``: the mirror's rows of the window's keys, or
-    their key columns read already (a pandas frame: `KeyedRows.held_keys`).
+    was never held, so is not counted). ``held``: the mirror's (and quarantine's) rows of the
+    window's keys, or, for a collected window, their key columns read already (a pandas frame:
+    `KeyedRows.held_keys`).
 
     Raises:
         SourceError: naming the first broken key (null keys first, then by version) and version.
+        ValueError: ``held`` is a pandas frame and the window was not collected.
 
     Example::
 
-        deleted = check_changes(window, keyed.held, None, "/lake/customers")
+        deleted = check_changes(window, keyed.held, "/lake/customers")
     """
-    k = [identifier(c) for c in window.key]
-    if isinstance(mirror, pd.DataFrame):
-        read = mirror[list(window.key)]
-        if window.local is None or quarantine is not None:
-            return check_changes(
-                window, window.changes.sparkSession.createDataFrame(read), quarantine, source, skipped_rows=skipped_rows
-            )
+    if isinstance(held, pd.DataFrame):
+        if window.local is None:
+            raise ValueError("held keys read on the driver are checked against a collected window only")
+        read = held[list(window.key)]
     else:
-        held = mirror.select(*k) if quarantine is None else mirror.select(*k).unionByName(quarantine.select(*k))
+        held = held.select(*(identifier(c) for c in window.key))
         if window.local is None:
             return _check_in_spark(window.changes, held, window.key, source, skipped_rows=skipped_rows)
         # the held keys themselves (as many as the window's keys, once each in a valid mirror),
