@@ -53,11 +53,13 @@ from spark_mlt.batch.options import (
     DecodeOptions,
     JobOptions,
     MovieLensOptions,
+    PublishOptions,
     StreamOptions,
     SyncOptions,
     TokenizeOptions,
 )
 from spark_mlt.batch.paper import reproduce_paper
+from spark_mlt.batch.publish import catalog_objects, publish_table
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session, local_session, spark_defaults
 from spark_mlt.batch.stream import tokenize_stream
@@ -72,15 +74,18 @@ __all__ = [
     "JobReport",
     "MovieLensOptions",
     "MovieLensRelease",
+    "PublishOptions",
     "StreamOptions",
     "SyncOptions",
     "TokenizeOptions",
+    "catalog_objects",
     "decode_table",
     "detect_release",
     "generate_synthetic",
     "inspect_table",
     "job_session",
     "local_session",
+    "publish_table",
     "read_ratings",
     "reproduce_paper",
     "spark_defaults",

@@ -69,8 +69,16 @@ from spark_mlt.batch.erase import erase_physically
 from spark_mlt.batch.find import find_value
 from spark_mlt.batch.inspect import inspect_table
 from spark_mlt.batch.movielens import tokenize_movielens
-from spark_mlt.batch.options import DecodeOptions, MovieLensOptions, StreamOptions, SyncOptions, TokenizeOptions
+from spark_mlt.batch.options import (
+    DecodeOptions,
+    MovieLensOptions,
+    PublishOptions,
+    StreamOptions,
+    SyncOptions,
+    TokenizeOptions,
+)
 from spark_mlt.batch.paper import reproduce_paper
+from spark_mlt.batch.publish import publish_table
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
 from spark_mlt.batch.stream import check_stream_job, tokenize_stream
@@ -370,6 +378,12 @@ _INSPECT_EXAMPLES = (
     "spark-mlt inspect --input out/orders_mlt",
     "spark-mlt inspect --input s3://lake/orders_mlt --storage-options AWS_REGION=eu-west-1",
 )
+_PUBLISH_EXAMPLES = (
+    "spark-mlt publish --input out/orders_mlt --schema analytics",
+    "spark-mlt publish --input out/orders_mlt --schema main.analytics --print > orders_mlt.sql",
+    "spark-mlt publish --input sales.orders_mlt --schema analytics --no-view "
+    "--conf spark.sql.catalogImplementation=hive",
+)
 _VACUUM_EXAMPLES = (
     "spark-mlt vacuum --input out/orders_mlt",
     "spark-mlt vacuum --input out/orders_mlt --retention-hours 24 --apply",
@@ -457,6 +471,7 @@ def build_parser(config: Mapping[str, Any] | None = None) -> argparse.ArgumentPa
     for name, job in JOBS.items():
         _add_job_command(sub, name, job, set(config or {}))
     _add_table_commands(sub)
+    _add_publish_command(sub)
     _add_jar_command(sub)
     return parser
 
@@ -543,6 +558,38 @@ def _add_table_commands(sub: Any) -> None:
             )
         add_flags(command, [_STORAGE_FLAG])
         _add_verbosity(command)
+
+
+def _add_publish_command(sub: Any) -> None:
+    help_ = (
+        "create, in the session's catalog, SQL functions that decode and encode each token column of a table, "
+        "and a view of it with the ids decoded: SQL any session can run with nothing of spark-mlt installed "
+        "(JSON: each object and what was done)"
+    )
+    command = _add_command(sub, "publish", help_, _PUBLISH_EXAMPLES)
+    required = command.add_argument_group("required")
+    required.add_argument("--input", required=True, help="Delta table path, or a catalog table's name (db.table)")
+    required.add_argument(
+        "--schema", required=True, help="the catalog schema the objects go in (analytics, or catalog.analytics)"
+    )
+    command.add_argument("--prefix", default=None, help="the start of the objects' names (default: the table's name)")
+    command.add_argument("--no-functions", action="store_true", help="leave the SQL functions out (Spark 3.5 has none)")
+    command.add_argument("--no-view", action="store_true", help="leave the view out")
+    command.add_argument(
+        "--print",
+        action="store_true",
+        help="print the DDL (the statements a run executes) instead of running it; starts no Spark",
+    )
+    add_flags(command, [_STORAGE_FLAG])
+    run_group = command.add_argument_group("how to run")
+    run_group.add_argument("--master", default=None, help="Spark master (as for the jobs)")
+    run_group.add_argument(
+        "--conf",
+        action="append",
+        metavar="KEY=VALUE",
+        help="a Spark setting for the session (repeatable): the catalog's, e.g. spark.sql.catalogImplementation=hive",
+    )
+    _add_verbosity(command)
 
 
 def _add_jar_command(sub: Any) -> None:
@@ -822,6 +869,39 @@ def _run_find(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     return EXIT_OK
 
 
+def _run_publish(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    """The DDL on stdout with ``--print`` (no Spark); else the objects made in the session's
+    catalog, which must outlive the command (not the in-memory catalog)."""
+    storage = _storage_options(args)
+    try:
+        options = PublishOptions(
+            schema=args.schema,
+            prefix=args.prefix,
+            functions=not args.no_functions,
+            view=not args.no_view,
+            print_only=args.print,
+            storage_options=storage,
+        )
+    except MLTError as exc:
+        raise OptionsError(str(exc)) from exc
+    spark = None
+    if not args.print or is_table_name(args.input):
+        conf = {**s3a_conf(storage), **_pairs("conf", args.conf or [], str)}
+        spark = job_session("spark-mlt publish", master=args.master, conf=conf, log_level=_spark_level(args))
+        if not args.print and spark.conf.get("spark.sql.catalogImplementation", "in-memory") == "in-memory":
+            raise UsageError(
+                "the session's catalog is in memory (spark.sql.catalogImplementation=in-memory): the functions and "
+                "view would be gone when this command ends; run it with the cluster's metastore "
+                "(--conf spark.sql.catalogImplementation=hive, or spark-defaults.conf), or --print the DDL"
+            )
+    report = publish_table(spark, args.input, options)
+    if args.print:
+        print("".join(f"{statement};\n" for statement in report.statements), end="")
+    else:
+        print(json.dumps(report.to_dict(), indent=2))
+    return EXIT_OK
+
+
 def _run_jar(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
     jar = jvm_jar(args.spark_version)
     print(f"--jars {jar} --conf spark.sql.extensions={JVM_EXTENSION}" if args.submit else jar)
@@ -834,6 +914,7 @@ def _handler(command: str) -> Callable[[argparse.Namespace, Mapping[str, Any]], 
         "vacuum": _run_vacuum,
         "erase": _run_erase,
         "find": _run_find,
+        "publish": _run_publish,
         "jar": _run_jar,
     }
     return handlers.get(command, _run_job)

@@ -26,7 +26,7 @@ from spark_mlt.codec import DEFAULT_SEED
 from spark_mlt.codec.modmath import is_prime, next_prime
 from spark_mlt.column.layouts import STORAGE_LAYOUTS, StorageLayout
 from spark_mlt.column.sizing import DEFAULT_HEADROOM
-from spark_mlt.errors import MLTError, MLTTypeError
+from spark_mlt.errors import MLTError, MLTTypeError, OptionError
 from spark_mlt.options import ENGINES, HANDLE_INVALID, Engine, HandleInvalid, check_choice
 from spark_mlt.storage import (
     WRITE_MODES,
@@ -45,6 +45,7 @@ __all__ = [
     "DecodeOptions",
     "JobOptions",
     "MovieLensOptions",
+    "PublishOptions",
     "StreamOptions",
     "SyncOptions",
     "TokenizeOptions",
@@ -510,3 +511,48 @@ class DecodeOptions:
         check_choice("engine", self.engine, ENGINES)
         if not isinstance(self.verify, bool):
             raise MLTTypeError(f"verify must be True or False; got {self.verify!r}", parameter="verify")
+
+
+#: a catalog schema's or object name's part
+_CATALOG_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass(frozen=True)
+class PublishOptions:
+    """What [`publish_table`][spark_mlt.batch.publish.publish_table] creates, and where.
+
+    Attributes:
+        schema: the catalog schema (``analytics``, or ``catalog.analytics``) the objects go in;
+            it must exist.
+        prefix: the objects' names start with it (default: the table's name).
+        functions: create the SQL functions (Spark 4.0 and later).
+        view: create the view.
+        print_only: return the statements, run nothing.
+        storage_options: the table's store's settings.
+    """
+
+    schema: str = field(metadata=_help("the catalog schema the functions and view go in (it must exist)"))
+    prefix: str | None = field(
+        default=None, metadata=_help("the start of the objects' names (default: the table's name)")
+    )
+    functions: bool = field(default=True, metadata=_help("create the decode and encode SQL functions"))
+    view: bool = field(default=True, metadata=_help("create the decoded view"))
+    print_only: bool = field(default=False, metadata=_help("print the DDL, run nothing"))
+    storage_options: Mapping[str, str] = _storage_field()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
+        parts = self.schema.split(".") if isinstance(self.schema, str) else []
+        if not 1 <= len(parts) <= 2 or not all(_CATALOG_NAME.fullmatch(part) for part in parts):
+            raise OptionError(
+                f"schema must be a schema's name (analytics, or catalog.analytics: letters, digits, _), "
+                f"got {self.schema!r}",
+                parameter="schema",
+            )
+        if self.prefix is not None and not _CATALOG_NAME.fullmatch(self.prefix):
+            raise OptionError(
+                f"prefix must be a plain name (letters, digits, _; not starting with a digit), got {self.prefix!r}",
+                parameter="prefix",
+            )
+        if not (self.functions or self.view):
+            raise OptionError("nothing to create: functions and view are both off", parameter="functions")

@@ -19,7 +19,7 @@ from spark_mlt.column.inputs import Input, bind
 from spark_mlt.column.layouts import VECTOR, TokenLayout
 from spark_mlt.options import EngineName, RowHandling
 
-__all__ = ["NativeEngine"]
+__all__ = ["NativeEngine", "function_bodies"]
 
 
 class NativeEngine:
@@ -72,16 +72,31 @@ class NativeEngine:
         layout: TokenLayout,
         handle_invalid: RowHandling,
     ) -> None:
-        """``CREATE TEMPORARY FUNCTION`` of the encoder and the decoder. SQL functions cannot
-        hold lambdas, so their expressions copy what they read several times (Spark
-        evaluates their parameters once already)."""
+        """``CREATE TEMPORARY FUNCTION`` of the encoder and the decoder (`function_bodies`)."""
         encode_name, decode_name = names
-        encode_sql = encode_expr("id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name)
-        decode_sql = decode_expr("tokens", codec, layout=layout, handle_invalid=handle_invalid, sql_name=decode_name)
+        encode_sql, decode_sql = function_bodies(codec, names, layout, handle_invalid)
         tokens = layout.spark_type(codec).upper()
         create = "CREATE OR REPLACE TEMPORARY FUNCTION"
         spark.sql(f"{create} {encode_name}(id BIGINT) RETURNS {tokens} RETURN {encode_sql}")
         spark.sql(f"{create} {decode_name}(tokens {tokens}) RETURNS BIGINT RETURN {decode_sql}")
+
+
+def function_bodies(
+    codec: MLTCodec, names: tuple[str, str], layout: TokenLayout, handle_invalid: RowHandling
+) -> tuple[str, str]:
+    """The SQL bodies of an encoder of ``id`` (BIGINT) and a decoder of ``tokens`` (the
+    layout's type), whose errors name the functions ``names`` (encoder, decoder). SQL functions
+    cannot hold lambdas, so the expressions copy what they read several times (Spark evaluates
+    their parameters once already).
+
+    Example::
+
+        encode_sql, decode_sql = function_bodies(codec, ("enc", "dec"), LAYOUT["packed"], "error")
+    """
+    encode_name, decode_name = names
+    encode_sql = encode_expr("id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name)
+    decode_sql = decode_expr("tokens", codec, layout=layout, handle_invalid=handle_invalid, sql_name=decode_name)
+    return encode_sql, decode_sql
 
 
 def _vector_parts(value: str, codec: MLTCodec, handle_invalid: RowHandling, name: str) -> str:
