@@ -121,11 +121,14 @@ test-differential: check-java $(STAMP) ## Run the differential statistics harnes
 COMPAT_LINES ?= 3.5.0 4.0.0 4.1.0 4.2.1
 FULL_LINES ?= 3.5.0
 DELTA_SPARK_FULL_LINES ?= 3.5.0
+# the lines that also publish catalog functions and views and read them from another line (3.5.0 has
+# no SQL functions: a line of Spark 4 publishes them)
+CATALOG_LINES ?= 4.2.1
 depth = $$(case " $(1) " in *" $$line "*) echo full;; *) echo smoke;; esac)
 test-compat: check-java jvm ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...; FULL_LINES=..., DELTA_SPARK_FULL_LINES=... get every test, the others a smoke run), one venv each, with their jars
 	@$(MAKE) --no-print-directory jars JARS_LINE="$(foreach line,$(COMPAT_LINES),$(basename $(line)))"
 	@for line in $(COMPAT_LINES); do \
-	    COMPAT_DEPTH=$(call depth,$(FULL_LINES)) DELTA_SPARK_DEPTH=$(call depth,$(DELTA_SPARK_FULL_LINES)) \
+	    COMPAT_DEPTH=$(call depth,$(FULL_LINES)) DELTA_SPARK_DEPTH=$(call depth,$(DELTA_SPARK_FULL_LINES)) CATALOG=$(call depth,$(CATALOG_LINES)) \
 	        PYTHON=$(PYTHON) PYTEST_WORKERS=$(PYTEST_WORKERS) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
 	done
 

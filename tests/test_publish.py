@@ -97,7 +97,7 @@ def test_published_functions_decode_and_encode_every_row_as_the_engines_do(
 
 @pytest.mark.compat
 def test_a_rerun_after_an_append_keeps_every_object_made_for_the_version_it_was_made_for(
-    spark: SparkSession, table: str, schema: str, tmp_path: Path
+    spark: SparkSession, table: str, schema: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     if not Capabilities.of(spark).sql_functions:
         pytest.skip(
@@ -115,6 +115,10 @@ def test_a_rerun_after_an_append_keeps_every_object_made_for_the_version_it_was_
     assert {entry["role"] for entry in found} == {"decode", "encode"}
     assert len(found) == 4
     assert all(entry["current"] and entry["version"] == made_for for entry in found)
+    # the command says the same
+    assert main(["inspect", "--input", table, "--schema", schema]) == 0
+    inspected = json.loads(capsys.readouterr().out)
+    assert inspected["catalog"] == {schema: found}
 
 
 @pytest.mark.compat
@@ -127,6 +131,7 @@ def test_a_resized_codec_replaces_the_objects_spark_mlt_made_for_the_table(
     rows = _orders(spark, tmp_path, [*ORDERS, (10**9, "big@example.com", 1.0)])
     resize = TokenizeOptions(mode="overwrite", resize=True, p=65521, n=3)
     tokenize_table(spark, rows, table, ["customer_id", "email"], resize)
+    assert not any(entry["current"] for entry in catalog_objects(spark, table, schema))
     report = publish_table(spark, table, _functions_only(schema))
     assert set(report.objects.values()) == {"replaced"}
     decoded = spark.sql(
@@ -269,7 +274,9 @@ def test_a_plain_pyspark_of_another_line_reads_the_view_and_functions_from_the_m
             "FROM analytics.orders_mlt_decoded",
             "SELECT analytics.orders_mlt_decode_customer_id(-1) AS id",
         ]
-    reader = {**spec, "jars": spark_jars("delta", spark_version=partner), "queries": queries}
+    # the partner's session in-process, and a Spark Connect server (a SQL endpoint in a process of
+    # its own) queried over its protocol
+    reader = {**spec, "jars": spark_jars("delta", spark_version=partner), "queries": queries, "connect": True}
     python = str(ROOT / plain / "bin" / "python")
     read = subprocess.run(
         [python, script, "query", json.dumps(reader)],
@@ -280,11 +287,13 @@ def test_a_plain_pyspark_of_another_line_reads_the_view_and_functions_from_the_m
         cwd=tmp_path,
     )
     out = json.loads(read.stdout.splitlines()[-1])
-    assert out["spark"] == partner
-    view_rows = out["results"][0]["rows"]
-    assert sorted((r["customer_id_decoded"], r["email_decoded"] or "") for r in view_rows) == sorted(
-        (customer, email or "") for customer, email, _ in ORDERS
-    )
-    if functions:
-        assert all(r["id"] == r["customer_id"] for r in out["results"][1]["rows"])
-        assert "is not a valid MLT code" in out["results"][2]["error"]
+    assert set(out) == {"classic", "connect"}
+    for mode in out.values():
+        assert mode["spark"] == partner
+        view_rows = mode["results"][0]["rows"]
+        assert sorted((r["customer_id_decoded"], r["email_decoded"] or "") for r in view_rows) == sorted(
+            (customer, email or "") for customer, email, _ in ORDERS
+        )
+        if functions:
+            assert all(r["id"] == r["customer_id"] for r in mode["results"][1]["rows"])
+            assert "is not a valid MLT code" in mode["results"][2]["error"]

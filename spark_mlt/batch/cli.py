@@ -78,7 +78,7 @@ from spark_mlt.batch.options import (
     TokenizeOptions,
 )
 from spark_mlt.batch.paper import reproduce_paper
-from spark_mlt.batch.publish import publish_table
+from spark_mlt.batch.publish import catalog_objects, publish_table
 from spark_mlt.batch.report import JobReport
 from spark_mlt.batch.session import job_session
 from spark_mlt.batch.stream import check_stream_job, tokenize_stream
@@ -376,6 +376,7 @@ exit codes:
 
 _INSPECT_EXAMPLES = (
     "spark-mlt inspect --input out/orders_mlt",
+    "spark-mlt inspect --input out/orders_mlt --schema analytics --conf spark.sql.catalogImplementation=hive",
     "spark-mlt inspect --input s3://lake/orders_mlt --storage-options AWS_REGION=eu-west-1",
 )
 _PUBLISH_EXAMPLES = (
@@ -555,6 +556,21 @@ def _add_table_commands(sub: Any) -> None:
         if name in ("erase", "find"):
             command.add_argument(
                 "--quarantine", default=None, help="the mirror's quarantine table (default: <input>_quarantine)"
+            )
+        if name == "inspect":
+            command.add_argument(
+                "--schema",
+                action="append",
+                default=None,
+                help="also list the functions and views spark-mlt published for the table in this catalog schema "
+                "(repeatable; starts Spark: the session's catalog, --conf for its settings)",
+            )
+            command.add_argument(
+                "--conf",
+                action="append",
+                metavar="KEY=VALUE",
+                help="a Spark setting for the session --schema starts (the catalog's, e.g. "
+                "spark.sql.catalogImplementation=hive)",
             )
         add_flags(command, [_STORAGE_FLAG])
         _add_verbosity(command)
@@ -813,9 +829,19 @@ def _storage_options(args: argparse.Namespace) -> StorageOptions:
 
 
 def _run_inspect(args: argparse.Namespace, config: Mapping[str, Any]) -> int:
+    """The table's state; with ``--schema``, also the catalog objects published for it there."""
     options = _storage_options(args)
-    _catalog_session(args, options)  # read_snapshot resolves a name through the active session
-    print(json.dumps(inspect_table(args.input, storage_options=options), indent=2, default=str))
+    if args.schema:
+        conf = {**s3a_conf(options), **_pairs("conf", args.conf or [], str)}
+        spark = job_session("spark-mlt inspect", conf=conf, log_level=_spark_level(args))
+    else:
+        spark = _catalog_session(args, options)  # read_snapshot resolves a name through the active session
+    found = inspect_table(args.input, storage_options=options)
+    if args.schema:
+        found["catalog"] = {
+            schema: catalog_objects(spark, args.input, schema, storage_options=options) for schema in args.schema
+        }
+    print(json.dumps(found, indent=2, default=str))
     return EXIT_OK
 
 

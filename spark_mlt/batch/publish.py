@@ -441,14 +441,20 @@ def catalog_objects(
     spark: SparkSession, input: str, schema: str, *, storage_options: Mapping[str, str] | None = None
 ) -> list[dict[str, Any]]:
     """The functions and views in ``schema`` that spark-mlt made for the table at ``input``:
-    each one's name, kind and record, and whether it is current (its definition is the one a
-    run would create now).
+    each one's name, kind, role, column, the table version it was made for, and whether it is
+    current (its definition is the one a run would create now: False after a re-size until the
+    next run).
+
+    Raises:
+        OptionError: no such schema.
 
     Example::
 
         catalog_objects(spark, "out/orders_mlt", "analytics")
         # [{"name": "analytics.orders_mlt_decode_customer_id", "kind": "function", "current": True, ...}]
     """
+    if not spark.catalog.databaseExists(schema):
+        raise OptionError(f"schema {schema!r} does not exist in the session's catalog", parameter="schema")
     snap = read_snapshot(input, storage_options=storage_options)
     wanted = PublishOptions(schema=schema)
     digests = {item.record["digest"] for item in publish_statements(input, wanted, snapshot=snap)}

@@ -11,7 +11,8 @@
 # COMPAT_DEPTH=full (the default) runs every compat test but the exhaustive ones
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
 # Delta round trips, the stream and the file statistics. DELTA_SPARK_DEPTH=full (the default)
-# runs every delta_spark test; smoke, delta-spark writing, and reading our tables of each feature.
+# runs every delta_spark test; smoke, delta-spark writing, and reading our tables of each feature
+# (CATALOG=full adds the catalog functions and views of tests/test_publish.py).
 # PYTEST_WORKERS (default 2) test processes (pytest-xdist) share each run, whole modules each.
 set -euo pipefail
 version=$1
@@ -53,8 +54,11 @@ fi
 delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
 if [[ $delta_spark_depth == smoke ]]; then
     delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended" tests/test_delta_spark.py)
+    # CATALOG=full: also what a catalog's metastore holds of a table (functions and view), read
+    # back by another line's plain PySpark and through a Spark Connect server (tests/test_publish.py)
+    [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or publish" tests/test_delta_spark.py tests/test_publish.py)
 else
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py)
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py tests/test_publish.py)
 fi
 echo "== compat tests ($depth)"
 # the generated statistics tables (tests/test_stats.py); the differential harness runs on its own below

@@ -5,7 +5,8 @@ fails if spark-mlt is importable.
 
 Usage: python catalog_session.py create|query '<json spec>'
 Spec: ``folder`` (the metastore's and warehouse's), ``jars`` (Delta's, or ""), then ``table``,
-``schema``, ``functions``, ``view`` for create, ``queries`` for query.
+``schema``, ``functions``, ``view`` for create, ``queries`` for query, and ``connect``: run them
+also through a local Spark Connect server (a SQL endpoint in its own process), over its protocol.
 """
 
 from __future__ import annotations
@@ -16,28 +17,33 @@ import sys
 from typing import Any
 
 
-def session(spec: dict[str, Any]) -> Any:
+def session(spec: dict[str, Any], *, connect: bool = False) -> Any:
+    """A session over the metastore in ``spec["folder"]``: in this process, or (``connect``) a
+    client of a local Spark Connect server that this call starts, queried over Connect's protocol."""
     from pyspark.sql import SparkSession  # noqa: PLC0415 - the check that spark-mlt is absent comes first
 
     folder = spec["folder"]
-    builder = (
-        SparkSession.builder.master("local[1]")
-        .enableHiveSupport()
-        .config("spark.sql.warehouse.dir", f"{folder}/warehouse")
-        .config(
-            "spark.hadoop.javax.jdo.option.ConnectionURL", f"jdbc:derby:;databaseName={folder}/metastore_db;create=true"
-        )
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-    )
+    conf = {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.sql.warehouse.dir": f"{folder}/warehouse",
+        "spark.hadoop.javax.jdo.option.ConnectionURL": f"jdbc:derby:;databaseName={folder}/metastore_db;create=true",
+        "spark.ui.enabled": "false",
+        "spark.ui.showConsoleProgress": "false",
+    }
     if spec["jars"]:
-        builder = (
-            builder.config("spark.jars", spec["jars"])
-            .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
-            .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog")
+        conf.update(
+            {
+                "spark.jars": spec["jars"],
+                "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
+                "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+            }
         )
+    builder = SparkSession.builder.remote("local[1]") if connect else SparkSession.builder.master("local[1]")
+    for key, value in conf.items():
+        builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    spark.sparkContext.setLogLevel("ERROR")
+    if not connect:
+        spark.sparkContext.setLogLevel("ERROR")
     return spark
 
 
@@ -53,14 +59,17 @@ def create(spec: dict[str, Any]) -> None:
 def query(spec: dict[str, Any]) -> None:
     if importlib.util.find_spec("spark_mlt") is not None:
         raise SystemExit("spark_mlt is importable here: this session must run with PySpark alone")
-    spark = session(spec)
-    out = {"spark": spark.version, "results": []}
-    for statement in spec["queries"]:
-        try:
-            rows = [row.asDict() for row in spark.sql(statement).collect()]
-            out["results"].append({"rows": rows})
-        except Exception as exc:  # noqa: BLE001 - the error's words are what the test compares
-            out["results"].append({"error": str(exc).splitlines()[0][:2000]})
+    out: dict[str, Any] = {}
+    for mode in ("classic", "connect") if spec.get("connect") else ("classic",):
+        spark = session(spec, connect=mode == "connect")
+        results: list[dict[str, Any]] = []
+        for statement in spec["queries"]:
+            try:
+                results.append({"rows": [row.asDict() for row in spark.sql(statement).collect()]})
+            except Exception as exc:  # noqa: BLE001 - the error's words are what the test compares
+                results.append({"error": str(exc).splitlines()[0][:2000]})
+        out[mode] = {"spark": spark.version, "results": results}
+        spark.stop()
     print(json.dumps(out, default=str))
 
 
