@@ -159,6 +159,9 @@ bench-read: $(STAMP) ## Benchmark jar-free Delta reads (partitions, deletion vec
 	py=$(call line_python,$(or $(BENCH_LINE),$(DELTA_LINE))); $(call line_jars,$$py,delta) && \
 	    PYSPARK_PYTHON=$$py $$py -m benchmarks.benchmark_read $(BENCH_ARGS)
 
+bench-publish: $(STAMP) jvm ## Benchmark a decode through a published catalog function against the native and JVM engines' (20M ids, three codecs)
+	$(BIN)/python -m benchmarks.benchmark_publish $(BENCH_ARGS)
+
 bench-scale: $(STAMP) ## Tokenize + decode-verify 5M and 50M rows; the driver's peak memory must stay flat
 	$(BIN)/python benchmarks/benchmark_scale.py $(BENCH_ARGS)
 
@@ -174,7 +177,7 @@ bench-paper: $(STAMP) ## Seconds per epoch of each Table 1 method on 1M and 4M r
 paper: check-java $(STAMP) ## The paper's Table 1 into output/paper: MovieLens (SPARK_MLT_ML_DIR, else data/ml-*) else synthetic; SPARK_MLT_PAPER_EPOCHS=fixed for the paper's epochs
 	$(BIN)/python jobs/paper_demo.py
 
-bench: bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper ## Run every benchmark
+bench: bench-codec bench-functions bench-delta bench-read bench-publish bench-scale bench-stream bench-sync bench-paper ## Run every benchmark
 
 # The wheel needs no extra: pip builds it in its own isolated environment (setuptools only), in
 # whichever virtualenv is at $(VENV) (created bare if none is)
@@ -219,4 +222,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java check-jdk jars jvm zoo demo paper venv test test-slow test-differential test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-scale bench-stream bench-sync bench-paper dist docs clean
+.PHONY: help check-java check-jdk jars jvm zoo demo paper venv test test-slow test-differential test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-publish bench-scale bench-stream bench-sync bench-paper dist docs clean
