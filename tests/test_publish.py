@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from spark_mlt.batch import PublishOptions, TokenizeOptions, catalog_objects, publish_table, tokenize_table
 from spark_mlt.batch.cli import main, run
-from spark_mlt.batch.publish import CatalogObjectError, publish_statements
+from spark_mlt.batch.publish import CatalogObjectError, function_comment, publish_statements
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode
 from spark_mlt.errors import OptionError
@@ -93,6 +93,17 @@ def test_published_functions_decode_and_encode_every_row_as_the_engines_do(
         spark.range(1).select(mlt_decode(F.lit(-1), codecs["customer_id"], layout="packed", engine="native")).collect()
     words = str(engine.value).split(": packed tokens", 1)[1].split("(p=")[0]
     assert words in str(failed.value)
+
+
+def test_a_functions_record_is_read_from_either_form_spark_describes_it_in() -> None:
+    """DESCRIBE FUNCTION EXTENDED's lines as Spark 4.3 and 4.0 print them (measured)."""
+    comment = 'spark-mlt {"a": 1}'
+    assert function_comment(
+        ["Function:      spark_catalog.a.f", "Type:          SCALAR", f"Comment:       {comment}"]
+    ) == (comment)
+    usage = json.dumps({"sqlFunction.comment": comment, "sqlFunction.expression": "x * 2"})
+    assert function_comment(["Function: spark_catalog.a.f", "Class: sqlFunction.", f"Usage: {usage}"]) == comment
+    assert function_comment(["Function: f", "Usage: N/A."]) is None
 
 
 @pytest.mark.compat

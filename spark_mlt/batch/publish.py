@@ -38,7 +38,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -67,6 +67,7 @@ __all__ = [
     "CatalogObjectError",
     "PublishReport",
     "catalog_objects",
+    "function_comment",
     "publish_statements",
     "publish_table",
 ]
@@ -280,7 +281,7 @@ def _view(
             layout = LAYOUT[layouts[column]]
             decoded = decode_expr(sql.identifier(name), codec, layout=layout, handle_invalid="error", sql_name=column)
         alias = column if column not in names else f"{column}_decoded"
-        id_column = f"__{_plain(column)}_id"
+        id_column = f"__mlt_id_{len(ids)}"
         ids.append(f"{decoded} AS {sql.identifier(id_column)}")
         vocabulary = vocabularies.get(column)
         if vocabulary is None:
@@ -315,18 +316,36 @@ def _function_record(spark: SparkSession, name: str) -> dict[str, Any] | None:
     spark-mlt did not make."""
     if not _function_exists(spark, name):
         return None
-    rows = spark.sql(f"DESCRIBE FUNCTION EXTENDED {name}").collect()
-    for row in rows:
-        text = str(row[0])
+    comment = function_comment(str(row[0]) for row in spark.sql(f"DESCRIBE FUNCTION EXTENDED {name}").collect())
+    if comment is None or not comment.startswith(COMMENT_MARK):
+        return {}
+    try:
+        record = json.loads(comment[len(COMMENT_MARK) :])
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
+
+
+def function_comment(described: Iterable[str]) -> str | None:
+    """A SQL function's comment in ``DESCRIBE FUNCTION EXTENDED``'s lines: a ``Comment:`` line
+    (Spark 4.2 and later), or the ``sqlFunction.comment`` of the JSON after ``Usage:`` (4.0, 4.1).
+
+    Example::
+
+        >>> function_comment(["Function: a.f", "Comment:       spark-mlt {}"])
+        'spark-mlt {}'
+    """
+    for text in described:
         if text.startswith("Comment:"):
-            comment = text.split(":", 1)[1].strip()
-            if comment.startswith(COMMENT_MARK):
-                try:
-                    record = json.loads(comment[len(COMMENT_MARK) :])
-                except ValueError:
-                    return {}
-                return record if isinstance(record, dict) else {}
-    return {}
+            return text.split(":", 1)[1].strip()
+        if text.startswith("Usage:"):
+            try:
+                usage = json.loads(text.split(":", 1)[1])
+            except ValueError:
+                continue
+            if isinstance(usage, dict) and isinstance(usage.get("sqlFunction.comment"), str):
+                return str(usage["sqlFunction.comment"])
+    return None
 
 
 def _function_exists(spark: SparkSession, name: str) -> bool:
@@ -466,6 +485,8 @@ def catalog_objects(
         if record and record.get("table") == snap.path:
             found.append(_entry(name, "function", record, digests))
     for row in spark.sql(f"SHOW VIEWS IN {_qualified_schema(parts)}").collect():
+        if row["isTemporary"]:
+            continue
         name = f"{schema}.{row['viewName']}"
         record = _view_record(spark, _quote(name))
         if record and record.get("table") == snap.path:

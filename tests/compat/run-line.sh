@@ -2,7 +2,7 @@
 # The compatibility suite on one PySpark line: builds (or reuses) its venv with
 # tests/compat/venv.sh (that pyspark and stack first, then spark-mlt, which must replace
 # none of them), runs the tests marked compat (the jobs on a local S3 server among
-# them), the differential statistics harness (60 cases written on the line, read by every
+# them), the differential statistics harness (60 cases written on the line, 30 on a smoke line, read by every
 # reader it has, delta-spark on the first line of each Delta release: SPARK_MLT_DIFF_EXAMPLES),
 # then on a line Delta publishes jars for
 # the delta-spark tests (local disk, catalog tables, S3). The jars come from `make jars`
@@ -10,7 +10,7 @@
 #
 # COMPAT_DEPTH=full (the default) runs every compat test but the exhaustive ones
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
-# Delta round trips, the stream and the file statistics. DELTA_SPARK_DEPTH=full (the default)
+# Delta round trips, the stream, the file statistics and the catalog functions. DELTA_SPARK_DEPTH=full (the default)
 # runs every delta_spark test; smoke, delta-spark writing, and reading our tables of each feature
 # (CATALOG=full adds the catalog functions and views of tests/test_publish.py).
 # PYTEST_WORKERS (default 2) test processes (pytest-xdist) share each run, whole modules each.
@@ -47,7 +47,7 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
     "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" tests/compat/test_zoo.py
 fi
 if [[ $depth == smoke ]]; then
-    tests=(tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py)
+    tests=(tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py tests/test_publish.py)
 else
     tests=(tests/test_*.py)
 fi
@@ -65,10 +65,13 @@ echo "== compat tests ($depth)"
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-4} \
     "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" \
     --ignore=tests/test_differential.py "${tests[@]}"
-# the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases (60) written
+# the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases written
 # on this line, each read by every reader the line has: the cheap ones every case, the others in
 # turn; two shards side by side (pytest-xdist's --dist load)
-differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-60}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
+# (30 on a smoke line: the newest line writes 200, and the full line 60)
+cases=60
+[[ $depth == smoke ]] && cases=30
+differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-$cases}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
     SPARK_MLT_DIFF_PREDICATES="${SPARK_MLT_DIFF_PREDICATES:-16}" SPARK_MLT_DIFF_SPARK_PREDICATES="${SPARK_MLT_DIFF_SPARK_PREDICATES:-4}")
 # delta-spark reads the cases on the first line of its Delta release (the line that built the
 # release's zoo): its skipping is that release's code on each line of it, and its five jobs a
