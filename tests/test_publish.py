@@ -21,7 +21,7 @@ from pyspark.sql import functions as F
 
 from spark_mlt.batch import PublishOptions, TokenizeOptions, catalog_objects, publish_table, tokenize_table
 from spark_mlt.batch.cli import main, run
-from spark_mlt.batch.publish import CatalogObjectError, function_comment, publish_statements
+from spark_mlt.batch.publish import CatalogObjectError, function_parts, publish_statements
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode
 from spark_mlt.errors import OptionError
@@ -95,31 +95,40 @@ def test_published_functions_decode_and_encode_every_row_as_the_engines_do(
     assert words in str(failed.value)
 
 
-def test_a_functions_record_is_read_from_either_form_spark_describes_it_in() -> None:
+def test_a_functions_record_and_body_are_read_from_either_form_spark_describes_them_in() -> None:
     """DESCRIBE FUNCTION EXTENDED's lines as Spark 4.3 and 4.0 print them (measured)."""
     comment = 'spark-mlt {"a": 1}'
-    assert function_comment(
-        ["Function:      spark_catalog.a.f", "Type:          SCALAR", f"Comment:       {comment}"]
-    ) == (comment)
+    described = ["Function:      spark_catalog.a.f", f"Comment:       {comment}", "Body:          x * 2"]
+    assert function_parts(described) == (comment, "x * 2")
     usage = json.dumps({"sqlFunction.comment": comment, "sqlFunction.expression": "x * 2"})
-    assert function_comment(["Function: spark_catalog.a.f", "Class: sqlFunction.", f"Usage: {usage}"]) == comment
-    assert function_comment(["Function: f", "Usage: N/A."]) is None
+    assert function_parts(["Function: spark_catalog.a.f", "Class: sqlFunction.", f"Usage: {usage}"]) == (
+        comment,
+        "x * 2",
+    )
+    assert function_parts(["Function: f", "Usage: N/A."]) == (None, None)
 
 
 @pytest.mark.compat
 def test_a_rerun_after_an_append_keeps_every_object_made_for_the_version_it_was_made_for(
-    spark: SparkSession, table: str, schema: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    spark: SparkSession,
+    table: str,
+    schema: str,
+    tmp_path: Path,
+    *,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if not Capabilities.of(spark).sql_functions:
         pytest.skip(
             "Spark 3.5 has no SQL functions (a view kept on a rerun: test_the_printed_ddl_is_what_a_run_creates)"
         )
-    publish_table(spark, table, _functions_only(schema))
+    monkeypatch.chdir(tmp_path)
+    publish_table(spark, "orders_mlt", _functions_only(schema))  # a relative path: the same table
     made_for = read_snapshot(table).version
     more = _orders(spark, tmp_path, [(5, "new@example.com", 9.0)])
     tokenize_table(spark, more, table, ["customer_id", "email"], TokenizeOptions(mode="append"))
     assert read_snapshot(table).version > made_for
-    again = publish_table(spark, table, _functions_only(schema))
+    again = publish_table(spark, f"{table}/", _functions_only(schema))
     assert set(again.objects.values()) == {"kept"}
     assert again.statements == []
     found = catalog_objects(spark, table, schema)
@@ -165,10 +174,13 @@ def test_a_name_taken_by_an_object_spark_mlt_did_not_make_for_the_table_stops_th
     assert not spark.catalog.functionExists(f"{schema}.orders_mlt_decode_customer_id")  # nothing created
     assert spark.sql(f"SELECT {schema}.orders_mlt_encode_email(1) AS v").first()["v"] == 2  # nothing replaced
     # another table published under the same names
-    publish_table(spark, table, _functions_only(schema, prefix="shop"))
-    other = str(tmp_path / "other" / "orders_mlt")
+    publish_table(spark, table, _functions_only(schema, prefix="Shop"))  # names are lower case
+    shop = catalog_objects(spark, table, schema)
+    assert {entry["name"].rsplit(".", 1)[1] for entry in shop} >= {"shop_decode_email", "shop_encode_email"}
+    assert all(entry["current"] for entry in shop if entry["name"].rsplit(".", 1)[1].startswith("shop_"))
+    other = str(tmp_path / "returns_mlt")
     tokenize_table(spark, _orders(spark, tmp_path), other, ["customer_id", "email"], TokenizeOptions(p=1009, n=3))
-    with pytest.raises(CatalogObjectError, match=r"made by spark-mlt for .*orders_mlt'.* pass another prefix"):
+    with pytest.raises(CatalogObjectError, match=rf"made by spark-mlt for '{tmp_path}/orders_mlt'.* another prefix"):
         publish_table(spark, other, _functions_only(schema, prefix="shop"))
 
 
@@ -233,10 +245,41 @@ def test_the_view_shows_every_id_and_string_key_decoded_beside_its_tokens(
         "email_mlt",
     ]
     rows = view.collect()
-    assert sorted((r["customer_id_decoded"], r["email_decoded"]) for r in rows) == sorted(
-        (customer, email) for customer, email, _ in ORDERS
+    assert sorted((r["customer_id_decoded"], r["email_decoded"] or "") for r in rows) == sorted(
+        (customer, email or "") for customer, email, _ in ORDERS
     )
     assert all(r["customer_id_decoded"] == r["customer_id"] and r["email_decoded"] == r["email"] for r in rows)
+    # a view whose definition was changed in place (its properties kept) is not current: replaced
+    spark.sql(f"ALTER VIEW {schema}.orders_mlt_decoded AS SELECT 1 AS hijacked")
+    assert not next(e for e in catalog_objects(spark, table, schema) if e["kind"] == "view")["current"]
+    again = publish_table(spark, table, PublishOptions(schema, functions=functions))
+    assert again.objects[f"`{schema}`.`orders_mlt_decoded`"] == "replaced"
+    assert spark.table(f"{schema}.orders_mlt_decoded").columns == view.columns
+    assert all(entry["current"] for entry in catalog_objects(spark, table, schema))
+
+
+@pytest.mark.delta_spark
+def test_a_view_alone_writes_the_decode_in_and_names_clear_of_the_tables_columns(
+    spark: SparkSession, schema: str, tmp_path: Path
+) -> None:
+    rows = spark.createDataFrame(
+        [(3, 30, "x"), (4, 40, "y")], "customer_id long, customer_id_decoded long, Note string"
+    )
+    source = str(tmp_path / "clash.parquet")
+    rows.write.parquet(source)
+    table = str(tmp_path / "clash_mlt")
+    tokenize_table(spark, source, table, ["customer_id"], TokenizeOptions(p=1009, n=3))
+    report = publish_table(spark, table, PublishOptions(schema, functions=False))
+    assert set(report.objects.values()) == {"created"}
+    view = spark.table(f"{schema}.clash_mlt_decoded")
+    assert view.columns == ["customer_id", "customer_id_decoded", "Note", "customer_id_decoded_2", "customer_id_mlt"]
+    assert sorted(tuple(r) for r in view.select("customer_id", "customer_id_decoded_2").collect()) == [(3, 3), (4, 4)]
+    assert [entry["current"] for entry in catalog_objects(spark, table, schema)] == [True]
+    # a view spark-mlt did not make, of the name a run would create, stops the run
+    spark.sql(f"CREATE VIEW {schema}.other_mlt_decoded AS SELECT 1 AS one")
+    with pytest.raises(CatalogObjectError, match=r"other_mlt_decoded.* not made by spark-mlt"):
+        publish_table(spark, table, PublishOptions(schema, functions=False, prefix="other_mlt"))
+    assert spark.table(f"{schema}.other_mlt_decoded").columns == ["one"]
 
 
 def _partner(line: str) -> str | None:

@@ -67,7 +67,7 @@ __all__ = [
     "CatalogObjectError",
     "PublishReport",
     "catalog_objects",
-    "function_comment",
+    "function_parts",
     "publish_statements",
     "publish_table",
 ]
@@ -98,8 +98,9 @@ class CatalogObject:
         role: ``decode``, ``encode`` or ``view``.
         column: the id column of a function (None for the view).
         ddl: the statement that creates (or replaces) it.
+        body: its definition as the catalog stores it (the text after ``RETURN`` or ``AS``).
         record: what it records of its origin (``table``, ``table_id``, ``column``, ``codec``
-            or ``codecs``, ``version``, ``digest``, ``spark_mlt``).
+            or ``codecs``, ``version``, ``schema``, ``prefix``, ``digest``, ``spark_mlt``).
     """
 
     kind: Kind
@@ -107,6 +108,7 @@ class CatalogObject:
     role: Role
     column: str | None
     ddl: str
+    body: str
     record: dict[str, Any]
 
 
@@ -135,9 +137,11 @@ def _plain(name: str) -> str:
     return re.sub(r"[^a-z0-9_]", "_", name.lower())
 
 
-def _table_name(location: str) -> str:
-    last = location.rstrip("/").rsplit("/", 1)[-1].rsplit(".", 1)[-1].strip("`")
-    return _plain(last) or "table"
+def _table_name(input: str, location: str) -> str:
+    """The objects' default prefix: the table's name in its catalog, else its folder's name."""
+    last = input.rsplit(".", 1)[-1].strip("`") if is_table_name(input) else location.rstrip("/").rsplit("/", 1)[-1]
+    name = _plain(last) or "table"
+    return name if re.match(r"[a-z_]", name) else f"t_{name}"
 
 
 def _table_reference(input: str, location: str) -> str:
@@ -193,8 +197,15 @@ def publish_statements(
     if not snap.codecs:
         raise MissingCodecError(f"table {input} stores no codec (no mlt.codec.* property): nothing to publish")
     layouts = _layouts(snap.schema, snap.codecs)
-    prefix = options.prefix or _table_name(snap.path)
-    origin = {"table": snap.path, "table_id": snap.table_id, "version": snap.version, "spark_mlt": __version__}
+    prefix = _plain(options.prefix) if options.prefix else _table_name(input, snap.path)
+    origin = {
+        "table": spark_uri(snap.path),
+        "table_id": snap.table_id,
+        "version": snap.version,
+        "schema": options.schema,
+        "prefix": prefix,
+        "spark_mlt": __version__,
+    }
     items: list[CatalogObject] = []
     if options.functions:
         for column, codec in snap.codecs.items():
@@ -247,7 +258,7 @@ def _functions(
         }
         comment = COMMENT_MARK + json.dumps(record, sort_keys=True)
         ddl = f"CREATE OR REPLACE FUNCTION {definition} COMMENT {sql.string(comment)} RETURN {body}"
-        items.append(CatalogObject("function", qualified, role, column, ddl, record))
+        items.append(CatalogObject("function", qualified, role, column, ddl, body, record))
     return items
 
 
@@ -265,6 +276,16 @@ def _view(
     """The view: each token column decoded by the decode function published with it (a short
     text), or by its expression written in (where no function is: Spark 3.5)."""
     names = list(snap.schema.names)
+    taken = {name.lower() for name in names}  # Spark's names are case-insensitive
+
+    def unique(wanted: str) -> str:
+        name, count = wanted, 1
+        while name.lower() in taken:
+            count += 1
+            name = f"{wanted}_{count}"
+        taken.add(name.lower())
+        return name
+
     tokens_of = {f"{column}{TOKEN_SUFFIX}": column for column in snap.codecs}
     ids: list[str] = []  # the inner select: every column, and each token column's id
     shown: list[str] = []
@@ -280,8 +301,8 @@ def _view(
         else:
             layout = LAYOUT[layouts[column]]
             decoded = decode_expr(sql.identifier(name), codec, layout=layout, handle_invalid="error", sql_name=column)
-        alias = column if column not in names else f"{column}_decoded"
-        id_column = f"__mlt_id_{len(ids)}"
+        alias = unique(column if column.lower() not in taken else f"{column}_decoded")
+        id_column = unique(f"__mlt_id_{len(ids)}")
         ids.append(f"{decoded} AS {sql.identifier(id_column)}")
         vocabulary = vocabularies.get(column)
         if vocabulary is None:
@@ -297,26 +318,39 @@ def _view(
     if joins:
         body += " " + " ".join(joins)
     qualified = _qualified(schema, f"{prefix}_decoded")
+    codecs = json.dumps({column: codec.fingerprint for column, codec in sorted(snap.codecs.items())})
     record = {
         **origin,
         "role": "view",
-        "codecs": json.dumps({column: codec.fingerprint for column, codec in sorted(snap.codecs.items())}),
-        "digest": _digest(f"{qualified} AS {body}"),
+        "functions": bool(decoders),
+        "codecs": codecs,
+        "digest": _digest(f"{qualified} {codecs} AS {body}"),  # the codecs: a re-size renews its record
     }
     properties = ", ".join(
         f"{sql.string(VIEW_PROPERTY + key)} = {sql.string(str(value))}" for key, value in sorted(record.items())
     )
     comment = f"spark-mlt: {snap.path} decoded (version {snap.version})"
     ddl = f"CREATE OR REPLACE VIEW {qualified} COMMENT {sql.string(comment)} TBLPROPERTIES ({properties}) AS {body}"
-    return CatalogObject("view", qualified, "view", None, ddl, record)
+    return CatalogObject("view", qualified, "view", None, ddl, body, record)
 
 
-def _function_record(spark: SparkSession, name: str) -> dict[str, Any] | None:
-    """The record of function ``name``: None where there is none, ``{}`` for a function
-    spark-mlt did not make."""
+@dataclass(frozen=True)
+class _Found:
+    """An existing object of a name: what it records (``{}``: nothing of spark-mlt's) and its
+    definition as the catalog stores it."""
+
+    record: dict[str, Any]
+    body: str | None
+
+
+def _function_found(spark: SparkSession, name: str) -> _Found | None:
     if not _function_exists(spark, name):
         return None
-    comment = function_comment(str(row[0]) for row in spark.sql(f"DESCRIBE FUNCTION EXTENDED {name}").collect())
+    comment, body = function_parts(str(row[0]) for row in spark.sql(f"DESCRIBE FUNCTION EXTENDED {name}").collect())
+    return _Found(_parse_record(comment), body)
+
+
+def _parse_record(comment: str | None) -> dict[str, Any]:
     if comment is None or not comment.startswith(COMMENT_MARK):
         return {}
     try:
@@ -326,53 +360,66 @@ def _function_record(spark: SparkSession, name: str) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else {}
 
 
-def function_comment(described: Iterable[str]) -> str | None:
-    """A SQL function's comment in ``DESCRIBE FUNCTION EXTENDED``'s lines: a ``Comment:`` line
-    (Spark 4.2 and later), or the ``sqlFunction.comment`` of the JSON after ``Usage:`` (4.0, 4.1).
+def function_parts(described: Iterable[str]) -> tuple[str | None, str | None]:
+    """A SQL function's comment and body in ``DESCRIBE FUNCTION EXTENDED``'s lines: its
+    ``Comment:`` and ``Body:`` lines (Spark 4.2 and later), or the ``sqlFunction.comment`` and
+    ``sqlFunction.expression`` of the JSON after ``Usage:`` (4.0, 4.1).
 
     Example::
 
-        >>> function_comment(["Function: a.f", "Comment:       spark-mlt {}"])
-        'spark-mlt {}'
+        >>> function_parts(["Function: a.f", "Comment:       spark-mlt {}", "Body:          x * 2"])
+        ('spark-mlt {}', 'x * 2')
     """
+    comment = body = None
     for text in described:
         if text.startswith("Comment:"):
-            return text.split(":", 1)[1].strip()
-        if text.startswith("Usage:"):
+            comment = text.split(":", 1)[1].strip()
+        elif text.startswith("Body:"):
+            body = text.split(":", 1)[1].strip()
+        elif text.startswith("Usage:"):
             try:
                 usage = json.loads(text.split(":", 1)[1])
             except ValueError:
                 continue
-            if isinstance(usage, dict) and isinstance(usage.get("sqlFunction.comment"), str):
-                return str(usage["sqlFunction.comment"])
-    return None
+            if isinstance(usage, dict):
+                comment = usage.get("sqlFunction.comment", comment)
+                body = usage.get("sqlFunction.expression", body)
+    return comment, body
 
 
 def _function_exists(spark: SparkSession, name: str) -> bool:
     return bool(spark.catalog.functionExists(name.replace("`", "")))
 
 
-def _view_record(spark: SparkSession, name: str) -> dict[str, Any] | None:
-    """The record of the table or view ``name``: None where there is none, ``{}`` for a table,
-    or a view spark-mlt did not make."""
+def _view_found(spark: SparkSession, name: str) -> _Found | None:
+    """The table or view ``name``: None where there is none; a table, or a view spark-mlt did
+    not make, records nothing."""
     if not spark.catalog.tableExists(name.replace("`", "")):
         return None
-    described = spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()
-    if not any(str(row[0]).strip() == "Type" and str(row[1]).strip().upper() == "VIEW" for row in described):
-        return {}
+    described = {str(row[0]).strip(): str(row[1]) for row in spark.sql(f"DESCRIBE TABLE EXTENDED {name}").collect()}
+    if described.get("Type", "").strip().upper() != "VIEW":
+        return _Found({}, None)
+    body = described.get("View Original Text") or described.get("View Text")
     properties = {str(row[0]): str(row[1]) for row in spark.sql(f"SHOW TBLPROPERTIES {name}").collect()}
     record: dict[str, Any] = {
         key[len(VIEW_PROPERTY) :]: value for key, value in properties.items() if key.startswith(VIEW_PROPERTY)
     }
-    return record if "digest" in record else {}
+    return _Found(record if "digest" in record else {}, body)
 
 
-def _existing(spark: SparkSession, item: CatalogObject) -> dict[str, Any] | None:
-    return _function_record(spark, item.name) if item.kind == "function" else _view_record(spark, item.name)
+def _existing(spark: SparkSession, item: CatalogObject) -> _Found | None:
+    return _function_found(spark, item.name) if item.kind == "function" else _view_found(spark, item.name)
+
+
+def _current(item: CatalogObject, found: _Found) -> bool:
+    """Whether ``found`` is ``item`` as a run would create it: the same recorded digest, and the
+    same definition in the catalog (an ``ALTER VIEW`` keeps the properties)."""
+    return found.record.get("digest") == item.record["digest"] and found.body == item.body
 
 
 def _check_owner(item: CatalogObject, found: Mapping[str, Any]) -> None:
-    """Refuses to replace ``found`` unless spark-mlt made it for the same table and column."""
+    """Refuses to replace an object that records ``found`` unless spark-mlt made it for the
+    same table (its location, as Spark is given it) and column."""
     if not found:
         raise CatalogObjectError(
             f"{item.kind} {item.name} exists and was not made by spark-mlt: nothing was created; "
@@ -432,6 +479,12 @@ def publish_table(spark: SparkSession | None, input: str, options: PublishOption
             "(print_only) and run it where Delta is",
             parameter="view",
         )
+    if str(spark.conf.get("spark.sql.parser.escapedStringLiterals", "false")).lower() == "true":
+        raise OptionError(
+            "the session reads string literals raw (spark.sql.parser.escapedStringLiterals=true), so the objects' "
+            "records would not read back: run with it off",
+            parameter="spark",
+        )
     namespace = options.schema
     if not spark.catalog.databaseExists(namespace):
         raise OptionError(
@@ -446,8 +499,8 @@ def publish_table(spark: SparkSession | None, input: str, options: PublishOption
         if found is None:
             plan.append((item, "created"))
             continue
-        _check_owner(item, found)
-        plan.append((item, "kept" if found.get("digest") == item.record["digest"] else "replaced"))
+        _check_owner(item, found.record)
+        plan.append((item, "kept" if _current(item, found) else "replaced"))
     for item, outcome in plan:
         if outcome != "kept":
             spark.sql(item.ddl)
@@ -475,23 +528,52 @@ def catalog_objects(
     if not spark.catalog.databaseExists(schema):
         raise OptionError(f"schema {schema!r} does not exist in the session's catalog", parameter="schema")
     snap = read_snapshot(input, storage_options=storage_options)
-    wanted = PublishOptions(schema=schema)
-    digests = {item.record["digest"] for item in publish_statements(input, wanted, snapshot=snap)}
+    table = spark_uri(snap.path)
     found: list[dict[str, Any]] = []
     parts = schema.split(".")
+    candidates: list[tuple[str, str, _Found | None]] = []
     for row in spark.sql(f"SHOW USER FUNCTIONS IN {_qualified_schema(parts)}").collect():
         name = str(row[0])
-        record = _function_record(spark, _quote(name))
-        if record and record.get("table") == snap.path:
-            found.append(_entry(name, "function", record, digests))
+        candidates.append((name, "function", _function_found(spark, _quote(name))))
     for row in spark.sql(f"SHOW VIEWS IN {_qualified_schema(parts)}").collect():
-        if row["isTemporary"]:
+        if not row["isTemporary"]:
+            name = f"{schema}.{row['viewName']}"
+            candidates.append((name, "view", _view_found(spark, _quote(name))))
+    for name, kind, existing in candidates:
+        if existing is None or existing.record.get("table") != table:
             continue
-        name = f"{schema}.{row['viewName']}"
-        record = _view_record(spark, _quote(name))
-        if record and record.get("table") == snap.path:
-            found.append(_entry(name, "view", record, digests))
+        record = existing.record
+        found.append(
+            {
+                "name": name,
+                "kind": kind,
+                "role": record.get("role"),
+                "column": record.get("column"),
+                "version": int(record["version"]) if str(record.get("version", "")).isdigit() else None,
+                "current": _is_current(input, snap, existing),
+            }
+        )
     return sorted(found, key=lambda entry: entry["name"])
+
+
+def _is_current(input: str, snap: TableSnapshot, existing: _Found) -> bool:
+    """Whether an object is what a run with the options it records would create now."""
+    record = existing.record
+    view_calls = str(record.get("functions", "True")) == "True"
+    try:
+        options = PublishOptions(
+            schema=str(record.get("schema")),
+            prefix=str(record.get("prefix")),
+            functions=record.get("role") != "view" or view_calls,
+            view=record.get("role") == "view",
+        )
+        items = publish_statements(input, options, snapshot=snap)
+    except MLTError:
+        return False
+    for item in items:
+        if item.role == record.get("role") and item.column == record.get("column"):
+            return _current(item, existing)
+    return False
 
 
 def _qualified_schema(parts: Sequence[str]) -> str:
@@ -500,14 +582,3 @@ def _qualified_schema(parts: Sequence[str]) -> str:
 
 def _quote(name: str) -> str:
     return ".".join(sql.identifier(part) for part in name.split("."))
-
-
-def _entry(name: str, kind: str, record: Mapping[str, Any], digests: set[str]) -> dict[str, Any]:
-    return {
-        "name": name,
-        "kind": kind,
-        "role": record.get("role"),
-        "column": record.get("column"),
-        "version": int(record["version"]) if str(record.get("version", "")).isdigit() else None,
-        "current": record.get("digest") in digests,
-    }
