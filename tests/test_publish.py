@@ -55,6 +55,13 @@ def table(spark: SparkSession, tmp_path: Path) -> str:
     return output
 
 
+@pytest.fixture
+def sql_functions(spark: SparkSession) -> None:
+    """Skips a test of the functions on a line without SQL functions (Spark 3.5)."""
+    if not Capabilities.of(spark).sql_functions:
+        pytest.skip("Spark 3.5 has no SQL functions")
+
+
 def _functions_only(schema: str, **kwargs: object) -> PublishOptions:
     return PublishOptions(schema=schema, view=False, **kwargs)  # type: ignore[arg-type]
 
@@ -142,11 +149,10 @@ def test_a_rerun_after_an_append_keeps_every_object_made_for_the_version_it_was_
 
 
 @pytest.mark.compat
+@pytest.mark.usefixtures("sql_functions")
 def test_a_resized_codec_replaces_the_objects_spark_mlt_made_for_the_table(
     spark: SparkSession, table: str, schema: str, tmp_path: Path
 ) -> None:
-    if not Capabilities.of(spark).sql_functions:
-        pytest.skip("Spark 3.5 has no SQL functions")
     publish_table(spark, table, _functions_only(schema))
     rows = _orders(spark, tmp_path, [*ORDERS, (10**9, "big@example.com", 1.0)])
     resize = TokenizeOptions(mode="overwrite", resize=True, p=65521, n=3)
@@ -163,11 +169,10 @@ def test_a_resized_codec_replaces_the_objects_spark_mlt_made_for_the_table(
 
 
 @pytest.mark.compat
+@pytest.mark.usefixtures("sql_functions")
 def test_a_name_taken_by_an_object_spark_mlt_did_not_make_for_the_table_stops_the_run_before_it_creates_anything(
     spark: SparkSession, table: str, schema: str, tmp_path: Path
 ) -> None:
-    if not Capabilities.of(spark).sql_functions:
-        pytest.skip("Spark 3.5 has no SQL functions")
     spark.sql(f"CREATE FUNCTION {schema}.orders_mlt_encode_email(x BIGINT) RETURNS BIGINT RETURN x + 1")
     with pytest.raises(CatalogObjectError, match=rf"{schema}`?\.`?orders_mlt_encode_email.* not made by spark-mlt"):
         publish_table(spark, table, _functions_only(schema))
