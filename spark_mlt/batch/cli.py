@@ -594,7 +594,7 @@ def _add_publish_command(sub: Any) -> None:
     command.add_argument(
         "--print",
         action="store_true",
-        help="print the DDL (the statements a run executes) instead of running it; starts no Spark",
+        help="print the DDL (the statements a run executes) instead of running it (no Spark for a table at a path)",
     )
     add_flags(command, [_STORAGE_FLAG])
     run_group = command.add_argument_group("how to run")
