@@ -35,8 +35,10 @@ catch the whole family or one kind::
         │                               read or write exactly (the message says the way forward)
         ├── ConstraintViolationError    rows break a table's CHECK constraint, NOT NULL column
         │                               or generated column: nothing was committed
-        └── StorageError                the table's store refused a request (endpoint, bucket,
-                                        credentials); the message never holds a secret
+        ├── StorageError                the table's store refused a request (endpoint, bucket,
+        │                               credentials); the message never holds a secret
+        └── CatalogObjectError          a catalog object of a name ``publish`` would create is not
+                                        one spark-mlt made for the table: nothing was created
 
 Errors in the rows of a Spark query surface as Spark's own exceptions (the query fails with
 the message ``raise_error`` or the UDF gave), naming the offending value.
@@ -49,6 +51,7 @@ command can name its own flag instead (``layout`` -> ``--layout``).
 from __future__ import annotations
 
 __all__ = [
+    "CatalogObjectError",
     "ChangeFeedError",
     "CodecCapacityError",
     "CodecFormatError",
@@ -257,3 +260,9 @@ class ConstraintViolationError(TableError):
 class StorageError(TableError):
     """The table's store refused a request (endpoint, bucket, credentials). The message names
     the location and the store's reason, with every secret of the storage options hidden."""
+
+
+class CatalogObjectError(TableError):
+    """A catalog object of the name a run would create is not one spark-mlt made for this table
+    and column: nothing was created, nothing dropped. The message names the object, what it is,
+    and the way forward (another ``prefix`` or ``schema``)."""

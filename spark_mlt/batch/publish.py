@@ -56,7 +56,7 @@ from spark_mlt.column.builders import decode_expr
 from spark_mlt.column.layouts import LAYOUT, SQL_LAYOUTS, Layout, layout_of
 from spark_mlt.column.native import function_bodies
 from spark_mlt.delta.fs import spark_uri
-from spark_mlt.errors import MissingCodecError, MLTError, OptionError, TableError
+from spark_mlt.errors import CatalogObjectError, MissingCodecError, MLTError, OptionError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import read_snapshot, vocabulary_paths
 from spark_mlt.storage.catalog import is_table_name
@@ -80,12 +80,6 @@ VIEW_PROPERTY = "spark_mlt."
 Kind = Literal["function", "view"]
 Role = Literal["decode", "encode", "view"]
 Outcome = Literal["created", "replaced", "kept", "printed"]
-
-
-class CatalogObjectError(TableError):
-    """A catalog object of the name a run would create is not one spark-mlt made for this table
-    and column: nothing was created, nothing dropped. The message names the object, what it is,
-    and the way forward (another ``prefix`` or ``schema``)."""
 
 
 @dataclass(frozen=True)
