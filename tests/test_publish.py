@@ -27,6 +27,7 @@ from spark_mlt.column import mlt_decode
 from spark_mlt.errors import OptionError
 from spark_mlt.jars import spark_jars
 from spark_mlt.storage import read_delta, read_snapshot
+from tests.support.settings import session_settings
 
 ROOT = Path(__file__).resolve().parents[1]
 #: orders: a customer id (tokenized as an id) and an e-mail (a string key, through a vocabulary)
@@ -222,6 +223,12 @@ def test_what_a_session_cannot_create_is_refused_before_anything_is_created(
     assert refused.value.parameter == "view"
     with pytest.raises(OptionError, match="schema 'nowhere' does not exist"):
         publish_table(spark, table, PublishOptions("nowhere", view=False))
+    with (
+        session_settings(spark, {"spark.sql.parser.escapedStringLiterals": "true"}),
+        pytest.raises(OptionError, match="escapedStringLiterals=true"),
+    ):
+        publish_table(spark, table, PublishOptions(schema, view=False))
+    assert not spark.catalog.functionExists(f"{schema}.orders_mlt_decode_customer_id")
     with pytest.raises(OptionError, match="schema must be"):
         PublishOptions("a.b.c")
     with pytest.raises(OptionError, match="prefix must be"):
