@@ -108,21 +108,18 @@ class CatalogObject:
 
 @dataclass
 class PublishReport:
-    """What a run did: each object's name and outcome, the statements it ran (or printed), and
-    what it left out and why."""
+    """What a run did: each object's name and outcome, and the statements it ran (or printed)."""
 
     table: str
     version: int
     objects: dict[str, Outcome] = field(default_factory=dict)
     statements: list[str] = field(default_factory=list)
-    skipped: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "table": self.table,
             "version": self.version,
             "objects": dict(self.objects),
-            "skipped": list(self.skipped),
         }
 
 
