@@ -96,11 +96,18 @@ test: check-java $(STAMP) jvm ## Run the test suite but the slow and exhaustive 
 	@$(call line_jars,$(BIN)/python,s3)
 	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(XDIST) $(PYTEST_ARGS)
 
-test-slow: check-java $(STAMP) jvm ## Run the slow and exhaustive tests make test leaves out (CI runs them after make test)
+# the sync's interleavings and stops (the step_points tests of tests/test_sync_overlap.py and
+# tests/test_sync_recovery.py): STEP_TESTS of their 15 pairs of runs, at STEP_POINTS of each
+# pair's step points, drawn afresh each run (all: every one); the
+# header and a failure name the SPARK_MLT_STEP_SEED that draws the same again
+STEP_TESTS ?= 4
+STEP_POINTS ?= 2
+test-slow: check-java $(STAMP) jvm ## Run the slow and exhaustive tests make test leaves out (CI runs them after make test; STEP_TESTS=all STEP_POINTS=all every interleaving)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "slow or exhaustive" $(XDIST) $(PYTEST_ARGS)
+	SPARK_MLT_STEP_TESTS=$(STEP_TESTS) SPARK_MLT_STEP_POINTS=$(STEP_POINTS) SPARK_MLT_STEP_SEED=$${SPARK_MLT_STEP_SEED:-$$RANDOM} \
+	    $(BIN)/python -m pytest -m "slow or exhaustive" $(XDIST) $(PYTEST_ARGS)
 
-# The differential statistics harness (tests/test_differential.py) at CI's size on the newest line
+# The differential statistics harness (tests/test_differential.py) on the newest line (CI: 100 cases)
 # (make test runs 4 cases; each older line runs it in tests/compat/run-line.sh): every case written
 # jar-free, its statistics checked against its files, and read by every reader with and without
 # their statistics-based skipping; two shards side by side
@@ -111,6 +118,17 @@ test-differential: check-java $(STAMP) ## Run the differential statistics harnes
 	    SPARK_MLT_DIFF_REPORT=.differential/newest.txt PYSPARK_PYTHON=$(BIN)/python \
 	    $(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS) tests/test_differential.py; \
 	    status=$$?; grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:" .differential/newest.txt.* 2>/dev/null; exit $$status
+
+# The engine-differential harness (tests/test_engine_differential.py) on the newest (CI: 200 cases)
+# line (make test runs its handful; each older line runs it in tests/compat/run-line.sh): every
+# engine's tokens, ids, NULLs and errors for generated values against the NumPy codec's, and the
+# round trips; two shards side by side
+ENGINE_EXAMPLES ?= 500
+test-engines: check-java $(STAMP) jvm ## Run the engine-differential harness on ENGINE_EXAMPLES generated cases (500; SPARK_MLT_ENGINE_SEED=... the first seed) and print what it compared
+	@mkdir -p .differential && rm -f .differential/engines.txt*
+	SPARK_MLT_ENGINE_EXAMPLES=$(ENGINE_EXAMPLES) SPARK_MLT_ENGINE_SHARDS=2 SPARK_MLT_ENGINE_REPORT=.differential/engines.txt \
+	    PYSPARK_PYTHON=$(BIN)/python $(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS) tests/test_engine_differential.py; \
+	    status=$$?; grep -h "^engines:\|^skipped:\|^seconds per case:" .differential/engines.txt.* 2>/dev/null; exit $$status
 
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own
 # jar, stack and Delta 3.2, gets every compat and delta_spark test; every other line a smoke run
@@ -128,8 +146,10 @@ depth = $$(case " $(1) " in *" $$line "*) echo full;; *) echo smoke;; esac)
 test-compat: check-java jvm ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...; FULL_LINES=..., DELTA_SPARK_FULL_LINES=... get every test, the others a smoke run), one venv each, with their jars
 	@$(MAKE) --no-print-directory jars JARS_LINE="$(foreach line,$(COMPAT_LINES),$(basename $(line)))"
 	@for line in $(COMPAT_LINES); do \
+	    started=$$SECONDS; \
 	    COMPAT_DEPTH=$(call depth,$(FULL_LINES)) DELTA_SPARK_DEPTH=$(call depth,$(DELTA_SPARK_FULL_LINES)) CATALOG=$(call depth,$(CATALOG_LINES)) \
 	        PYTHON=$(PYTHON) PYTEST_WORKERS=$(PYTEST_WORKERS) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
+	    echo "== pyspark $$line: $$((SECONDS - started)) s"; \
 	done
 
 lint: $(STAMP) ## Lint (ruff), check formatting and type-check (mypy --strict)
@@ -222,4 +242,4 @@ $(JARS_DIR)/%/.complete: jars/pom.xml
 clean: ## Remove build artefacts and caches (keeps .venv)
 	rm -rf build dist *.egg-info .pytest_cache .mypy_cache .ruff_cache spark-warehouse metastore_db derby.log site $(ZOO_DIR) jvm/target $(JVM_DIR)
 
-.PHONY: help check-java check-jdk jars jvm zoo demo paper venv test test-slow test-differential test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-publish bench-scale bench-stream bench-sync bench-paper dist docs clean
+.PHONY: help check-java check-jdk jars jvm zoo demo paper venv test test-slow test-differential test-engines test-compat lint format bench bench-codec bench-functions bench-delta bench-read bench-publish bench-scale bench-stream bench-sync bench-paper dist docs clean

@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import TokenizeOptions, local_session, tokenize_dataframe
-from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.batch.write.tokenize import tokenize_frame
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.delta.fs import spark_uri
 from spark_mlt.errors import MissingJarsError

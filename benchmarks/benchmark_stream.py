@@ -26,7 +26,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from spark_mlt.batch import StreamOptions, TokenizeOptions, local_session, tokenize_stream, tokenize_table
-from spark_mlt.batch.stream import start_stream
+from spark_mlt.batch.write.stream import start_stream
 from spark_mlt.storage import read_snapshot
 
 COLUMNS = ["customer_id", "product_id", "sku"]

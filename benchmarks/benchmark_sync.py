@@ -66,7 +66,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-import spark_mlt.batch.sync as sync_module
+import spark_mlt.batch.mirror.sync as sync_module
 from spark_mlt.batch import SyncOptions, TokenizeOptions, local_session, sync_table, tokenize_dataframe, tokenize_table
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_encode

@@ -14,7 +14,9 @@ catch the whole family or one kind::
     ├── InvalidTokenError               a token vector that is no valid code (NumPy codec)
     ├── SourceError                     a job's input cannot be read as asked (missing file or column)
     │   ├── ChangeFeedError             a source's change data feed cannot cover a sync's next versions
-    │   └── UnknownColumnError          an option names a column the input lacks (also an OptionError)
+    │   ├── UnknownColumnError          an option names a column the input lacks (also an OptionError)
+    │   └── InputFormatError            the input is a Delta table, or inside one, and would be read as
+    │                                   files (also an OptionError)
     ├── RejectedRowsError               a run rejected more rows than ``max_rejected`` allows (its rows
     │                                   and quarantine are committed)
     ├── MissingExtraError (ImportError) an optional extra is not installed (the message says which)
@@ -31,6 +33,8 @@ catch the whole family or one kind::
         ├── CodecCapacityError          a column's ids outgrew its codec (the way forward: a re-size)
         ├── ConcurrentWriteError        another write committed first and this one could not be
         │                               retried safely: it committed nothing
+        ├── IncompleteWriteError        a two-commit write (a jar-free re-size) landed its first
+        │                               commit only: the message says how to complete it
         ├── TableFeatureError           the table uses a Delta feature the jar-free path cannot
         │                               read or write exactly (the message says the way forward)
         ├── ConstraintViolationError    rows break a table's CHECK constraint, NOT NULL column
@@ -59,6 +63,8 @@ __all__ = [
     "CodecParameterError",
     "ConcurrentWriteError",
     "ConstraintViolationError",
+    "IncompleteWriteError",
+    "InputFormatError",
     "InvalidIdError",
     "InvalidTokenError",
     "JarLineError",
@@ -152,6 +158,13 @@ class UnknownColumnError(SourceError, OptionError):
     the message names the nearest columns it has."""
 
 
+class InputFormatError(SourceError, OptionError):
+    """A job's input is a Delta table's folder and ``input_format`` names a file format, or the
+    input is a folder or file inside a Delta table (a partition folder, one of its data files):
+    a file reader would read the files the table's commits removed too. Found before Spark
+    reads anything; the message names the table and the way forward."""
+
+
 class RejectedRowsError(MLTError):
     """A run with ``handle_invalid`` ``skip`` or ``quarantine`` rejected more rows than its
     ``max_rejected`` allows. Its rows and quarantine are committed (a data-quality failure, not a
@@ -236,6 +249,12 @@ class ConcurrentWriteError(TableError):
     committed."""
 
 
+class IncompleteWriteError(TableError):
+    """A write of two commits stopped after its first one landed (a jar-free re-size: the table
+    anew with its new codecs and no rows, which records no version of its writer): the message
+    says what landed and how to complete it; a mirror's windows refuse the table until then."""
+
+
 class TableFeatureError(TableError):
     """The table uses a Delta table feature (or protocol version) that spark-mlt's jar-free
     path (delta-rs lists the files, Spark reads and writes them) cannot read or write exactly.
@@ -264,5 +283,6 @@ class StorageError(TableError):
 
 class CatalogObjectError(TableError):
     """A catalog object of the name a run would create is not one spark-mlt made for this table
-    and column: nothing was created, nothing dropped. The message names the object, what it is,
-    and the way forward (another ``prefix`` or ``schema``)."""
+    and column, or one it would create is larger than Spark's catalog stores: nothing was
+    created, nothing dropped. The message names the object, what it is, and the way forward
+    (another ``prefix`` or ``schema``, or the view alone)."""

@@ -21,6 +21,7 @@ import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, settings
 
@@ -54,6 +55,29 @@ def pytest_configure(config: pytest.Config) -> None:
     for variable in ("SPARK_SUBMIT_OPTS", "SPARK_LAUNCHER_OPTS"):
         if FAST_JVM not in os.environ.get(variable, ""):
             os.environ[variable] = f"{os.environ.get(variable, '')} {FAST_JVM}".strip()
+
+
+@pytest.hookimpl(trylast=True)  # after -m and -k have chosen
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """With ``SPARK_MLT_STEP_TESTS=k``, k of the ``step_points`` tests (pairs of sync runs
+    interleaved or stopped at their step points) run, drawn by ``SPARK_MLT_STEP_SEED`` (which
+    every test process must share: the runners set it), and the others are deselected."""
+    wanted = os.environ.get("SPARK_MLT_STEP_TESTS", "all")
+    pairs = [item for item in items if item.get_closest_marker("step_points")]
+    if wanted == "all" or int(wanted) >= len(pairs):
+        return
+    seed = int(os.environ["SPARK_MLT_STEP_SEED"])
+    kept = {pairs[i].nodeid for i in np.random.default_rng(seed).choice(len(pairs), int(wanted), replace=False)}
+    dropped = [item for item in pairs if item.nodeid not in kept]
+    config.hook.pytest_deselected(items=dropped)
+    items[:] = [item for item in items if item not in dropped]
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if os.environ.get("SPARK_MLT_STEP_TESTS", "all") == "all":
+        return None
+    drawn, seed = os.environ["SPARK_MLT_STEP_TESTS"], os.environ["SPARK_MLT_STEP_SEED"]
+    return f"sync step points: {drawn} of the step_points tests drawn, SPARK_MLT_STEP_SEED={seed}"
 
 
 #: Delta's defaults are sized for clusters: 50 partitions per log replay, 10,000 tasks per
@@ -112,15 +136,16 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, StorageO
 
 @pytest.fixture(autouse=True)
 def _delta_spark_only_with_its_jars(request: pytest.FixtureRequest) -> None:
-    """Skips a ``delta_spark`` test unless the session has Delta's jars."""
+    """Skips a ``delta_spark`` test unless it was asked for; fails it when it was and the session
+    has no Delta jars."""
     if request.node.get_closest_marker("delta_spark") is None:
         return
     if not delta_spark_requested():
         pytest.skip(
             f"needs Delta's jars: run with {DELTA_SPARK_ENV}=1 after `make jars` (tests/compat/run-line.sh does)"
         )
-    if not Capabilities.of(request.getfixturevalue("spark")).delta_jars:
-        pytest.skip("the session has no Delta jars")
+    if not Capabilities.of(request.getfixturevalue("spark")).delta_jars:  # asked for, and cannot run
+        pytest.fail(f"{DELTA_SPARK_ENV}=1 but the session has no Delta jars: run `make jars JARS_GROUPS=delta` first")
 
 
 @pytest.fixture(scope="session")

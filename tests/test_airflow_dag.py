@@ -26,8 +26,10 @@ import pytest
 
 import spark_mlt.jars
 from spark_mlt.batch import cli
-from spark_mlt.batch.cli import JOBS, _job_call, _parse, _values
-from spark_mlt.batch.stream import tokenize_stream
+from spark_mlt.batch.cli import JOBS
+from spark_mlt.batch.cli.jobs import job_call, job_values
+from spark_mlt.batch.cli.main import parse_command_line
+from spark_mlt.batch.write.stream import tokenize_stream
 from spark_mlt.jars import DELTA_EXTENSION, JVM_EXTENSION, jvm_jar_name
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -331,8 +333,8 @@ def test_the_incremental_dag_streams_new_files_available_now(parsed: list[dict[s
     args = task["application_args"]
     assert args[:3] == ["--stream", "--trigger", "available-now"]
     assert "--checkpoint" in args
-    parsed_args, config = _parse(["tokenize", *args])
-    run, call = _job_call(JOBS["tokenize"], _values(JOBS["tokenize"], parsed_args, config))
+    parsed_args, config = parse_command_line(["tokenize", *args])
+    run, call = job_call(JOBS["tokenize"], job_values(JOBS["tokenize"], parsed_args, config))
     assert run is tokenize_stream
     assert call["stream"].interval is None  # available-now
     assert call["stream"].checkpoint == args[args.index("--checkpoint") + 1]

@@ -21,20 +21,18 @@ from spark_mlt.batch.cli import (
     EXIT_MISMATCH,
     EXIT_USAGE,
     JOBS,
-    Flag,
     UsageError,
-    _parse,
-    _print_report,
-    _reason,
-    _values,
     add_flags,
     build_parser,
     command_parsers,
     flag_of,
     main,
 )
-from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.session import is_local, spark_defaults
+from spark_mlt.batch.cli.flags import Flag
+from spark_mlt.batch.cli.jobs import job_values, print_report
+from spark_mlt.batch.cli.main import failure_reason, parse_command_line
+from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.job.session import is_local, spark_defaults
 from spark_mlt.errors import OptionError, TableExistsError
 from spark_mlt.storage import WriteOptions, token_write_options, write_delta
 
@@ -143,8 +141,8 @@ def test_storage_options_merge_from_the_conf_file_and_flags_and_hide_their_secre
     config = tmp_path / "job.yaml"
     config.write_text("storage_options:\n  AWS_REGION: eu-west-1\n  AWS_SECRET_ACCESS_KEY: conf-s3cret\n")
     argv = ["decode", "--input", "s3://b/t", "--verify", "--config", str(config)]
-    args, conf = _parse([*argv, "--storage-options", "AWS_REGION=us-east-1"])
-    values = _values(JOBS["decode"], args, conf)
+    args, conf = parse_command_line([*argv, "--storage-options", "AWS_REGION=us-east-1"])
+    values = job_values(JOBS["decode"], args, conf)
     options = DecodeOptions(**{name: value for name, value in values.items() if name != "input"})
     assert options.storage_options == {"AWS_REGION": "us-east-1", "AWS_SECRET_ACCESS_KEY": "conf-s3cret"}
     assert "conf-s3cret" not in repr(options)
@@ -153,14 +151,15 @@ def test_storage_options_merge_from_the_conf_file_and_flags_and_hide_their_secre
 def test_a_library_error_names_the_flag_of_its_parameter_in_the_cli() -> None:
     layout = MLTError("layout='packed': column u_mlt stores 'array' (pass layout='auto')", parameter="layout")
     assert (
-        _reason(layout, "movielens") == "MLTError: --layout 'packed': column u_mlt stores 'array' (pass --layout auto)"
+        failure_reason(layout, "movielens")
+        == "MLTError: --layout 'packed': column u_mlt stores 'array' (pass --layout auto)"
     )
     choice = OptionError("input_format must be one of 'csv'; got 'xml'", parameter="input_format")
-    assert _reason(choice, "tokenize") == "OptionError: --input-format must be one of 'csv'; got 'xml'"
+    assert failure_reason(choice, "tokenize") == "OptionError: --input-format must be one of 'csv'; got 'xml'"
     exists = TableExistsError("mode is 'error' but a table exists", parameter="mode")
-    assert _reason(exists, "decode") == "TableExistsError: --mode is 'error' but a table exists"
+    assert failure_reason(exists, "decode") == "TableExistsError: --mode is 'error' but a table exists"
     other = MLTError("table t already stores a codec for 'u'", parameter="codecs")  # no flag of the command
-    assert _reason(other, "movielens") == "MLTError: table t already stores a codec for 'u'"
+    assert failure_reason(other, "movielens") == "MLTError: table t already stores a codec for 'u'"
 
 
 @pytest.mark.parametrize(
@@ -178,7 +177,11 @@ def test_a_library_error_names_the_flag_of_its_parameter_in_the_cli() -> None:
         ),
         ("tokenize", "output: out\ncolumns: [a]\nvocabulary-dir: v\nseed: x", "--seed must be a whole number"),
         ("tokenize", "output: out\ncolumns: [a]\np: 12", "--p must be prime; got 12 (the nearest prime above is 13)"),
-        ("tokenize", "output: out\ncolumns: a\ninput_format: xml", "--input-format must be one of 'parquet', 'csv'"),
+        (
+            "tokenize",
+            "output: out\ncolumns: a\ninput_format: xml",
+            "--input-format must be one of 'auto', 'parquet', 'csv'",
+        ),
         ("decode", "output: out\noutput_format: csv", "--output-format must be one of 'delta', 'parquet'; got 'csv'"),
     ],
 )
@@ -257,9 +260,9 @@ def test_version_and_exit_codes_are_those_documented(capsys: pytest.CaptureFixtu
     ]:
         assert f"  {code}" in help_text
         assert meaning in help_text
-    assert _print_report("decode", JobReport(rows_in=5, rows_out=5, mismatches=2)) == EXIT_MISMATCH
+    assert print_report("decode", JobReport(rows_in=5, rows_out=5, mismatches=2)) == EXIT_MISMATCH
     assert capsys.readouterr().err.strip() == "spark-mlt: error: 2 decoded ids differ from the originals"
-    assert _print_report("decode", JobReport(rows_in=5, rows_out=5, mismatches=0)) == 0
+    assert print_report("decode", JobReport(rows_in=5, rows_out=5, mismatches=0)) == 0
 
 
 def test_only_a_local_master_gets_the_local_defaults() -> None:
@@ -333,12 +336,17 @@ def test_an_advice_in_python_words_names_the_flag_and_a_jvm_that_did_not_start_s
     exists = TableExistsError(
         "mode 'error' and a table exists at t; pass mode='append' or mode='overwrite'", parameter="mode"
     )
-    assert _reason(exists, "tokenize").endswith("pass --mode append or --mode overwrite")
+    assert failure_reason(exists, "tokenize").endswith("pass --mode append or --mode overwrite")
     beyond = MLTError("ids beyond capacity; use handle_invalid='null' or a larger codec")
-    assert _reason(beyond, "tokenize") == "MLTError: ids beyond capacity; use --handle-invalid null or a larger codec"
-    assert _reason(MLTError("x; pass layout='auto'"), "decode") == "MLTError: x; pass layout='auto'"  # no such flag
+    assert (
+        failure_reason(beyond, "tokenize")
+        == "MLTError: ids beyond capacity; use --handle-invalid null or a larger codec"
+    )
+    assert (
+        failure_reason(MLTError("x; pass layout='auto'"), "decode") == "MLTError: x; pass layout='auto'"
+    )  # no such flag
     no_jvm = RuntimeError("[JAVA_GATEWAY_EXITED] Java gateway process exited before sending its port number.")
-    assert "needs Java (17+ for Spark 4) from JAVA_HOME or the PATH" in _reason(no_jvm, "tokenize")
+    assert "needs Java (17+ for Spark 4) from JAVA_HOME or the PATH" in failure_reason(no_jvm, "tokenize")
 
 
 def test_a_runs_report_sums_its_parts_and_keeps_the_last_ones_write() -> None:

@@ -1,4 +1,4 @@
-"""Deletion vectors decoded jar-free (`spark_mlt.delta.deletion_vectors`).
+"""Deletion vectors decoded jar-free (`spark_mlt.delta.read.deletion_vectors`).
 
 Four oracles: the protocol's own examples; the vectors delta-spark wrote into the table zoo,
 decoded by delta-rs (``DeltaTable.deletion_vectors()``) for every version; pyroaring (CRoaring)
@@ -24,14 +24,14 @@ from deltalake import DeltaTable
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from spark_mlt.delta.deletion_vectors import (
+from spark_mlt.delta.fs import Location, locate
+from spark_mlt.delta.read.deletion_vectors import (
     MAGIC,
     DeletionVector,
     deleted_runs,
     read_deleted_rows,
     z85_decode,
 )
-from spark_mlt.delta.fs import Location, locate
 from spark_mlt.errors import MLTError, TableError, TableFeatureError
 from tests.support.zoo import Zoo
 

@@ -26,7 +26,7 @@ from deltalake import DeltaTable, write_deltalake
 from spark_mlt.delta import locate, read_snapshot
 from spark_mlt.delta.actions import AddFile, RemoveFile, Txn, parse_action
 from spark_mlt.delta.config import TableConfig, parse_interval
-from spark_mlt.delta.log import DeltaLog, _stats_json, clear_cache
+from spark_mlt.delta.log import DeltaLog, clear_cache, stats_json
 from spark_mlt.errors import MissingTableError, TableError
 from tests.support.zoo import Zoo
 
@@ -268,6 +268,32 @@ def test_a_log_without_metadata_or_with_a_broken_line_is_refused_naming_the_file
         read_snapshot(locate(broken))
 
 
+def test_a_metadata_action_without_schema_replaced_by_the_next_version_is_no_error(tmp_path: Path) -> None:
+    """Pins the replay's judgement of the state a version ends in: Delta Live Tables commit a
+    first ``metaData`` without ``schemaString`` and replace it in version 1 (the shape of
+    delta-rs' test table ``delta-live-table``), which delta-spark and delta-rs read. Before, every
+    version was refused as holding a malformed action; now only version 0 is, naming the field."""
+    first = {"id": "dlt", "format": {"provider": "parquet", "options": {}}, "partitionColumns": [], "configuration": {}}
+    schema = {"type": "struct", "fields": [{"name": "id", "type": "long", "nullable": True, "metadata": {}}]}
+    second = {**first, "schemaString": json.dumps(schema), "configuration": {"pipelines.pipelineId": "p"}}
+    path = tmp_path / "t"
+    path.mkdir()
+    pq.write_table(ROWS.select(["id"]), path / "part-0.parquet")
+    add = _add("part-0.parquet")
+    add["add"]["size"] = (path / "part-0.parquet").stat().st_size
+    _log(
+        path,
+        [{"protocol": {"minReaderVersion": 1, "minWriterVersion": 2}}, {"metaData": first}],
+        [{"protocol": {"minReaderVersion": 2, "minWriterVersion": 5}}, {"metaData": second}, add],
+    )
+    snapshot = read_snapshot(locate(str(path)))
+    assert (snapshot.version, snapshot.metadata.schema(), list(snapshot.files)) == (1, schema, ["part-0.parquet"])
+    assert snapshot.config.properties == {"pipelines.pipelineId": "p"}
+    assert DeltaTable(str(path)).to_pyarrow_table().to_pydict() == {"id": [1, 2]}  # delta-rs reads it too
+    with pytest.raises(TableError, match=r"metaData action in force at version 0 .* has no schemaString"):
+        read_snapshot(locate(str(path)), 0)
+
+
 def test_a_table_written_again_at_the_same_place_is_read_anew(tmp_path: Path) -> None:
     """The caches key a log file by its size and time: a table deleted and written again at the
     same place is not read from a stale cache."""
@@ -314,7 +340,7 @@ def test_statistics_kept_as_structs_in_a_checkpoint_read_as_their_json() -> None
         "minValues": {"t": dt.datetime(2024, 1, 2, 3, 4, 5, 678000, tzinfo=dt.timezone.utc), "d": Decimal("1.50")},
         "maxValues": {"n": dt.datetime(2024, 1, 2), "day": dt.date(2024, 1, 3), "x": None},
     }
-    assert json.loads(_stats_json(parsed), parse_float=Decimal) == {
+    assert json.loads(stats_json(parsed), parse_float=Decimal) == {
         "numRecords": 2,
         "minValues": {"t": "2024-01-02T03:04:05.678Z", "d": Decimal("1.50")},
         "maxValues": {"n": "2024-01-02T00:00:00.000", "day": "2024-01-03"},

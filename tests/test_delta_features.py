@@ -12,28 +12,29 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable, QueryBuilder, Schema
 from deltalake.transaction import CommitProperties
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
-from spark_mlt.batch.inspect import inspect_table
+from spark_mlt.batch.read.inspect import inspect_table
 from spark_mlt.column import mlt_encode
 from spark_mlt.delta import locate
 from spark_mlt.delta import read_snapshot as read_delta_snapshot
 from spark_mlt.delta.features import FEATURES
-from spark_mlt.delta.scan import _file_key, exact_files
+from spark_mlt.delta.read.scan import exact_files, file_key
 from spark_mlt.errors import ConstraintViolationError, TableExistsError, TableFeatureError, TableSchemaError
 from spark_mlt.storage import WriteOptions, orphan_files, read_delta, vacuum, write_delta
-from spark_mlt.storage._delta_spark import session_conf
-from spark_mlt.storage._plan import spark_arrow_schema
+from spark_mlt.storage.backends.plan import spark_arrow_schema
 from spark_mlt.storage.properties import codec_properties
+from spark_mlt.storage.spark_sql import session_conf
 from spark_mlt.storage.table import CREATE_MARKER
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC
@@ -171,6 +172,116 @@ def test_type_widening_reads_on_spark_4_and_is_refused_on_3_5(spark: SparkSessio
     else:
         with pytest.raises(TableFeatureError, match=r"'typeWidening'.*Spark 3\.5"):
             read_delta(spark, zoo.path("widen"))
+
+
+#: Widenings the protocol allows: ``(column, type written, table type, type changes, a value)``;
+#: a change of a struct's field, an array's element or a map's key or value is recorded on its
+#: column with the path to it, as delta-spark records it.
+_WIDENINGS: tuple[tuple[str, str, str, list[tuple[str, ...]], str], ...] = (
+    ("b", "tinyint", "bigint", [("byte", "short"), ("short", "integer"), ("integer", "long")], "-128"),
+    ("f", "float", "double", [("float", "double")], "1.1"),
+    ("i", "int", "double", [("integer", "double")], "2147483647"),
+    ("d", "date", "timestamp_ntz", [("date", "timestamp_ntz")], "DATE'0001-01-01'"),
+    ("m", "decimal(5,2)", "decimal(12,4)", [("decimal(5,2)", "decimal(12,4)")], "-999.99"),
+    ("w", "decimal(10,2)", "decimal(38,30)", [("decimal(10,2)", "decimal(38,30)")], "99999999.99"),
+    ("l", "bigint", "decimal(20,0)", [("long", "decimal(20,0)")], "9223372036854775807"),
+    ("s", "struct<x: smallint>", "struct<x: int>", [("short", "integer", "x")], "named_struct('x', -32768)"),
+    ("a", "array<int>", "array<bigint>", [("integer", "long", "element")], "array(-2147483648, NULL)"),
+    (
+        "k",
+        "map<float, int>",
+        "map<double, bigint>",
+        [("float", "double", "key"), ("integer", "long", "value")],
+        "map(-0.5, 7)",
+    ),
+)
+_Widening = tuple[str, str, str, list[tuple[str, ...]], str]
+
+
+def _widened_table(spark: SparkSession, path: Path, feature: str, widenings: tuple[_Widening, ...]) -> DataFrame:
+    """A table (``feature`` in its protocol) with a file written before its columns were widened
+    (a row of values, a row of nulls) and one after; returns its rows as Delta reads them."""
+    values = ", ".join(f"CAST({value} AS {written}) AS {name}" for name, written, _, _, value in widenings)
+    nulls = ", ".join(f"CAST(NULL AS {written}) AS {name}" for name, written, _, _, _ in widenings)
+    before = spark.sql(f"SELECT {values} UNION ALL SELECT {nulls}")
+    widened = before.select(*(F.col(name).cast(table).alias(name) for name, _, table, _, _ in widenings))
+    # dates before 1582 as they are (Spark 3.5 refuses them without a rebase mode; 4.0 on CORRECTED)
+    with session_conf(spark, {"spark.sql.parquet.datetimeRebaseModeInWrite": "CORRECTED"}):
+        before.coalesce(1).write.parquet(str(path / "before"))
+        widened.where(F.col(widenings[0][0]).isNotNull()).coalesce(1).write.parquet(str(path / "after"))
+    schema = json.loads(widened.schema.json())
+    for column, (_, _, _, changes, _) in zip(schema["fields"], widenings, strict=True):
+        recorded = [{"fromType": c[0], "toType": c[1], **({"fieldPath": c[2]} if c[2:] else {})} for c in changes]
+        if feature.endswith("-preview"):  # the preview's form: each change's table version too
+            recorded = [{**change, "tableVersion": 1} for change in recorded]
+        nested = isinstance(column["type"], dict) and column["type"]["type"] == "struct"
+        (column["type"]["fields"][0] if nested else column)["metadata"] = {"delta.typeChanges": recorded}
+    files = sorted(path.glob("*/*.parquet"))
+    adds = [_add_of(path, file) for file in files]
+    protocol = {"minReaderVersion": 3, "minWriterVersion": 7, "readerFeatures": [feature], "writerFeatures": [feature]}
+    metadata = {
+        "id": "widened",
+        "format": {"provider": "parquet", "options": {}},
+        "schemaString": json.dumps(schema),
+        "partitionColumns": [],
+        "configuration": {"delta.enableTypeWidening": "true"},
+    }
+    (path / "_delta_log").mkdir()
+    actions = [{"protocol": protocol}, {"metaData": metadata}, *adds]
+    (path / "_delta_log" / f"{0:020d}.json").write_text("".join(json.dumps(a) + "\n" for a in actions))
+    return widened.union(widened.where(F.col(widenings[0][0]).isNotNull()))
+
+
+def _add_of(table: Path, file: Path) -> dict[str, Any]:
+    relative = str(file.relative_to(table))
+    return {
+        "add": {
+            "path": relative,
+            "partitionValues": {},
+            "size": file.stat().st_size,
+            "modificationTime": 0,
+            "dataChange": True,
+        }
+    }
+
+
+@pytest.mark.parametrize("feature", ["typeWidening", "typeWidening-preview"])
+def test_every_widening_the_protocol_allows_reads_exactly_file_by_file_on_spark_4(
+    spark: SparkSession, tmp_path: Path, feature: str
+) -> None:
+    """Pins the gate of type widening under both of its names: a file written before its columns
+    were widened reads as the wider types (integers, floats, dates, decimals, integers into
+    decimals, at the top level and in structs, arrays and maps, a chain of changes), as delta-spark
+    reads it; Spark 3.5 cannot and is refused."""
+    path = tmp_path / "t"
+    path.mkdir()
+    expected = _widened_table(spark, path, feature, _WIDENINGS)
+    if VERSION < (4, 0):
+        with pytest.raises(TableFeatureError, match=rf"'{feature}'.*Spark 3\.5"):
+            read_delta(spark, str(path))
+        return
+    assert sorted(map(repr, read_delta(spark, str(path)).collect())) == sorted(map(repr, expected.collect()))
+
+
+@pytest.mark.parametrize(
+    "change",
+    [("bigint", "double", "long", "9007199254740993"), ("date", "timestamp", "date", "DATE'2024-01-02'")],
+)
+@pytest.mark.parametrize("feature", ["typeWidening", "typeWidening-preview"])
+def test_a_type_change_widening_does_not_allow_is_refused_before_spark_reads(
+    spark: SparkSession, tmp_path: Path, feature: str, change: tuple[str, str, str, str]
+) -> None:
+    """Pins the gate's check of the recorded type changes: one the protocol does not allow (a long
+    into a double loses digits; a date is no instant) is refused naming the column, the change
+    and the feature, as delta-spark refuses it. Before, the gate let the table through and Spark's
+    reader failed in the middle of the query (PARQUET_COLUMN_DATA_TYPE_MISMATCH)."""
+    written, table, source, value = change
+    path = tmp_path / "t"
+    path.mkdir()
+    _widened_table(spark, path, feature, (*_WIDENINGS[:2], ("i", written, table, [(source, table)], value)))
+    said = rf"records a change of column 'i' from {source} to {table} \(table feature '{feature}'\)"
+    with pytest.raises(TableFeatureError, match=said if VERSION >= (4, 0) else rf"'{feature}'"):
+        read_delta(spark, str(path))
 
 
 def test_every_feature_delta_spark_writes_in_the_zoo_is_known_to_the_gate(zoo: Zoo) -> None:
@@ -505,7 +616,7 @@ def test_vacuum_keeps_every_deletion_vector_a_version_needs(spark: SparkSession,
         vectors = sorted(p.name for p in Path(path).rglob("deletion_vector_*.bin"))
         assert vectors
         assert not [f for f in orphan_files(path) if "deletion_vector" in f]
-        removed = vacuum(path, retention_hours=0, dry_run=False)
+        removed = vacuum(path, retention_hours=0, dry_run=False, allow_short_retention=True)
         assert not [f for f in removed if "deletion_vector" in f]
         assert sorted(p.name for p in Path(path).rglob("deletion_vector_*.bin")) == vectors
         last = zoo.versions(name)[-1]
@@ -586,7 +697,7 @@ def test_the_reader_names_files_exactly_as_spark_does(spark: SparkSession, tmp_p
         paths.append(path)
     read = exact_files(spark, StructType([StructField("i", LongType())]), paths)
     got = dict(read.select("i", "_metadata.file_path").collect())  # type: ignore[arg-type]
-    assert {i: _file_key(path) for i, path in enumerate(paths)} == got
+    assert {i: file_key(path) for i, path in enumerate(paths)} == got
 
 
 def test_the_zoo_has_every_table_its_delta_can_build(zoo: Zoo) -> None:
@@ -615,3 +726,26 @@ def test_a_timestamp_partition_is_logged_in_utc_whatever_the_writing_sessions_ti
     read = QueryBuilder().register("t", DeltaTable(path)).execute("SELECT ts FROM t ORDER BY id").read_all()
     theirs = pa.table(read).column("ts").to_pylist()
     assert [t.isoformat() for t in theirs] == ["2024-01-01T00:00:00+00:00", "2024-06-01T12:30:00.500000+00:00"]
+
+
+def test_two_instants_of_the_repeated_hour_of_a_fall_back_stay_two_timestamp_partitions(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Pins the staging write's folder names: in New York 05:30Z and 06:30Z on 2024-11-03 are
+    both 01:30 local time, so a folder named in the session's time zone stands for either; the
+    staged folders name the instants (epoch microseconds), and each row keeps its own. Before,
+    both read back as 05:30Z (or the write failed, when one task wrote both). The folders hold
+    the UTC wall clock, which Polars (it takes partition values from the folders) reads as the
+    instants: before, it read New York's wall clock as UTC."""
+    polars = pytest.importorskip("polars")
+    path = str(tmp_path / "t")
+    rows = spark.createDataFrame([(1, "2024-11-03 05:30:00"), (2, "2024-11-03 06:30:00.25")], "id long, ts string")
+    rows = rows.select("id", F.to_utc_timestamp("ts", "UTC").alias("ts"))
+    with session_conf(spark, {"spark.sql.session.timeZone": "America/New_York"}):
+        write_delta(rows.coalesce(1), path, options=WriteOptions(partition_by=["ts"], backend="delta-rs"))
+    logged = sorted(add.partition_values["ts"] for add in read_delta_snapshot(locate(path)).files.values())
+    assert logged == ["2024-11-03T05:30:00.000000Z", "2024-11-03T06:30:00.250000Z"]
+    ours = sorted((r.id, r.ts) for r in read_delta(spark, path, backend="delta-rs").collect())
+    assert ours == sorted((r.id, r.ts) for r in rows.collect())
+    theirs = polars.read_delta(path).sort("id")["ts"].to_list()
+    assert [t.isoformat() for t in theirs] == ["2024-11-03T05:30:00+00:00", "2024-11-03T06:30:00.250000+00:00"]

@@ -41,10 +41,11 @@ from spark_mlt.batch import (
     tokenize_table,
 )
 from spark_mlt.batch.cli import run
-from spark_mlt.batch.inspect import inspect_table
-from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.batch.read.inspect import inspect_table
+from spark_mlt.batch.write.tokenize import FrameTarget, tokenize_frame
 from spark_mlt.column import mlt_decode, mlt_encode
 from spark_mlt.delta.fs import locate
+from spark_mlt.errors import TableOptionError
 from spark_mlt.storage import (
     AppTransaction,
     CodecMismatchError,
@@ -54,7 +55,6 @@ from spark_mlt.storage import (
     TableExistsError,
     TableSchemaError,
     WriteOptions,
-    _delta_spark,
     orphan_files,
     read_codecs,
     read_delta,
@@ -65,7 +65,8 @@ from spark_mlt.storage import (
     vacuum,
     write_delta,
 )
-from spark_mlt.storage._plan import WritePlan
+from spark_mlt.storage.backends import delta_spark
+from spark_mlt.storage.backends.plan import WritePlan
 from spark_mlt.storage.replace import key_rows, replace_keys
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC, OTHER
@@ -198,10 +199,10 @@ def test_a_committed_write_is_found_however_many_commits_follow_it(spark: SparkS
     for _ in range(60):  # other writers' commits
         write_deltalake(path, rows, mode="append")
     plan = WritePlan(locate(path), "append", (), {}, {}, {}, None, {}, None)
-    found = _delta_spark._result(plan, write_id, first.version - 1, 0.0, _ratings(spark))
+    found = delta_spark.write_result(plan, write_id, first.version - 1, 0.0, _ratings(spark))
     assert (found.version, found.rows, found.skipped) == (first.version, 20, False)
     with pytest.raises(ConcurrentWriteError, match="no commit after version"):  # rows to write, and no commit
-        _delta_spark._result(plan, "not-a-write-id", first.version - 1, 0.0, _ratings(spark))
+        delta_spark.write_result(plan, "not-a-write-id", first.version - 1, 0.0, _ratings(spark))
 
 
 def test_the_jobs_parquet_choices_reach_the_files(spark: SparkSession, tmp_path: Path) -> None:
@@ -278,7 +279,10 @@ def test_tokenize_with_quarantine_and_a_vocabulary_then_decode_inspect_vacuum(
     expired = vacuum(output, retention_hours=0, spark=spark)
     assert expired
     assert all(name.endswith(".parquet") and not name.startswith("/") for name in expired)
-    assert vacuum(output, retention_hours=0, dry_run=False, spark=spark) == expired
+    with pytest.raises(TableOptionError, match=r"^retention_hours=0: .* keeps removed files 168 hours"):
+        vacuum(output, retention_hours=0, dry_run=False, spark=spark)  # as Delta's own VACUUM refuses it
+    assert vacuum(output, retention_hours=0, spark=spark) == expired  # nothing was deleted
+    assert vacuum(output, retention_hours=0, dry_run=False, allow_short_retention=True, spark=spark) == expired
     assert vacuum(output, retention_hours=0, spark=spark) == []
     assert decode_table(spark, output, DecodeOptions(verify=True)).mismatches == 0
 
@@ -553,7 +557,9 @@ def test_delta_spark_reads_the_same_rows_after_a_jar_free_vacuum(spark: SparkSes
     path = zoo.copy("dv", tmp_path)
     table = spark.read.format("delta").load(path)
     before = spark.createDataFrame(table.collect(), table.schema)
-    vacuum(path, retention_hours=0, dry_run=False)  # no session: delta-rs' listing, vectors kept
+    vacuum(
+        path, retention_hours=0, dry_run=False, allow_short_retention=True
+    )  # no session: delta-rs' listing, vectors kept
     assert_same_rows(spark.read.format("delta").load(path), before)
 
 
@@ -580,8 +586,7 @@ def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_throug
         output,
         ["userId"],
         TokenizeOptions(p=13, n=3, mode="append"),
-        snapshot=read_snapshot(output),
-        transaction=AppTransaction(stream["writer"], stream["last_batch"]),
+        FrameTarget(read_snapshot(output), transaction=AppTransaction(stream["writer"], stream["last_batch"])),
     )
     assert replay.write is not None
     assert replay.write.skipped

@@ -21,7 +21,10 @@ values contradict.
 
 from __future__ import annotations
 
+import datetime as dt
+import math
 import os
+import random
 import shutil
 from urllib.parse import unquote
 
@@ -29,7 +32,7 @@ import pyarrow as pa
 import pytest
 from deltalake import write_deltalake
 from pyspark.sql import SparkSession
-from pyspark.sql.types import LongType, StructField, StructType
+from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType, TimestampType
 
 from tests.conftest import delta_spark_requested
 from tests.support.differential import (
@@ -43,6 +46,7 @@ from tests.support.differential import (
     Table,
     Tally,
     generate,
+    predicates,
     readers,
     run_case,
     spark_line,
@@ -100,6 +104,54 @@ def test_readers_count_with_statistics_what_they_count_without(
     with capsys.disabled():
         print("\n" + tally.summary())
     assert not tally.findings, report
+
+
+#: Values the jar-free writer gives no bounds of: a NaN (and zeros of both signs), a string whose
+#: maximum cannot be cut and one longer than parquet-java keeps in a footer; and timestamps,
+#: written as INT96 (no bounds in a footer).
+_UNBOUNDED_ROWS = [
+    (1, math.nan, dt.datetime(2024, 1, 2, tzinfo=dt.timezone.utc), "\U0010ffff" * 40, (1.5,)),
+    (2, -0.0, dt.datetime(1970, 1, 1, tzinfo=dt.timezone.utc), "x" * 5000, (math.nan,)),
+    (3, 0.0, dt.datetime(9999, 12, 31, tzinfo=dt.timezone.utc), "abc", (2.5,)),
+    (4, 3.0, None, None, None),
+]
+
+
+@pytest.mark.compat
+@pytest.mark.parametrize(
+    "properties",
+    [{}, {"delta.dataSkippingStatsColumns": "id, F, t, s, n.y"}],
+)
+def test_a_column_no_file_can_bound_loses_no_row_in_any_reader(
+    spark: SparkSession, tmp_path_factory: pytest.TempPathFactory, properties: dict[str, str]
+) -> None:
+    """Pins the writer's statistics of a file it cannot bound: deltalake's pyarrow dataset reads
+    a statistics column (by default, or named in any case) that a file gives no bounds of among
+    others' as one without values (``>= null``) and loses the file's rows to every filter on it,
+    so such a file records no bounds at all, at creation and on append. Before, ``f = 0.0`` and
+    ``s = 'abc'`` returned no row there (and the harness skipped such predicates instead of
+    comparing them with Arrow's exact count)."""
+    schema = StructType(
+        [
+            StructField("id", LongType()),
+            StructField("f", DoubleType()),
+            StructField("t", TimestampType()),
+            StructField("s", StringType()),
+            StructField("n", StructType([StructField("y", DoubleType())])),
+        ]
+    )
+    session = {"spark.sql.parquet.outputTimestampType": "INT96"}
+    case = Case(-2, schema, _UNBOUNDED_ROWS * 3, properties=properties, session=session, split=4, files=(1, 2))
+    found, _ = readers(spark if delta_spark_requested() else None)
+    tally = Tally()
+    chosen = predicates(case, random.Random("unbounded"), limit=60, combinations=0)
+    run_case(spark, case, str(tmp_path_factory.mktemp("unbounded")), found, tally, chosen=chosen)
+    report = tally.summary() + "".join("\n" + finding.message() for finding in tally.findings)
+    assert not tally.findings, report
+    # the columns were asked, not skipped: of the reader that lost the rows, where the line has it
+    # (deltalake 1.6.3 with pyarrow 14, Spark 3.5's stack, has no pyarrow dataset of a table)
+    names = {reader.name for reader in found}
+    assert tally.compared["pyarrow-dataset" if "pyarrow-dataset" in names else "duckdb"] >= 30, report
 
 
 def _two_files(path: str) -> str:

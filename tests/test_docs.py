@@ -22,7 +22,9 @@ from markdown_it import MarkdownIt
 from pyspark.sql import SparkSession
 from pytest_examples import CodeExample, EvalExample, find_examples
 
-from spark_mlt.batch.cli import JOBS, _parse, _values, main
+from spark_mlt.batch.cli import JOBS, main
+from spark_mlt.batch.cli.jobs import job_values
+from spark_mlt.batch.cli.main import parse_command_line
 from spark_mlt.delta.features import FEATURES
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -171,11 +173,11 @@ def test_every_shell_command_of_the_docs_parses(monkeypatch: pytest.MonkeyPatch)
             assert exited.value.code == 0, f"{page}: {' '.join(words)}"
             continue
         try:
-            args, config = _parse(argv)
+            args, config = parse_command_line(argv)
         except SystemExit:
             pytest.fail(f"{page}: the parser refuses {' '.join(words)}")
         if args.command in JOBS:
-            _values(JOBS[args.command], args, config)
+            job_values(JOBS[args.command], args, config)
         parsed += 1
     assert parsed >= 10, f"only {parsed} spark-mlt commands found in the docs"
 
@@ -187,8 +189,8 @@ def test_a_shipped_conf_file_builds_its_commands_options(conf: Path) -> None:
     named = re.search(r"spark-mlt (\w+) --config", conf.read_text().splitlines()[0])
     assert named, f"{conf.name}: its first line names no command"
     job = JOBS[named.group(1)]
-    args, config = _parse([named.group(1), "--config", str(conf)])
-    values = _values(job, args, config)
+    args, config = parse_command_line([named.group(1), "--config", str(conf)])
+    values = job_values(job, args, config)
     fields = {name: value for name, value in values.items() if name not in job.arguments}
     job.options(**fields)
 

@@ -14,7 +14,8 @@ from pyspark.sql import SparkSession
 
 from spark_mlt.batch import SyncOptions, inspect_table, sync_table
 from spark_mlt.batch.cli import main
-from spark_mlt.batch.erase import erase_physically, erased_tables
+from spark_mlt.batch.mirror.erase import erase_physically, erased_tables
+from spark_mlt.errors import TableOptionError
 
 ERASED = "forget.me@example.com"
 KEPT = "kept@example.com"
@@ -66,11 +67,34 @@ def test_inspect_shows_the_erasures_pending_a_vacuum_with_when_they_may_go(synce
     assert _files_holding(synced, ERASED.encode())  # still in the removed files
 
 
+def test_erase_refuses_a_retention_shorter_than_each_tables_own_unless_allowed(
+    synced: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 71 item 10: ``erase --apply --retention-hours 0`` deleted, without a word, files that
+    time travel and running readers still need. It is refused before any table is touched,
+    naming the table, its retention and the flag that allows it; a listing says it is short."""
+    mirror = str(synced / "mirror")
+    before = _files_holding(synced, ERASED.encode())
+    assert main(["erase", "--input", mirror, "--retention-hours", "0", "--apply"]) == 2
+    error = capsys.readouterr().err
+    assert f"TableOptionError: --retention-hours 0: the table {mirror} keeps removed files 168 hours" in error
+    assert "turn the check off with --allow-short-retention" in error
+    assert _files_holding(synced, ERASED.encode()) == before  # nothing deleted, in any table
+    with pytest.raises(TableOptionError, match=r"allow_short_retention=True") as caught:
+        erase_physically(mirror, retention_hours=0, apply=True)
+    assert caught.value.parameter == "retention_hours"
+    listed = erase_physically(mirror, retention_hours=0)
+    assert listed[mirror]["would_delete"]
+    assert all("shorter than the table's 168" in entry["note"] for entry in listed.values())
+    assert "note" not in erase_physically(mirror)[mirror]  # the tables' own retention
+    assert _files_holding(synced, ERASED.encode()) == before
+
+
 def test_erase_with_the_retention_passed_removes_the_value_from_every_data_file(
     synced: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     mirror = str(synced / "mirror")
-    assert main(["erase", "--input", mirror, "--retention-hours", "0", "--apply"]) == 0
+    assert main(["erase", "--input", mirror, "--retention-hours", "0", "--apply", "--allow-short-retention"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert set(report) == set(erased_tables(mirror))
     assert all(entry["deleted"] and not entry["pending"] for entry in report.values())

@@ -18,8 +18,8 @@ from pyspark.sql import SparkSession
 
 from spark_mlt.batch import SyncOptions, TokenizeOptions, sync_table, tokenize_table
 from spark_mlt.batch.cli import main
-from spark_mlt.batch.erase import erase_physically
-from spark_mlt.batch.find import find_value
+from spark_mlt.batch.mirror.erase import erase_physically
+from spark_mlt.batch.read.find import find_value
 from spark_mlt.errors import MissingCodecError, MLTError
 from spark_mlt.storage import read_snapshot, vocabulary_paths
 from tests.test_deletion_vectors import serialize, z85_encode
@@ -187,7 +187,7 @@ def test_a_synced_delete_is_pending_in_removed_files_until_erase_then_nowhere(mi
     assert find_value(mirror, "customer_id", 3)["status"] == "pending"
     assert find_value(mirror, "customer_id", 1)["status"] == "held"
 
-    erase_physically(mirror, retention_hours=0, apply=True)
+    erase_physically(mirror, retention_hours=0, apply=True, allow_short_retention=True)
     after = find_value(mirror, "email", ERASED)
     assert (after["status"], after["pending"], after["vocabulary"]["status"]) == ("nowhere", [], "absent")
     assert find_value(mirror, "customer_id", 3)["status"] == "nowhere"

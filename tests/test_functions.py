@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,7 +12,7 @@ import numpy as np
 import pytest
 from pyspark.errors import AnalysisException
 from pyspark.ml.linalg import Vectors, VectorUDT
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructField, StructType
 from pyspark.testing import assertDataFrameEqual
@@ -150,13 +151,30 @@ def test_an_error_names_a_column_by_name_and_describes_a_column_expression(spark
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-def test_a_decimal_with_a_fraction_is_an_invalid_id(spark: SparkSession, engine: str) -> None:
+@pytest.mark.parametrize(
+    ("dtype", "whole", "fraction"),
+    [
+        ("decimal(10,2)", "7.00", "7.50"),
+        ("decimal(38,37)", "7." + "0" * 37, "7." + "0" * 36 + "1"),
+        ("decimal(38,37)", "7." + "0" * 37, "-0." + "0" * 36 + "1"),  # named as Spark prints it, not -1E-37
+    ],
+)
+def test_a_decimal_with_a_fraction_is_an_invalid_id(
+    spark: SparkSession, engine: str, dtype: str, whole: str, fraction: str
+) -> None:
+    """Pins the whole-number check at every scale: ``value <> CAST(value AS BIGINT)`` compares in
+    a decimal type Spark narrows to 18 digits of fraction, so in the native and udf engines
+    7.000...01 (decimal(38,37)) gave the tokens of 7, and -1E-37 those of 0; the jvm engine named
+    that one ``-1E-37``, where the others print it as Spark casts it to a string."""
     codec = MLTCodec.from_seed(13, 6)
-    df = spark.createDataFrame([("7.00",), ("7.50",)], "v string").select(F.col("v").cast("decimal(10,2)").alias("v"))
+    df = spark.createDataFrame([(whole,), (fraction,)], "v string").select(F.col("v").cast(dtype).alias("v"))
     rows = df.select(mlt_encode("v", codec, engine=engine, handle_invalid="null").alias("t")).collect()
     assert [r.t for r in rows] == [codec.encode([7])[0].tolist(), None]
-    with pytest.raises(QUERY_ERRORS, match=r"id 7.50 "):
-        df.select(mlt_encode("v", codec, engine=engine)).collect()
+    # the value as written, or as the line's Spark casts it to a string (3.5: -1E-37)
+    cast = df.filter(F.col("v") != 7).select(F.col("v").cast("string").alias("s")).first()
+    names = {fraction, cast.s if cast is not None else fraction}
+    with pytest.raises(QUERY_ERRORS, match="id (" + "|".join(map(re.escape, sorted(names))) + ") "):
+        df.filter(F.col("v") != 7).select(mlt_encode("v", codec, engine=engine)).collect()
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -165,6 +183,43 @@ def test_handle_invalid_null_turns_bad_ids_into_nulls(spark: SparkSession, ansi:
     df = spark.createDataFrame([(1,), (-1,), (4_826_809,), (None,)], "id bigint")
     rows = df.select(mlt_encode("id", codec, engine=engine, handle_invalid="null").alias("t")).collect()
     assert [r.t for r in rows] == [codec.encode([1])[0].tolist(), None, None, None]
+
+
+#: one codec of each packed encode path: parity tables (p = 2), lookup tables, lane-wise
+#: multiply-adds, and a capacity beyond 2**63
+PACKED_PATHS = [(2, 16), (13, 6), (65521, 3), (251, 8)]
+
+
+def _ids_of_type(spark: SparkSession, ids: list[int]) -> DataFrame:
+    """A frame of ``ids`` in column ``v``: bigint, or decimal(38,0) where one is beyond the bigint range."""
+    dtype = "bigint" if all(-MAX_ID <= i <= MAX_ID for i in ids) else "decimal(38,0)"
+    return spark.createDataFrame([(str(i),) for i in ids], "v string").select(F.col("v").cast(dtype).alias("v"))
+
+
+@pytest.mark.parametrize(("p", "n"), PACKED_PATHS, ids=["parity", "tables", "lanes", "beyond-2-63"])
+def test_an_invalid_id_fails_the_packed_encoder_and_its_sql_function(
+    spark: SparkSession, ansi: str, p: int, n: int
+) -> None:
+    """Regression (issue 71): the packed encoder added its check after the tokens, and Spark's
+    `+` skips its right operand where the left is null (and folds `+` of a null constant to
+    null), so an id whose tokens are null (a table read at a negative index, a decimal beyond
+    the bigint range) got null tokens. The SQL functions' half where Spark has them (4.0 on)."""
+    codec = MLTCodec.from_seed(p, n)
+    name = f"invalid_packed_{p}"
+    if HAS_SQL_FUNCTIONS:
+        register_mlt_functions(spark, codec, name, engine="native", layout="packed")
+    bad = [-1, codec.max_id + 1, 2**63 + 5]
+    nulls = _ids_of_type(spark, bad).select(mlt_encode("v", codec, layout="packed", handle_invalid="null").alias("t"))
+    assert [r.t for r in nulls.collect()] == [None, None, None]
+    for value in bad:
+        df = _ids_of_type(spark, [value])
+        with pytest.raises(QUERY_ERRORS, match=rf"column 'v': id {value} is outside"):
+            df.select(mlt_encode("v", codec, layout="packed", engine="native")).collect()
+        if value <= MAX_ID and HAS_SQL_FUNCTIONS:
+            with pytest.raises(QUERY_ERRORS, match=rf"mlt_encode_{name}: id {value} is outside"):
+                df.select(F.expr(f"mlt_encode_{name}(v)")).collect()
+            with pytest.raises(QUERY_ERRORS, match=rf"mlt_encode_{name}: id {value} is outside"):
+                spark.sql(f"SELECT mlt_encode_{name}({value})").collect()  # a constant, which the optimizer folds
 
 
 def _bad_token_rows(codec: MLTCodec) -> list[tuple[list[int | None] | None]]:
@@ -191,11 +246,35 @@ def test_invalid_token_vectors_become_null_on_request(spark: SparkSession, ansi:
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("row", [1, 2, 3, 4, 5])
 def test_an_invalid_token_vector_fails_the_query_naming_it(spark: SparkSession, engine: str, row: int) -> None:
+    """Every engine names the whole vector as Spark prints an array (``null`` for a null token)
+    in the same words; the udf engine named a token out of range alone, by its position, and
+    printed a null token as Python's ``None``."""
     codec = MLTCodec.from_seed(13, 6)
     bad = _bad_token_rows(codec)[row]
     df = spark.createDataFrame([bad], "t array<int>")
-    with pytest.raises(QUERY_ERRORS, match=r"(?s)column 't'.*token"):
+    tokens = bad[0] or []
+    shown = "[" + ", ".join("null" if t is None else str(t) for t in tokens) + "]"
+    words = rf"column 't': token vector {re.escape(shown)} is not a valid MLT code: expected 6 tokens in \[0, 13\)"
+    with pytest.raises(QUERY_ERRORS, match=rf"(?s){words}"):
         df.select(mlt_decode("t", codec, engine=engine)).collect()
+
+
+def test_invalid_tokens_of_a_large_p_are_null_or_the_error_never_an_overflow(spark: SparkSession, ansi: str) -> None:
+    """Regression (issue 71): with p = 2**30 + 3 and n = 8 the decoder summed masked tokens
+    (up to 2**31 - 1) in groups sized for tokens below p: ANSI mode failed with
+    ARITHMETIC_OVERFLOW where the row was invalid."""
+    codec = MLTCodec.from_seed(1_073_741_827, 8)
+    top = 2**codec.token_bits - 1
+    good = codec.encode([12345])[0].tolist()
+    # the first vector's digits give an id below 2**63, so Spark goes on to its checks, which overflowed
+    rows = [([0, *[top] * 6, 583_032_106],), ([top] * 8,), ([top, *good[1:]],), ([-1, *good[1:]],)]
+    rows += [([-(2**31)] * 8,), ([codec.p, *good[1:]],)]
+    df = spark.createDataFrame(rows, "t array<int>")
+    nulls = df.select(mlt_decode("t", codec, engine="native", handle_invalid="null").alias("id")).collect()
+    assert [r.id for r in nulls] == [None] * len(rows)
+    for row in rows[::3]:
+        with pytest.raises(QUERY_ERRORS, match=r"column 't': token vector .* is not a valid MLT code"):
+            spark.createDataFrame([row], "t array<int>").select(mlt_decode("t", codec, engine="native")).collect()
 
 
 WRONG_SHAPES = [
@@ -283,6 +362,73 @@ def test_sql_functions_encode_and_decode(spark: SparkSession, engine: str) -> No
         "user_id int, t array<int>, back bigint",
     )
     assertDataFrameEqual(result, expected)
+
+
+#: arguments of a registered encoder (SQL) and the id each one is; None: an invalid id
+SQL_FUNCTION_ARGUMENTS = [
+    ("CAST(7 AS TINYINT)", 7),
+    ("CAST(7 AS SMALLINT)", 7),
+    ("7", 7),
+    ("4826808L", 4_826_808),
+    ("CAST(7 AS DECIMAL(38,0))", 7),
+    ("CAST('7.00' AS DECIMAL(10,2))", 7),  # a decimal with a zero fraction
+    ("CAST(0 AS DECIMAL(38,37))", 0),  # '0E-37' as text with ANSI off
+    ("'7'", 7),
+    ("CAST(NULL AS DOUBLE)", None),  # null in, null out
+    ("2.5", None),
+    ("-2.5", None),
+    ("2.9D", None),
+    ("CAST('NaN' AS DOUBLE)", None),
+    ("1e10D", None),
+    ("'2.5'", None),
+    ("'abc'", None),
+    ("CAST('9223372036854775813' AS DECIMAL(38,0))", None),
+    ("CAST('4826809.0' AS DECIMAL(20,1))", None),
+    ("-1", None),
+]
+
+
+@pytest.mark.skipif(not HAS_SQL_FUNCTIONS, reason="SQL functions need Spark 4.0")
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_registered_encoder_refuses_what_is_no_whole_id_and_encodes_every_whole_one(
+    spark: SparkSession, ansi: str, engine: str
+) -> None:
+    """Regression (issue 71): the encoder's ``id BIGINT`` parameter cast 2.5 and 2.9D to 2 (and
+    a decimal beyond the bigint range to an overflow error or null) before the body's checks,
+    where the column functions refuse them; the JVM engine's SQL functions too, and a UDF took
+    its argument as it came (2.5BD as 2); zero of a large scale, '0E-37' as text, was refused."""
+    codec = MLTCodec.from_seed(13, 6)
+    register_mlt_functions(spark, codec, f"whole_{engine}", engine=engine)
+    register_mlt_functions(spark, codec, f"whole_or_null_{engine}", engine=engine, handle_invalid="null")
+    arguments = [argument for argument, _ in SQL_FUNCTION_ARGUMENTS]
+    row = spark.sql("SELECT " + ", ".join(f"mlt_encode_whole_or_null_{engine}({a})" for a in arguments)).collect()[0]
+    expected = [None if i is None else codec.encode([i])[0].tolist() for _, i in SQL_FUNCTION_ARGUMENTS]
+    assert dict(zip(arguments, row, strict=True)) == dict(zip(arguments, expected, strict=True))
+    valid = [a for a, i in SQL_FUNCTION_ARGUMENTS if i is not None or a.startswith("CAST(NULL")]
+    whole = f"mlt_encode_whole_{engine}"
+    assert spark.sql("SELECT " + ", ".join(f"{whole}({a})" for a in valid)).collect()[0] == row[: len(valid)]
+    for argument in arguments[len(valid) :]:
+        with pytest.raises(QUERY_ERRORS, match=rf"{whole}: id \S+ is outside the codec's domain"):
+            spark.sql(f"SELECT {whole}({argument})").collect()
+
+
+@pytest.mark.skipif(HAS_SQL_FUNCTIONS, reason="Spark 3.5 registers the UDF itself (4.0 on: the test above)")
+def test_a_udf_registered_without_sql_functions_refuses_what_is_no_whole_id(spark: SparkSession) -> None:
+    """Regression (issue 71): on Spark 3.5 the registered UDF gets its argument as it comes and
+    cast a decimal 2.5 or a double 2.9 to 2; now it reads decimals exactly and refuses any
+    fraction, naming it."""
+    codec = MLTCodec.from_seed(13, 6)
+    register_mlt_functions(spark, codec, "whole_35", engine="udf")
+    whole = ["CAST(7 AS DECIMAL(38,0))", "CAST('7.00' AS DECIMAL(10,2))", "7.0D", "CAST(NULL AS DECIMAL(10,1))"]
+    row = spark.sql("SELECT " + ", ".join(f"mlt_encode_whole_35({a})" for a in whole)).collect()[0]
+    assert list(row) == [codec.encode([7])[0].tolist()] * 3 + [None]
+    refused = ["2.5", "2.9D", "CAST('9223372036854775813' AS DECIMAL(38,0))"]
+    for argument in refused:
+        with pytest.raises(QUERY_ERRORS, match=r"mlt_encode_whole_35: id \S+ is not a whole number of the bigint"):
+            spark.sql(f"SELECT mlt_encode_whole_35({argument})").collect()
+    register_mlt_functions(spark, codec, "whole_or_null_35", engine="udf", handle_invalid="null")
+    row = spark.sql("SELECT " + ", ".join(f"mlt_encode_whole_or_null_35({a})" for a in refused)).collect()[0]
+    assert list(row) == [None] * len(refused)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -421,6 +567,33 @@ def test_invalid_vectors_fail_naming_them_or_become_null(spark: SparkSession, an
     one = spark.createDataFrame([(Vectors.dense(bad[0]),)], schema)
     with pytest.raises(QUERY_ERRORS, match=r"(?s)column 'v'.*token.*18"):
         one.select(mlt_decode("v", codec, layout="vector", engine=engine)).collect()
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_struct_is_decoded_by_its_field_names_in_any_order_among_other_fields(
+    spark: SparkSession, engine: str
+) -> None:
+    """Pins the struct layout's documented reading (fields t0 .. t{n-1} in any order among other
+    fields) in every engine: the udf engine read the struct's fields by position, so a struct
+    ``(t1, x, t0)`` decoded to another id or failed."""
+    codec = MLTCodec.from_seed(251, 2)
+    t0, t1 = codec.encode([4242])[0].tolist()
+    df = spark.createDataFrame([((t1, "x", t0),), ((None, "y", t0),)], "s struct<t1:bigint, x:string, t0:bigint>")
+    decoded = df.select(mlt_decode("s", codec, layout="struct", engine=engine, handle_invalid="null").alias("id"))
+    assert [r.id for r in decoded.collect()] == [4242, None]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_a_vector_value_half_way_between_two_tokens_rounds_away_from_zero(spark: SparkSession, engine: str) -> None:
+    """Pins the documented rounding of a vector's values (half away from zero, Spark's
+    ``round``) in every engine: the udf engine rounded halves to even (``np.rint``), so
+    ``0.25 * (3 - 1)`` read as token 0 there and token 1 in the others, another id."""
+    codec = MLTCodec.from_seed(3, 2)
+    halves = [[0.25, 0.0], [0.75, 0.0], [0.0, 0.25]]  # 0.5, 1.5, 0.5 once scaled by p - 1 = 2
+    df = spark.createDataFrame([(Vectors.dense(v),) for v in halves], StructType([StructField("v", VectorUDT())]))
+    decoded = df.select(mlt_decode("v", codec, layout="vector", engine=engine, handle_invalid="null").alias("id"))
+    expected = [int(codec.decode([tokens])[0]) for tokens in ([1, 0], [2, 0], [0, 1])]
+    assert [r.id for r in decoded.collect()] == expected
 
 
 def test_packed_layout_is_refused_when_tokens_need_more_than_64_bits() -> None:

@@ -20,8 +20,8 @@ from deltalake import DeltaTable, Schema, write_deltalake
 from pyspark.sql import SparkSession
 
 from spark_mlt.batch import SyncOptions, inspect_table, sync_table
-from spark_mlt.batch.capacity import CAPACITY_WARNING, Usage, capacity_usage
 from spark_mlt.batch.cli import main
+from spark_mlt.batch.job.capacity import CAPACITY_WARNING, Usage, capacity_usage
 from spark_mlt.codec import MLTCodec
 from spark_mlt.storage import read_snapshot
 

@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
 import sys
 import uuid
+from decimal import Decimal
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
+from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt import CodecParameterError, MLTCodec, MLTError
 from spark_mlt.batch import (
@@ -30,12 +33,17 @@ from spark_mlt.batch import (
     tokenize_table,
     unpack_token_columns,
 )
-from spark_mlt.batch.cli import _names, main
-from spark_mlt.batch.tokenize import _counts_with_the_write, tokenize_frame
+from spark_mlt.batch.cli import main
+from spark_mlt.batch.cli.flags import names_of
+from spark_mlt.batch.job.inputs import input_format_of
+from spark_mlt.batch.write.tokenize import FrameTarget, counts_with_the_write, tokenize_frame
 from spark_mlt.capabilities import Capabilities
+from spark_mlt.column import mlt_encode
+from spark_mlt.errors import InputFormatError, TableSchemaError
 from spark_mlt.options import HandleInvalid
-from spark_mlt.storage import read_codecs, read_delta, snapshot_for_write
+from spark_mlt.storage import WriteOptions, read_codecs, read_delta, read_snapshot, snapshot_for_write, write_delta
 from tests.support.delta_opens import count_delta_opens
+from tests.support.spark_lines import QUERY_ERRORS
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
 
@@ -157,6 +165,82 @@ def test_decode_writes_ids_back_to_delta_and_parquet(spark: SparkSession, tmp_pa
         assert decoded.count() == 300
 
 
+#: an id column of each type a table tokenizes, a string key, and columns that are no ids
+_TYPED = (
+    "id int, small smallint, tiny tinyint, big decimal(20,0), key string, amount decimal(12,2), at timestamp, "
+    "day date, tags array<string>"
+)
+_IDS = ["id", "small", "tiny", "big", "key"]
+
+
+@pytest.mark.parametrize("drop_ids", [False, True], ids=["kept", "dropped"])
+def test_decode_gives_every_column_back_in_its_source_type(spark: SparkSession, tmp_path: Path, drop_ids: bool) -> None:
+    """Issue 71 item 10: decode wrote every id column as bigint (an int id, a smallint, a
+    decimal), and a Parquet output's UTC timestamps as INT96, which pyarrow reads as timestamps
+    without a zone. The table records its ids' types when it is made (``mlt.type.<column>``, the
+    only record where it keeps no raw ids) and the decoded table has the source's schema: each
+    id column in its type, in the place of its raw column (or of its tokens), every other as it was."""
+    at = dt.datetime(2026, 11, 26, 12, tzinfo=dt.timezone.utc)
+    rows = [
+        (2**31 - 1, 2, 3, Decimal(10**15), "a", Decimal("1.50"), at, dt.date(2026, 11, 26), ["x"]),
+        (None, None, None, None, None, None, None, None, None),
+    ]
+    source = tmp_path / "orders.parquet"
+    spark.createDataFrame(rows, _TYPED).write.parquet(str(source))
+    tokens = str(tmp_path / "orders_mlt")
+    tokenize_table(spark, str(source), tokens, _IDS, TokenizeOptions(drop_ids=drop_ids))
+    decode_table(spark, tokens, DecodeOptions(output=str(tmp_path / "ids")))
+    decode_table(spark, tokens, DecodeOptions(output=str(tmp_path / "ids.parquet"), output_format="parquet"))
+    expected = spark.read.parquet(str(source))
+    kept = [c for c in expected.columns if c not in _IDS]
+    order = expected.columns if not drop_ids else kept + _IDS  # the ids where the tokens were
+    for decoded in (read_delta(spark, str(tmp_path / "ids")), spark.read.parquet(str(tmp_path / "ids.parquet"))):
+        assert decoded.columns == order
+        assert decoded.select(*expected.columns).dtypes == expected.dtypes
+        assertDataFrameEqual(decoded.select(*expected.columns), expected)
+    written = pq.read_schema(next((tmp_path / "ids.parquet").glob("*.parquet")))
+    assert written.field("at").type == pa.timestamp("us", tz="UTC")
+    assert written.field("id").type == pa.int32()
+    recorded = read_snapshot(tokens).properties
+    assert [recorded[f"mlt.type.{c}"] for c in _IDS] == ["int", "smallint", "tinyint", "decimal(20,0)", "string"]
+
+
+def test_decode_refuses_an_id_its_type_cannot_hold_and_says_when_a_table_records_no_type(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Issue 71 item 10: decoding must refuse, not wrap, an id the recorded type cannot hold
+    (a plain cast wraps it where ANSI mode is off); a table written before types were recorded
+    decodes as bigint, and says so; an append of another id type than recorded is refused."""
+    codec = MLTCodec.from_seed(13, 12)
+    ids = spark.createDataFrame([(1,), (2**40,)], "id bigint")
+    tampered = str(tmp_path / "tampered")
+    tokens = ids.withColumn("id_mlt", mlt_encode("id", codec, layout="packed")).drop("id")
+    write_delta(tokens, tampered, {"id": codec}, options=WriteOptions(properties={"mlt.type.id": "int"}))
+    ansi = spark.conf.get("spark.sql.ansi.enabled")
+    spark.conf.set("spark.sql.ansi.enabled", "false")
+    try:
+        with pytest.raises(QUERY_ERRORS, match=r"id_mlt of .*tampered decodes to the id 1099511627776, beyond 2147"):
+            decode_table(spark, tampered, DecodeOptions(output=str(tmp_path / "wrapped")))
+    finally:
+        spark.conf.set("spark.sql.ansi.enabled", ansi)
+    wrapped = tmp_path / "wrapped"  # no row (delta-spark's first write created the table, empty, before failing)
+    assert not (wrapped / "_delta_log").exists() or read_delta(spark, str(wrapped)).count() == 0
+    older = str(tmp_path / "older")  # as spark-mlt wrote tables before it recorded the types
+    write_delta(tokens, older, {"id": codec})
+    report = decode_table(spark, older, DecodeOptions(output=str(tmp_path / "older_ids")))
+    assert any("records no type for 'id'" in warning for warning in report.warnings)
+    assert read_delta(spark, str(tmp_path / "older_ids")).dtypes == [("id", "bigint")]
+    source = tmp_path / "small.parquet"
+    spark.createDataFrame([(1,)], "id int").write.parquet(str(source))
+    output = str(tmp_path / "small_mlt")
+    tokenize_table(spark, str(source), output, ["id"], TokenizeOptions(drop_ids=True))
+    ids.write.parquet(str(tmp_path / "wide.parquet"))
+    append = TokenizeOptions(mode="append", drop_ids=True)
+    with pytest.raises(TableSchemaError, match=r"holds the ids of 'id' as int .* this input's 'id' is bigint"):
+        tokenize_table(spark, str(tmp_path / "wide.parquet"), output, ["id"], append)
+    assert read_delta(spark, output).count() == 1
+
+
 def test_cli_runs_jobs_with_a_config_file_and_flags_override_it(
     spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -274,10 +358,10 @@ def test_string_keys_go_through_a_vocabulary_that_grows_across_runs(spark: Spark
 
 
 def test_cli_reads_column_lists_given_with_spaces_or_commas() -> None:
-    assert _names(["userId,movieId"]) == ["userId", "movieId"]
-    assert _names(["userId", "movieId"]) == ["userId", "movieId"]
-    assert _names(["a, b", "c"]) == ["a", "b", "c"]
-    assert _names(None) is None
+    assert names_of(["userId,movieId"]) == ["userId", "movieId"]
+    assert names_of(["userId", "movieId"]) == ["userId", "movieId"]
+    assert names_of(["a, b", "c"]) == ["a", "b", "c"]
+    assert names_of(None) is None
 
 
 def test_movielens_label_is_the_papers_rating_of_4_or_more(spark: SparkSession, tmp_path: Path) -> None:
@@ -304,6 +388,21 @@ def test_skip_drops_invalid_rows_and_counts_them(spark: SparkSession, tmp_path: 
     assert DeltaTable(output).history(1)[0]["spark_mlt.handle_invalid"] == "skip"
 
 
+def test_an_invalid_id_fails_a_drop_ids_run_and_writes_nothing(
+    spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Regression (issue 71): with the raw ids dropped and packed tokens, an id whose tokens
+    are null (-1 here) was written as a null token and counted as no rejected row."""
+    source = str(tmp_path / "orders.parquet")
+    spark.createDataFrame([(1,), (-1,)], "customer_id bigint").write.parquet(source)
+    output = tmp_path / "orders_mlt"
+    flags = ["--columns", "customer_id", "--p", "13", "--n", "6", "--drop-ids", "-q"]
+    assert main(["tokenize", "--input", source, "--output", str(output), *flags]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert "column 'customer_id': id -1 is outside the codec's domain [0, 4826809)" in err[-1]
+    assert [path for path in output.rglob("*") if path.is_file()] == []  # no table, no data file
+
+
 def test_a_skip_rerun_with_its_run_id_writes_nothing_and_counts_no_rejected_row(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -312,10 +411,10 @@ def test_a_skip_rerun_with_its_run_id_writes_nothing_and_counts_no_rejected_row(
     df = spark.createDataFrame([(1,), (-5,), (2,)], "customer_id bigint")
     output = str(tmp_path / "out")
     options = TokenizeOptions(p=13, n=3, handle_invalid="skip", mode="append", run_id="2026-11-27")
-    first = tokenize_frame(df, output, ["customer_id"], options, snapshot=None)
+    first = tokenize_frame(df, output, ["customer_id"], options, FrameTarget(None))
     assert (first.rows_out, first.rows_rejected) == (2, 1)
     snapshot = snapshot_for_write(output, "append", spark=spark)
-    again = tokenize_frame(df, output, ["customer_id"], options, snapshot=snapshot)
+    again = tokenize_frame(df, output, ["customer_id"], options, FrameTarget(snapshot))
     assert again.write is not None
     assert again.write.skipped
     assert (again.rows_in, again.rows_out, again.rows_rejected) == (0, 0, 0)
@@ -333,7 +432,7 @@ def test_skip_counts_with_the_write_where_an_observation_reports_it(
     capabilities = Capabilities(
         connect=connect, spark_version=version, arrow_udfs=False, delta_jars=False, jar_version=None
     )
-    assert _counts_with_the_write(capabilities) is observed
+    assert counts_with_the_write(capabilities) is observed
 
 
 @pytest.mark.parametrize("handle_invalid", ["error", "null", "skip", "quarantine"])
@@ -356,7 +455,7 @@ def test_each_handle_invalid_reads_each_input_row_once(
     df = spark.createDataFrame([(i,) for i in ids], "customer_id bigint").repartition(2)
     df = df.select(logged("customer_id").alias("customer_id"))
     options = TokenizeOptions(p=13, n=3, handle_invalid=handle_invalid)
-    report = tokenize_frame(df, str(tmp_path / "out"), ["customer_id"], options, snapshot=None)
+    report = tokenize_frame(df, str(tmp_path / "out"), ["customer_id"], options, FrameTarget(None))
     assert report.rows_in == len(ids)
     assert sorted(int(name.name.split("-")[0]) for name in log.iterdir()) == sorted(ids)
 
@@ -393,6 +492,45 @@ def test_decode_opens_its_input_table_once(
     opened = count_delta_opens(monkeypatch)
     assert decode_table(spark, output, VERIFY).mismatches == 0
     assert opened == [("log", output)]
+
+
+def _overwritten_twice(folder: Path) -> str:
+    """A Delta table of 1,000 rows (ids 0..999, partitioned by ``part``) overwritten twice with
+    them: its folder holds 3,000 rows of Parquet files, two thirds of them removed."""
+    rows = pa.table({"id": pa.array(range(1000), pa.int32()), "part": pa.array([i % 2 for i in range(1000)])})
+    for _ in range(3):
+        write_deltalake(str(folder), rows, mode="overwrite", partition_by=["part"])
+    return str(folder)
+
+
+def test_a_delta_tables_folder_is_read_as_the_table_never_as_its_files(spark: SparkSession, tmp_path: Path) -> None:
+    """Issue 71 item 9: tokenize of a Delta table's folder without an input format read every
+    Parquet file in it, the removed ones included (1,000 rows became 3,000, exit 0). By default
+    the folder is read as the table; a file format asked for it, or a path inside it (a
+    partition folder, a data file, a pattern), is refused before Spark reads anything."""
+    source = _overwritten_twice(tmp_path / "orders")
+    report = tokenize_table(spark, source, str(tmp_path / "orders_mlt"), ["id"])
+    assert report.rows_out == 1000
+    assert sorted(r.id for r in read_delta(spark, str(tmp_path / "orders_mlt")).collect()) == list(range(1000))
+    partition = f"{source}/part=1"
+    refused = {
+        (source, "parquet"): r"^input_format='parquet': the input .*/orders is a Delta table .* input_format='delta'",
+        (source, "csv"): r"^input_format='csv': .* is a Delta table",
+        (partition, "auto"): rf"^input '{partition}' is inside the Delta table {source} .*: pass input='{source}'$",
+        (partition, "delta"): r"is inside the Delta table",
+        (f"{source}/part=*", "parquet"): r"is inside the Delta table .* and set input_format='delta'$",
+        (DeltaTable(source).file_uris()[0], "parquet"): r"is inside the Delta table",
+    }
+    for (path, input_format), message in refused.items():
+        output = tmp_path / f"refused_{input_format}"
+        with pytest.raises(InputFormatError, match=message) as caught:
+            tokenize_table(spark, path, str(output), ["id"], TokenizeOptions(input_format=input_format))  # type: ignore[arg-type]
+        assert caught.value.parameter == ("input_format" if path == source else "input")
+        assert not output.exists()
+    unknown = "nowhere://bucket/orders"  # a store no filesystem here opens: nothing can tell what it holds
+    assert input_format_of(unknown, "parquet") == "parquet"
+    with pytest.raises(InputFormatError, match=r"^input_format='auto': nothing here can look at the store"):
+        input_format_of(unknown, "auto")
 
 
 def test_decode_needs_an_output_or_verify_and_says_so_in_python(spark: SparkSession, tmp_path: Path) -> None:
@@ -432,6 +570,7 @@ def test_a_dry_run_sizes_what_a_run_writes_and_writes_nothing(
         spark.conf.set("spark.sql.shuffle.partitions", before)
 
 
+@pytest.mark.slow  # make test-slow (CI): make test keeps to 10 minutes
 def test_a_quiet_run_prints_its_report_and_no_spark_lines(tmp_path: Path) -> None:
     """``-q`` in a fresh process: the report on stdout; on stderr nothing from Spark's logging
     (no banner, no "Setting default log level", no progress bar). Only the JVM's own notice
@@ -457,6 +596,7 @@ def test_a_quiet_run_prints_its_report_and_no_spark_lines(tmp_path: Path) -> Non
     assert noise == []
 
 
+@pytest.mark.slow  # make test-slow (CI): make test keeps to 10 minutes
 def test_the_cli_runs_on_the_master_of_the_spark_defaults_file_and_says_so(tmp_path: Path) -> None:
     """As ``pyspark`` and ``spark-sql`` do, ``spark-mlt`` without ``--master`` runs on the
     ``spark.master`` of ``$SPARK_CONF_DIR/spark-defaults.conf``, and logs the master the session

@@ -20,7 +20,7 @@ from spark_mlt import MLTCodec
 from spark_mlt.codec import MAX_ID
 from spark_mlt.codec.tables import TABLE_ENTRIES, decode_tables, encode_tables, xor_decode_tables, xor_encode_tables
 from spark_mlt.column import sqltext as sql
-from spark_mlt.column.builders import _decoded, _packed_parity, encode_tokens
+from spark_mlt.column.builders import decoded_sql, encode_tokens, packed_parity
 from spark_mlt.column.layouts import LAYOUT
 from tests.support.marks import exhaustive_beyond
 from tests.support.sqleval import Node, Overflow, compile_sql
@@ -51,7 +51,7 @@ def _encoded(codec: MLTCodec, ids: Sequence[int]) -> list[list[int | None]]:
 @functools.cache
 def _decoder(codec: MLTCodec, layout: str) -> tuple[Node, Node]:
     names = [f"i{j}" for j in range(codec.n)]
-    value, checks = _decoded("packed", names, codec, LAYOUT[layout])  # type: ignore[index]
+    value, checks = decoded_sql("packed", names, codec, LAYOUT[layout])  # type: ignore[index]
     return compile_sql(value), compile_sql(sql.and_(checks) if checks else "true")
 
 
@@ -118,6 +118,25 @@ def test_codes_of_2_to_63_or_more_decode_to_null(p: int, n: int) -> None:
         assert _decoded_ids(codec, [_code_of(codec, v) for v in values], layout) == [MAX_ID, None, None, None]
 
 
+@pytest.mark.parametrize(("p", "n"), [(1_073_741_827, 8), (2_147_483_647, 3), (65521, 4), (1009, 5), (251, 8)])
+def test_invalid_tokens_never_overflow_the_decoders_arithmetic(p: int, n: int) -> None:
+    """Regression (issue 71): sum_mod sized its groups for terms below p, but the decoder feeds
+    it masked tokens, up to 2**token_bits - 1 (p = 2**30 + 3, n = 8: ANSI mode's
+    ARITHMETIC_OVERFLOW instead of the invalid row's null or error). Spark computes the id and
+    the checks of every row with an id before it picks the result, so no token may overflow
+    either."""
+    codec = _codec(p, n)
+    top = 2**codec.token_bits - 1
+    good = [int(t) for t in codec.encode([12345])[0]]
+    codes = [[top] * n, [-1] * n, [-(2**31)] * n, [p] * n, [top, *good[1:]], [*good[:-1], -1]]
+    names = [f"i{j}" for j in range(n)]
+    value, checks = decoded_sql("packed", names, codec, LAYOUT["array"])
+    parts = [compile_sql(part) for part in [value, *checks]]
+    for code in codes:
+        env = dict(zip(names, code, strict=True))
+        assert not any(isinstance(part(env), Overflow) for part in parts), code
+
+
 @pytest.mark.parametrize("n", [1, 9, 10, 11, 40, 63])
 def test_p2_packed_tokens_are_the_xor_of_one_entry_per_ten_bits(n: int) -> None:
     codec = _codec(2, n)
@@ -126,7 +145,7 @@ def test_p2_packed_tokens_are_the_xor_of_one_entry_per_ten_bits(n: int) -> None:
     assert xor_decode_tables(codec) is not None
     assert all(len(table) <= 1024 for table in spec.tables)
     ids = sorted({i for i in (0, 1, codec.max_id, codec.max_id // 3, 1023, 1024) if i <= codec.max_id})
-    run = compile_sql(_packed_parity("x", spec))
+    run = compile_sql(packed_parity("x", spec))
     packed = [int(run({"x": i})) for i in ids]
     assert packed == codec.pack(codec.encode(ids)).tolist()
 

@@ -13,7 +13,7 @@ from pyspark.sql import SparkSession
 from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table, tokenize_table
-from spark_mlt.batch.erase import erase_physically, erased_tables
+from spark_mlt.batch.mirror.erase import erase_physically, erased_tables
 from spark_mlt.errors import MLTError
 from spark_mlt.storage import (
     read_delta,

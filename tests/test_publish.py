@@ -1,4 +1,4 @@
-"""A tokenized table's codecs as catalog functions and a view (spark_mlt.batch.publish).
+"""A tokenized table's codecs as catalog functions and a view (spark_mlt.batch.read.publish).
 
 The session's own catalog (in memory) holds what the tests in one session publish; the test of a
 separate process publishes through a metastore on disk and reads it back from a venv with
@@ -21,13 +21,14 @@ from pyspark.sql import functions as F
 
 from spark_mlt.batch import PublishOptions, TokenizeOptions, catalog_objects, publish_table, tokenize_table
 from spark_mlt.batch.cli import main, run
-from spark_mlt.batch.publish import CatalogObjectError, function_parts, publish_statements
+from spark_mlt.batch.read.publish import CatalogObjectError, function_parts, publish_statements
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode
 from spark_mlt.errors import OptionError
 from spark_mlt.jars import spark_jars
 from spark_mlt.storage import read_delta, read_snapshot
 from tests.support.settings import session_settings
+from tests.support.spark_lines import QUERY_ERRORS
 
 ROOT = Path(__file__).resolve().parents[1]
 #: orders: a customer id (tokenized as an id) and an e-mail (a string key, through a vocabulary)
@@ -101,6 +102,45 @@ def test_published_functions_decode_and_encode_every_row_as_the_engines_do(
         spark.range(1).select(mlt_decode(F.lit(-1), codecs["customer_id"], layout="packed", engine="native")).collect()
     words = str(engine.value).split(": packed tokens", 1)[1].split("(p=")[0]
     assert words in str(failed.value)
+
+
+@pytest.mark.usefixtures("sql_functions")
+def test_the_published_encoder_refuses_a_fractional_id_and_encodes_a_whole_decimal(
+    spark: SparkSession, table: str, schema: str
+) -> None:
+    """Regression (issue 71): the encoder's ``id BIGINT`` parameter cast 2.5 and 2.9D to 2
+    before the body's checks."""
+    publish_table(spark, table, _functions_only(schema))
+    encode = f"{schema}.orders_mlt_encode_customer_id"
+    codec = read_snapshot(table).codecs["customer_id"]
+    packed = int(codec.pack(codec.encode([7]))[0])
+    assert tuple(spark.sql(f"SELECT {encode}(7), {encode}(CAST('7.00' AS DECIMAL(10,2)))").collect()[0]) == (
+        packed,
+        packed,
+    )
+    for argument in ["2.5", "2.9D"]:
+        with pytest.raises(QUERY_ERRORS, match=rf"orders_mlt_encode_customer_id: id {argument[:3]} is outside"):
+            spark.sql(f"SELECT {encode}({argument})").collect()
+
+
+@pytest.mark.usefixtures("sql_functions")
+def test_a_function_larger_than_the_catalog_stores_stops_the_run_before_it_creates_anything(
+    spark: SparkSession, tmp_path: Path, schema: str
+) -> None:
+    """Regression (issue 71): (2, 100) array tokens decode through 17 MB of SQL, which Spark's
+    catalog refuses (ROUTINE_PROPERTY_TOO_LARGE) after the run created what came before."""
+    output = str(tmp_path / "wide_mlt")
+    tokenize_table(
+        spark, _orders(spark, tmp_path), output, ["customer_id"], TokenizeOptions(p=2, n=100, layout="array")
+    )
+    listed = f"SHOW USER FUNCTIONS IN {schema}"  # the schema's, and the session's temporary ones
+    before = spark.sql(listed).collect()
+    with pytest.raises(
+        CatalogObjectError,
+        match=r"the decode function of column 'customer_id' \(codec p=2, n=100, .* at most 4,000,000 characters",
+    ):
+        publish_table(spark, output, _functions_only(schema))
+    assert spark.sql(listed).collect() == before
 
 
 def test_a_functions_record_and_body_are_read_from_either_form_spark_describes_them_in() -> None:

@@ -20,8 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
@@ -35,9 +37,11 @@ from spark_mlt.batch import (
     tokenize_table,
 )
 from spark_mlt.batch.cli import main as cli_main
-from spark_mlt.batch.inspect import inspect_table
+from spark_mlt.batch.job.inputs import input_format_of
+from spark_mlt.batch.read.inspect import inspect_table
 from spark_mlt.column import mlt_encode
 from spark_mlt.delta.fs import locate, redact
+from spark_mlt.errors import InputFormatError
 from spark_mlt.storage import (
     CodecMismatchError,
     StorageOptions,
@@ -117,7 +121,9 @@ def test_movielens_and_tokenize_into_s3_then_decode_append_inspect_vacuum_and_re
     assert orphan_files(orders, storage_options=options) == []
     expired = vacuum(orders, retention_hours=0, storage_options=options)
     assert expired
-    assert vacuum(orders, retention_hours=0, dry_run=False, storage_options=options) == expired
+    assert (
+        vacuum(orders, retention_hours=0, dry_run=False, allow_short_retention=True, storage_options=options) == expired
+    )
     assert vacuum(orders, retention_hours=0, storage_options=options) == []
     assert decode_table(spark, orders, DecodeOptions(verify=True, storage_options=options)).mismatches == 0
 
@@ -144,6 +150,36 @@ def test_files_larger_than_a_part_go_up_in_parts_and_commit(spark: SparkSession,
     (size,) = [len(body) for key, body in s3.objects(bucket).items() if key.endswith(".parquet")]
     assert size > 10 * 2**20
     assert read_delta(spark, f"s3://{bucket}/parts", storage_options=options).count() == rows
+
+
+def test_a_delta_table_on_s3_is_read_as_one_and_a_folder_inside_it_refused(
+    s3: local_s3.MotoServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 71 item 9 on S3: a Delta table's folder (``s3://`` or ``s3a://``) is read as Delta
+    by default and refused as Parquet files, a partition folder in it is refused naming the
+    table as the caller spelled it, and a plain Parquet folder stays Parquet; the CLI refuses
+    before it reads anything."""
+    rows = pa.table({"id": pa.array([1, 2, 3]), "part": pa.array([0, 1, 1])})
+    write_deltalake(str(tmp_path / "orders"), rows, partition_by=["part"])
+    table = s3.upload(str(tmp_path / "orders"))  # s3a://<bucket>/table
+    bucket = table.removeprefix("s3a://").split("/")[0]
+    pq.write_table(rows, tmp_path / "plain.parquet")
+    with s3.filesystem.open_output_stream(f"{bucket}/plain/part-0.parquet") as stream:
+        stream.write((tmp_path / "plain.parquet").read_bytes())
+    options = local_s3.storage_options()
+    for scheme in ("s3", "s3a"):
+        located = f"{scheme}://{bucket}/table"
+        assert input_format_of(located, "auto", storage_options=options) == "delta"
+        with pytest.raises(InputFormatError, match=rf"^input_format='parquet': the input {located} is a Delta"):
+            input_format_of(located, "parquet", storage_options=options)
+        with pytest.raises(InputFormatError, match=rf"is inside the Delta table {located} .*: pass input='{located}'$"):
+            input_format_of(f"{located}/part=1", "auto", storage_options=options)
+        assert input_format_of(f"{scheme}://{bucket}/plain", "auto", storage_options=options) == "parquet"
+    flags = ["--columns", "id", "--output", str(tmp_path / "out"), "--storage-options"]
+    flags += [f"{key}={value}" for key, value in options.items()]
+    assert cli_main(["tokenize", "--input", f"s3://{bucket}/table/part=1", *flags]) == 2
+    assert f"--input 's3://{bucket}/table/part=1' is inside the Delta table" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
 
 
 # ---------------------------------------------------------------------- storage options and secrets
@@ -249,7 +285,10 @@ def test_a_writer_killed_before_its_commit_leaves_the_s3_table_unchanged_and_its
     staging = str(result["staging"]).rsplit("/", 1)[-1]
     assert orphans
     assert all(name.startswith(staging + "/") for name in orphans)
-    assert sorted(vacuum(table, retention_hours=0, dry_run=False, storage_options=options)) == orphans
+    assert (
+        sorted(vacuum(table, retention_hours=0, dry_run=False, allow_short_retention=True, storage_options=options))
+        == orphans
+    )
     assert orphan_files(table, storage_options=options) == []
     write_delta(_ids(spark, 500, 500), table, mode="append", storage_options=options)  # the re-run
     assert _user_ids(table, options) == list(range(1_000))

@@ -30,12 +30,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import unquote
 
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
 from deltalake import DeltaTable
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from pyspark.sql import SparkSession
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
 
 from spark_mlt.delta import locate
 from spark_mlt.delta import read_snapshot as read_delta_snapshot
@@ -48,8 +50,9 @@ from spark_mlt.delta.stats import (
     truncate_max_string,
     truncate_min_string,
 )
-from spark_mlt.storage import WriteOptions, write_delta
-from spark_mlt.storage._delta_spark import session_conf
+from spark_mlt.errors import ConcurrentWriteError
+from spark_mlt.storage import WriteOptions, snapshot_for_write, write_delta
+from spark_mlt.storage.spark_sql import session_conf
 from tests.support.stats_cases import Case, generate
 from tests.support.stats_checks import (
     STATS,
@@ -188,6 +191,56 @@ def test_statistics_are_keyed_by_physical_names_under_column_mapping() -> None:
     ]
     spec = _spec(fields, {"delta.columnMapping.mode": "name", "delta.dataSkippingStatsColumns": "s.value"})
     assert [c.path for c in spec.columns] == [("col-2", "col-3")]
+
+
+def _nan_rows(spark: SparkSession, start: int, nan: bool) -> DataFrame:
+    """Rows ``id``, ``f`` (0.0, 1.0, 2.0, and NaN every 7th row when ``nan``) in two files."""
+    f = F.col("id") % 3 * 1.0
+    if nan:
+        f = F.when(F.col("id") % 7 == 0, F.lit(float("nan"))).otherwise(f)
+    return spark.range(start, start + 60, 1, 2).select("id", f.alias("f"))
+
+
+@pytest.mark.compat
+def test_a_file_that_cannot_bound_a_statistics_column_records_no_bounds_at_all(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Pins the writer's rule for a file it cannot bound: deltalake's pyarrow dataset reads one
+    column's missing bounds among others' as ``>= null`` and loses the file's rows to every
+    filter on it, so a file with a NaN in ``f`` records no bounds of any column (its counts
+    stay), the others keep theirs, and the dataset counts ``f = 0.0`` and ``id = 70`` right at
+    every version. Before, ``f``'s bounds alone were left out: the appended files' rows were lost."""
+    path = str(tmp_path / "t")
+    write_delta(_nan_rows(spark, 0, nan=False), path, options=WriteOptions(backend="delta-rs"))
+    write_delta(_nan_rows(spark, 60, nan=True), path, mode="append", options=WriteOptions(backend="delta-rs"))
+    stats = [json.loads(add["stats"]) for add in log_adds(path)]
+    assert [("minValues" in s, "maxValues" in s, "nullCount" in s) for s in stats] == [(True, True, True)] * 2 + [
+        (False, False, True)
+    ] * 2
+    assert "delta.dataSkippingStatsColumns" not in DeltaTable(path).metadata().configuration
+    rows = _nan_rows(spark, 0, nan=False).union(_nan_rows(spark, 60, nan=True))
+    for version, last in ((1, 60), (2, 120)):
+        dataset = DeltaTable(path, version=version).to_pyarrow_table
+        for predicate, sql in ((pc.field("f") == 0.0, "f = 0.0"), (pc.field("id") == 70, "id = 70")):
+            assert dataset(filters=predicate).num_rows == rows.where(f"id < {last} AND {sql}").count(), sql
+
+
+@pytest.mark.compat
+def test_a_write_planned_before_another_writer_changed_the_statistics_columns_commits_nothing(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Pins the commit's check of the statistics its files record: a write planned when ``f`` was
+    no statistics column records none of it, and another writer made it one meanwhile; the
+    write's files would leave a statistics column without bounds, so nothing is committed.
+    Before, they were committed, and deltalake's pyarrow dataset lost their rows to ``f = 0.0``."""
+    path = str(tmp_path / "t")
+    options = WriteOptions(backend="delta-rs", properties={"delta.dataSkippingStatsColumns": "id"})
+    write_delta(_nan_rows(spark, 0, nan=False), path, options=options)
+    planned = snapshot_for_write(path, "append", spark=spark, backend="delta-rs")
+    DeltaTable(path).alter.set_table_properties({"delta.dataSkippingStatsColumns": "id, f"})
+    with pytest.raises(ConcurrentWriteError, match=r"changed which columns the files .* record statistics for"):
+        write_delta(_nan_rows(spark, 60, nan=False), path, mode="append", snapshot=planned, options=options)
+    assert DeltaTable(path).version() == 2  # the other writer's change, and nothing after it
 
 
 # --- delta-spark's own files (the table zoo) ---------------------------------------------------

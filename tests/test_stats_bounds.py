@@ -26,7 +26,7 @@ from pyspark.sql.types import (
 from spark_mlt.delta import clear_cache
 from spark_mlt.delta.stats import Bounds, column_bounds, parse_stats
 from spark_mlt.storage import WriteOptions, key_rows, read_snapshot, write_delta
-from spark_mlt.storage._delta_spark import session_conf
+from spark_mlt.storage.spark_sql import session_conf
 
 UTC = dt.timezone.utc
 

@@ -9,13 +9,14 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.testing import assertDataFrameEqual
 
+from spark_mlt.batch.cli import main
 from spark_mlt.column import mlt_encode
-from spark_mlt.errors import MLTError
+from spark_mlt.errors import MLTError, TableOptionError
 from spark_mlt.storage import (
     TABLE_FORMAT_VERSION,
     MissingTableError,
@@ -30,6 +31,7 @@ from spark_mlt.storage import (
     vocabulary_properties,
     write_delta,
 )
+from spark_mlt.storage.maintenance import retention_shortfall
 from tests.support.codecs import CODEC
 from tests.support.delta_opens import count_delta_opens
 from tests.support.spark_lines import QUERY_ERRORS
@@ -78,6 +80,51 @@ def test_a_table_at_a_file_uri_is_written_appended_read_and_vacuumed(
     assert not orphan.parent.exists()
     assert orphan_files(uri) == []
     assert read_delta(spark, uri).count() == 150
+
+
+def _overwritten(table: Path, configuration: dict[str, str] | None = None) -> str:
+    """A table whose second version removed the first one's file (still in storage)."""
+    for value in (1, 2):
+        write_deltalake(str(table), pa.table({"v": [value]}), mode="overwrite", configuration=configuration)
+    return str(table)
+
+
+def test_a_vacuum_shorter_than_the_tables_retention_deletes_only_when_allowed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 71 item 10: a retention below the table's own (``delta.deletedFileRetentionDuration``)
+    was taken without a word, deleting files time travel and running readers need. As Delta's
+    VACUUM, a vacuum that deletes refuses it unless ``allow_short_retention``; a dry run lists
+    what it would delete, and ``retention_shortfall`` (the CLI's note) says that it is short."""
+    table = _overwritten(tmp_path / "t")
+    removed = vacuum(table, retention_hours=0)  # a listing: what a vacuum of 0 hours would delete
+    assert len(removed) == 1
+    assert retention_shortfall(table, 0) == 168
+    with pytest.raises(
+        TableOptionError,
+        match=rf"^retention_hours=0: the table {table} keeps removed files 168 hours .* nothing was deleted.* "
+        r"allow_short_retention=True",
+    ) as caught:
+        vacuum(table, retention_hours=0, dry_run=False)
+    assert caught.value.parameter == "retention_hours"
+    assert (tmp_path / "t" / removed[0]).exists()
+    assert main(["vacuum", "--input", table, "--retention-hours", "0"]) == 0
+    assert "shorter than the table's 168 hours: --apply refuses it without --allow-short-retention" in (
+        capsys.readouterr().out
+    )
+    assert main(["vacuum", "--input", table, "--retention-hours", "0", "--apply"]) == 2
+    error = capsys.readouterr().err
+    assert f"--retention-hours 0: the table {table} keeps removed files 168 hours" in error
+    assert "turn the check off with --allow-short-retention" in error
+    assert (tmp_path / "t" / removed[0]).exists()
+    assert vacuum(table, retention_hours=0, dry_run=False, allow_short_retention=True) == removed
+    assert not (tmp_path / "t" / removed[0]).exists()
+    hourly = _overwritten(tmp_path / "hourly", {"delta.deletedFileRetentionDuration": "interval 1 hours"})
+    assert retention_shortfall(hourly, 1) is None
+    assert retention_shortfall(hourly, 0.5) == 1
+    with pytest.raises(TableOptionError, match=r"^retention_hours=0.5: .* keeps removed files 1 hours"):
+        vacuum(hourly, retention_hours=0.5, dry_run=False)
+    assert vacuum(hourly, retention_hours=1, dry_run=False) == []  # the table's own: nothing that old
 
 
 def test_a_failed_write_to_a_file_uri_leaves_no_staging_folder(spark: SparkSession, tmp_path: Path) -> None:

@@ -14,18 +14,19 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from deltalake import DeltaTable
+from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import StreamOptions, TokenizeOptions, inspect_table
 from spark_mlt.batch.cli import main
-from spark_mlt.batch.options import trigger_seconds
-from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream, tokenize_stream
-from spark_mlt.batch.tokenize import tokenize_frame
+from spark_mlt.batch.job.options import trigger_seconds
+from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.write.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream, tokenize_stream
+from spark_mlt.batch.write.tokenize import FrameTarget, tokenize_frame
 from spark_mlt.capabilities import Capabilities
+from spark_mlt.errors import InputFormatError
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 from tests.support import s3 as local_s3
 from tests.support.codecs import OTHER
@@ -87,7 +88,7 @@ def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSessio
     def batch(batch_id: int) -> JobReport:
         snapshot = read_snapshot(str(output)) if output.exists() else None
         transaction = AppTransaction("spark-mlt-stream:w", batch_id)
-        return tokenize_frame(df, str(output), ["customer_id"], options, snapshot=snapshot, transaction=transaction)
+        return tokenize_frame(df, str(output), ["customer_id"], options, FrameTarget(snapshot, transaction=transaction))
 
     first = batch(0)
     assert (first.rows_out, first.rows_rejected) == (1, 1)
@@ -257,6 +258,28 @@ def test_without_delta_jars_a_stream_follows_a_delta_table_version_by_version(
         tokenize_stream(spark, str(source), str(output), ["customer_id"], options, stream=stream)
 
 
+@pytest.mark.compat  # the streaming API and foreachBatch differ between lines
+def test_a_stream_of_a_delta_tables_folder_follows_the_table_never_its_files(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """Issue 71 item 9: a stream of a Delta table's folder without an input format was a file
+    stream, which took every Parquet file in it as new, the removed ones too. By default it
+    follows the table; a file format asked for it is refused before the query starts."""
+    source, output = tmp_path / "orders", tmp_path / "orders_mlt"
+    for ids in ([1, 2], [3, 4]):  # the overwrite removes the first two rows' file
+        rows = pa.table({"customer_id": pa.array(ids, pa.int64()), "sku": ["k0", "k1"]})
+        write_deltalake(str(source), rows, mode="overwrite")
+    report = tokenize_stream(spark, str(source), str(output), ["customer_id"], BATCH, stream=_stream(tmp_path))
+    assert (report.rows_out, _ids(spark, output)) == (2, [3, 4])
+    files = dataclasses.replace(BATCH, input_format="parquet")
+    checkpoint = _stream(tmp_path / "other")
+    with pytest.raises(InputFormatError, match=r"^input_format='parquet': the input .* is a Delta table"):
+        tokenize_stream(spark, str(source), str(tmp_path / "other_mlt"), ["customer_id"], files, stream=checkpoint)
+    with pytest.raises(InputFormatError, match=r"^input_format='parquet'"):
+        start_stream(spark, str(source), str(tmp_path / "other_mlt"), ["customer_id"], files, stream=checkpoint)
+    assert not (tmp_path / "other").exists()
+
+
 def test_a_checkpoint_refuses_the_loop_that_did_not_write_it(spark: SparkSession, tmp_path: Path) -> None:
     """A Delta source followed without Delta's jars numbers its batches by source versions, Spark's
     query (with the jars) by batch ids: a checkpoint records its loop, and the other one is
@@ -320,6 +343,7 @@ def test_the_cli_streams_with_a_checkpoint(
     assert "spark-mlt tokenize: rows in 3, out 3, rejected 0" in capsys.readouterr().out
 
 
+@pytest.mark.slow  # make test-slow (CI): make test keeps to 10 minutes
 @pytest.mark.compat  # the streaming API and foreachBatch differ between lines
 def test_a_stream_writes_its_table_and_checkpoint_on_s3(
     spark: SparkSession, s3: local_s3.MotoServer, tmp_path: Path

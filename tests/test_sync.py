@@ -23,17 +23,18 @@ import pytest
 from deltalake import DeltaTable, Field, write_deltalake
 from pyspark.sql import SparkSession
 
-import spark_mlt.batch.sync as sync_module
-import spark_mlt.batch.window as window_module
+import spark_mlt.batch.mirror.apply as apply_module
+import spark_mlt.batch.mirror.window as window_module
 import spark_mlt.storage.counts as counts_module
 import spark_mlt.storage.replace as replace_module
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table
 from spark_mlt.batch.cli import main
-from spark_mlt.batch.options import SyncOptions
-from spark_mlt.batch.report import JobReport
-from spark_mlt.batch.sync import COUNTS_SUFFIX, SYNC_APP_PREFIX, sync_table
-from spark_mlt.batch.tokenize import tokenize_table
+from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.mirror.sync import sync_table
+from spark_mlt.batch.mirror.tables import COUNTS_SUFFIX, SYNC_APP_PREFIX
+from spark_mlt.batch.write.tokenize import tokenize_table
 from spark_mlt.storage.changes import ChangeFeedError, check_feed, feed_rows, read_changes
 from spark_mlt.storage.replace import replace_keys
 from spark_mlt.storage.vocabulary import check_vocabulary
@@ -431,13 +432,13 @@ def test_a_small_windows_key_check_reads_the_mirrors_and_quarantines_held_keys_o
     mirror = str(tmp_path / "mirror")
     _sync(spark, source, mirror, ["cid"])
     checked: list[str] = []
-    original = sync_module.check_changes
+    original = apply_module.check_changes
 
     def recording(window: Any, held: Any, *args: Any, **kwargs: Any) -> int:
         checked.append(type(held).__module__.split(".")[0])
         return int(original(window, held, *args, **kwargs))
 
-    monkeypatch.setattr(sync_module, "check_changes", recording)
+    monkeypatch.setattr(apply_module, "check_changes", recording)
     DeltaTable(source).update(predicate="k = 2", updates={"cid": "2"})  # v1: 2 back in range
     DeltaTable(source).update(predicate="k = 1", updates={"cid": str(P**N)})  # v2: 1 out of it
     report = _sync(spark, source, mirror, ["cid"])
@@ -719,7 +720,7 @@ def test_a_sync_stopped_between_the_quarantines_commit_and_the_mirrors_resumes(
         commits.append(replace_keys(*args, **kwargs))
         return commits[-1]
 
-    monkeypatch.setattr(sync_module, "replace_keys", quarantine_only)
+    monkeypatch.setattr(apply_module, "replace_keys", quarantine_only)
     with pytest.raises(_StoppedError):
         _sync(spark, source, mirror, ["cid"])
     monkeypatch.undo()

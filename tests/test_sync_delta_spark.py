@@ -1,4 +1,4 @@
-"""A tokenized mirror's sync (``spark_mlt.batch.sync``) in a session with Delta's jars, against
+"""A tokenized mirror's sync (``spark_mlt.batch.mirror.sync``) in a session with Delta's jars, against
 what delta-spark itself reads and writes.
 
 * The jar-free change reader (``read_changes(..., backend="delta-rs")``) returns the rows Delta's
@@ -32,9 +32,10 @@ from pyspark.sql import functions as F
 
 import spark_mlt.storage.replace as replace_module
 from spark_mlt.batch import TokenizeOptions, tokenize_table
-from spark_mlt.batch.decode import unpack_token_columns
-from spark_mlt.batch.options import SyncOptions
-from spark_mlt.batch.sync import SYNC_APP_PREFIX, sync_table
+from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.mirror.sync import sync_table
+from spark_mlt.batch.mirror.tables import SYNC_APP_PREFIX
+from spark_mlt.batch.read.decode import unpack_token_columns
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode
 from spark_mlt.options import TOKEN_SUFFIX

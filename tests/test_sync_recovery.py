@@ -3,6 +3,7 @@ tokenization of its source, every row exactly once; and a sync on an object stor
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -15,15 +16,30 @@ from typing import Any
 import deltalake.transaction
 import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
+from deltalake import DeltaTable, Field, write_deltalake
 from pyspark.sql import SparkSession
 
 from spark_mlt.batch import TokenizeOptions, tokenize_table
-from spark_mlt.batch.options import SyncOptions
-from spark_mlt.batch.sync import sync_table
+from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.mirror.sync import sync_table
+from spark_mlt.batch.read.inspect import inspect_table
 from spark_mlt.column import mlt_decode, token_layouts
+from spark_mlt.errors import IncompleteWriteError
 from spark_mlt.storage import StorageOptions, read_codecs, read_delta
 from tests.support import s3 as local_s3
+from tests.support.interleavings import (
+    KINDS,
+    RUNS,
+    Kind,
+    Lake,
+    Stopped,
+    at_point,
+    check_fresh,
+    finish,
+    points,
+    sampled,
+    stop_and_rerun,
+)
 from tests.support.sync_jobs import COLUMNS, SYNC
 
 SYNC_JOBS = Path(__file__).parent / "support" / "sync_jobs.py"
@@ -116,8 +132,8 @@ def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
     """Synced once; then updates (one making an id invalid: to the quarantine), deletes (one of
     the only row holding an email) and inserts; then the sync is killed (SIGKILL) after the
     vocabulary appends, after the value counts' commit (the next run finishes that window
-    first), after the erasure, after the quarantine's commit and before the mirror's,
-    with more changes landing while it is down; then it runs to the end: the mirror and the
+    first), after the erasure that follows the mirror's commit, after the quarantine's commit and
+    before the mirror's, with more changes landing while it is down; then it runs to the end: the mirror and the
     quarantine are what a fresh tokenize of the source's latest version writes (the string
     tokens, whose ids depend on history, compared decoded), each source row exactly once, the
     erased email gone from the vocabulary, like every key no row holds (new100: appended by the
@@ -254,3 +270,127 @@ def test_a_sync_keeps_its_mirror_on_s3(spark: SparkSession, s3: local_s3.MotoSer
     assert rows == [(1, 11, "a@example.com"), (2, 21, "d@example.com")]
     assert sorted((r["k"], r["customer_id"], r["email"]) for r in _table(output, storage)) == rows
     assert _decoded(spark, output, storage) == rows
+
+
+# -- a run stopped for good at each step point, then run again ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def lake(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Lake:
+    """A source and its mirror, synced once: copied by each test that changes them."""
+    return Lake.synced(spark, tmp_path_factory.mktemp("stops") / "synced")
+
+
+def _stopped(spark: SparkSession, lake: Lake, root: Path, kind: Kind) -> list[str]:
+    """A run of ``kind`` stopped for good at each of its step points, then run again, then the
+    schedule's next run: the problems found (none: a fresh tokenization every time)."""
+    problems = []
+    places, chosen = sampled(list(enumerate(points(spark, lake.copy(root / "points"), kind))), kind)
+    for index, point in places:
+        copy = lake.copy(root / f"at{index}")
+        stop_and_rerun(spark, copy, kind, index)
+        finish(spark, copy)
+        problems += [f"{kind} stopped at {point!r} ({chosen}): {problem}" for problem in check_fresh(spark, copy)]
+    return problems
+
+
+@pytest.mark.step_points
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_run_stopped_at_each_step_point_and_run_again_ends_as_a_fresh_tokenization(
+    spark: SparkSession, lake: Lake, tmp_path: Path, kind: Kind
+) -> None:
+    """A window, a full refresh or a re-size stopped for good between any two of its commits
+    (as a kill stops it: no handler runs), more source versions landing, then run again: the
+    mirror, quarantine, vocabulary and value counts are a fresh tokenization of the source."""
+    assert _stopped(spark, lake, tmp_path, kind) == []
+
+
+@pytest.mark.step_points
+@pytest.mark.delta_spark
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_run_stopped_at_each_step_point_and_run_again_ends_as_a_fresh_tokenization_with_delta_spark(
+    spark: SparkSession, lake: Lake, tmp_path: Path, kind: Kind
+) -> None:
+    """The stops above, every commit through delta-spark."""
+    assert _stopped(spark, lake, tmp_path, kind) == []
+
+
+def _stop() -> None:
+    raise Stopped
+
+
+@pytest.mark.slow  # make test-slow (CI): make test keeps to 10 minutes
+def test_a_resize_stopped_between_its_two_commits_is_refused_by_windows_until_it_is_run_again(
+    spark: SparkSession, lake: Lake, tmp_path: Path
+) -> None:
+    """Jar-free, a re-size is two commits: the mirror anew (empty, its new codecs) and its rows.
+    Stopped between them, the mirror records no source version: a window refuses it, saying how
+    to complete it (it used to apply its changes onto the empty mirror), and the re-size run
+    again completes it."""
+    copy = lake.copy(tmp_path / "lake")
+    copy.change(0)
+    with at_point("re-size: the table anew", _stop), pytest.raises(Stopped):
+        copy.run(spark, "resize")
+    assert _table(copy.mirror) == []
+    state = inspect_table(copy.mirror)["sync"]
+    assert (state["source_version"], state["next_window"][:5]) == (-1, "none:")
+    with pytest.raises(IncompleteWriteError, match=r"holds no source version.*--full-refresh --resize"):
+        copy.run(spark, "window")
+    copy.run(spark, "resize")
+    finish(spark, copy)
+    assert check_fresh(spark, copy) == []
+
+
+def test_a_resize_whose_rows_cannot_commit_says_what_landed(spark: SparkSession, lake: Lake, tmp_path: Path) -> None:
+    """Another writer changes the mirror's schema between a jar-free re-size's two commits: the
+    re-size's error says its first commit landed and how to complete it (it used to say that
+    nothing of it was committed), and a window refuses the mirror."""
+    copy = lake.copy(tmp_path / "lake")
+    copy.change(0)
+
+    def other_writer() -> None:
+        DeltaTable(copy.mirror).alter.add_columns(Field("note", "string"))
+
+    with (
+        at_point("re-size: the table anew", other_writer),
+        pytest.raises(
+            IncompleteWriteError, match=r"committed its first step, version \d+ .* but not its rows"
+        ) as raised,
+    ):
+        copy.run(spark, "resize")
+    assert "nothing of" not in str(raised.value)
+    with pytest.raises(IncompleteWriteError, match="holds no source version"):
+        copy.run(spark, "window")
+
+
+def _refreshed_after_damage(spark: SparkSession, lake: Lake, root: Path) -> None:
+    """A mirror that holds its source's latest version, damaged (a row deleted by hand, another
+    changed), then refreshed, then re-sized (another p): each rewrites it (they used to be
+    skipped as already held), and the re-size's codec is the new one."""
+    copy = lake.copy(root / "lake")
+    copy.change(0)
+    copy.run(spark, "window")
+    DeltaTable(copy.mirror).delete("k = 3")
+    DeltaTable(copy.mirror).update({"cid": "777"}, predicate="k = 4")
+    assert check_fresh(spark, copy) != []
+    copy.run(spark, "refresh")
+    assert check_fresh(spark, copy) == []
+    sync_table(spark, copy.source, copy.mirror, ["cid", "email"], dataclasses.replace(RUNS["resize"], p=17))
+    assert {column: codec.p for column, codec in read_codecs(copy.mirror).items()} == {"cid": 17, "email": 17}
+    assert check_fresh(spark, copy) == []
+
+
+@pytest.mark.slow  # make test-slow (CI): make test keeps to 10 minutes
+def test_a_full_refresh_or_resize_of_an_up_to_date_mirror_rewrites_it(
+    spark: SparkSession, lake: Lake, tmp_path: Path
+) -> None:
+    _refreshed_after_damage(spark, lake, tmp_path)
+
+
+@pytest.mark.delta_spark
+def test_a_full_refresh_or_resize_of_an_up_to_date_mirror_rewrites_it_with_delta_spark(
+    spark: SparkSession, lake: Lake, tmp_path: Path
+) -> None:
+    """The same with delta-spark, whose idempotent writes would skip a version the table holds."""
+    _refreshed_after_damage(spark, lake, tmp_path)

@@ -32,8 +32,8 @@ from pyspark.sql import DataFrame, SparkSession
 import spark_mlt
 from spark_mlt import MLTCodec
 from spark_mlt.batch.cli import main
-from spark_mlt.batch.options import TokenizeOptions
-from spark_mlt.batch.stream import check_checkpoint
+from spark_mlt.batch.job.options import TokenizeOptions
+from spark_mlt.batch.write.stream import check_checkpoint
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode, mlt_encode
 from spark_mlt.errors import MissingJarsError
@@ -289,6 +289,25 @@ def _table_exists(here: Workspace) -> list[str]:
     return [said]
 
 
+def _delta_input(here: Workspace, tmp_path: Path) -> list[str]:
+    """Issue 71 item 9: a Delta table read as Parquet files, and a partition folder of it, are
+    refused by a ``spark-mlt`` that cannot start Spark (no Java on its PATH): before Spark."""
+    orders = here.root / "lake" / "orders"
+    if not orders.exists():
+        rows = pa.table({"customer_id": [1, 2], "product_id": [100, 101], "day": ["2026-11-26", "2026-11-27"]})
+        write_deltalake(str(orders), rows, partition_by=["day"])
+    env = {"PATH": _path_without_java(tmp_path / "bin"), "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    said = []
+    for given in (["lake/orders", "--input-format", "parquet"], ["lake/orders/day=2026-11-26"]):
+        argv = ["tokenize", "--input", *given, "--columns", "customer_id", "--output", "out/refused_mlt"]
+        command = [sys.executable, "-m", "spark_mlt.batch.cli", *argv]
+        run = subprocess.run(command, cwd=here.root, env=env, capture_output=True, text=True, check=False, timeout=120)
+        assert run.returncode == 2, run.stderr
+        said.append(here.home("\n".join(line for line in run.stderr.splitlines() if _PREFIX.match(line))))
+    assert not (here.root / "out" / "refused_mlt").exists()
+    return said
+
+
 def _codec_mismatch(here: Workspace, spark: SparkSession) -> list[str]:
     fresh = MLTCodec.from_seed(p=13, n=5, seed=7)
     new = spark.createDataFrame([(5, 100, 1.0)], "customer_id bigint, product_id bigint, amount double")
@@ -419,6 +438,14 @@ def _sync_key(here: Workspace) -> list[str]:
     return [twice, null, _refused(here)]
 
 
+def _short_retention(here: Workspace) -> list[str]:
+    """Issue 71 item 10: ``erase --apply`` with a retention below the tables' own is refused."""
+    _synced(here)
+    code, said = here.cli("erase", "--input", "out/customers_mlt", "--retention-hours", "0", "--apply")
+    assert code == 2
+    return [said]
+
+
 #: each entry's trigger, in the page's order: its arguments are fixtures, it returns the
 #: messages the code gave, one per block the entry quotes
 TRIGGERS: dict[str, Callable[..., Sequence[str | None]]] = {
@@ -433,10 +460,12 @@ TRIGGERS: dict[str, Callable[..., Sequence[str | None]]] = {
     "checkpoint": _checkpoint,
     "delta-jars": _delta_jars,
     "table-exists": _table_exists,
+    "delta-input": _delta_input,
     "sync-feed": _sync_feed,
     "sync-columns": _sync_columns,
     "sync-source": _sync_source,
     "sync-key": _sync_key,
+    "short-retention": _short_retention,
 }
 
 

@@ -16,6 +16,7 @@ UDF engine as cheap as an identity UDF.
 
 from __future__ import annotations
 
+import decimal
 import functools
 from collections.abc import Callable
 from typing import Any
@@ -99,7 +100,8 @@ def _token_matrix(
         matrix, fits = unpack_bits(packed, codec.require_packed_bits(), n)
         return matrix, present & fits
     if layout == "struct":
-        columns = [tokens.field(j) for j in range(n)]
+        # by name: t0 .. t{n-1} may come in any order, among other fields
+        columns = [tokens.field(f"t{j}") for j in range(n)]
         shaped = present.copy()
         matrix = np.empty((rows, n), dtype=np.int64)
         for j, column in enumerate(columns):
@@ -127,11 +129,21 @@ def _token_matrix(
     return matrix, shaped
 
 
+def _round_half_away(values: npt.NDArray[np.float64]) -> npt.NDArray[np.float64]:
+    """Each value rounded to the nearest integer, halves away from zero: as Spark's ``round``
+    (the native and JVM engines), where ``np.rint`` rounds halves to even. ``values - trunc``
+    is exact for every double, so a half is exactly 0.5 and nothing else is."""
+    whole = np.trunc(values)
+    with np.errstate(invalid="ignore"):  # inf - inf: NaN, which stays invalid
+        return np.where(np.abs(values - whole) >= 0.5, whole + np.sign(values), whole)
+
+
 def _vector_tokens(codec: MLTCodec, values: pa.Array) -> pa.Array:
     """The tokens (list<int64>) of a list<double> of vector values: each scaled by p - 1 and
-    rounded; NaN, infinities and values beyond +-2**53 become 2**53 (an invalid token)."""
+    rounded half away from zero; NaN, infinities and values beyond +-2**53 become 2**53 (an
+    invalid token)."""
     child = values.values
-    scaled = np.rint(child.to_numpy(zero_copy_only=False).astype(np.float64) * float(max(codec.p - 1, 1)))
+    scaled = _round_half_away(child.to_numpy(zero_copy_only=False).astype(np.float64) * float(max(codec.p - 1, 1)))
     limit = float(2**53)
     tokens = np.where(np.isfinite(scaled), np.clip(scaled, -limit, limit), limit).astype(np.int64)
     child_null = ~child.is_valid().to_numpy(zero_copy_only=False)
@@ -149,26 +161,36 @@ def decode_arrow(codec: MLTCodec, tokens: pa.Array, *, layout: str, handle_inval
         tokens, layout = _vector_tokens(codec, tokens), "array"
     matrix, shaped = _token_matrix(codec, tokens, layout)
     present = tokens.is_valid().to_numpy(zero_copy_only=False)
+    ids, ok = codec.decode_masked(np.where(shaped[:, None], matrix, 0))
+    null = ~(shaped & ok)
     if handle_invalid == "error":
-        bad_shape = present & ~shaped
-        if bad_shape.any():
-            row = int(np.flatnonzero(bad_shape)[0])
-            raise MLTError(
-                f"spark-mlt: {name}: token vector {tokens[row].as_py()} is not a valid MLT code: expected "
-                f"{codec.n} non-null tokens in [0, {codec.p}) (p={codec.p}, n={codec.n}); "
-                "use handle_invalid='null' to turn such rows into nulls"
-            )
-        try:
-            ids = codec.decode(np.where(present[:, None], matrix, 0))
-        except MLTError as exc:
-            raise type(exc)(
-                f"spark-mlt: {name}: {exc}; use handle_invalid='null' to turn such rows into nulls"
-            ) from None
+        invalid = present & null
+        if invalid.any():
+            raise MLTError(_invalid_tokens(codec, tokens[int(np.flatnonzero(invalid)[0])], layout, name))
         null = ~present
-    else:
-        ids, ok = codec.decode_masked(np.where(shaped[:, None], matrix, 0))
-        null = ~(shaped & ok)
     return pa.array(ids, mask=null if null.any() else None)
+
+
+def _invalid_tokens(codec: MLTCodec, value: pa.Scalar, layout: str, name: str) -> str:
+    """The message of invalid tokens, in the other engines' words: the value as Spark prints it
+    (an array ``[1, null, 13]``, a struct's tokens ``{1, 9, 13}``, packed tokens as a number)."""
+    p, n = codec.p, codec.n
+    width = ""
+    if layout == "packed":
+        what, shown, width = "packed tokens", str(value.as_py()), f"of {codec.token_bits} bits each "
+    elif layout == "struct":
+        fields = value.as_py()
+        what, shown = "token vector", _spark_text([fields.get(f"t{j}") for j in range(n)], "{", "}")
+    else:
+        what, shown = "token vector", _spark_text(value.as_py(), "[", "]")
+    return (
+        f"spark-mlt: {name}: {what} {shown} is not a valid MLT code: expected {n} tokens in [0, {p}) {width}"
+        f"that decode to an id below 2^63 (p={p}, n={n}); use handle_invalid='null' to turn such rows into nulls"
+    )
+
+
+def _spark_text(items: list[Any], open_: str, close: str) -> str:
+    return open_ + ", ".join("null" if item is None else str(item) for item in items) + close
 
 
 # --- pandas UDFs (PySpark < 4.1): the same Arrow batches, converted at the boundary ---------
@@ -179,13 +201,50 @@ def _arrow_to_pandas(result: pa.Array) -> pd.Series:
     return result.to_pandas(types_mapper={pa.int64(): pd.Int64Dtype()}.get)
 
 
-def _bigint_from_pandas(values: pd.Series, name: str) -> pa.Array:
+def _not_whole(name: str, value: Any) -> MLTError:
+    return MLTError(
+        f"spark-mlt: {name}: id {value} is not a whole number of the bigint range; ids must be whole "
+        "numbers (cast the column to bigint, or use the column functions mlt_encode/mlt_decode)"
+    )
+
+
+def _exact_ids(values: pd.Series, name: str, null_invalid: bool) -> pa.Array:
+    """The int64 Arrow array of decimals (or text) that a function registered on Spark 3.5
+    gets as they are: each a whole number of the bigint range, else null (``null_invalid``)
+    or the error naming it."""
+    ids: list[int | None] = []
+    for value in values:
+        if value is None or (isinstance(value, float) and np.isnan(value)):
+            ids.append(None)
+            continue
+        try:
+            number = decimal.Decimal(str(value))
+        except decimal.InvalidOperation:
+            number = decimal.Decimal("NaN")
+        if not number.is_finite() or number != number.to_integral_value() or not -(2**63) <= number < 2**63:
+            if not null_invalid:
+                raise _not_whole(name, value)
+            ids.append(None)
+            continue
+        ids.append(int(number))
+    return pa.array(ids, type=pa.int64())
+
+
+def _bigint_from_pandas(values: pd.Series, name: str, null_invalid: bool = False) -> pa.Array:
     """The int64 Arrow array of a bigint pandas UDF argument. PySpark < 4.1 hands a batch
-    holding nulls to pandas as float64, exact only below 2**53."""
+    holding nulls to pandas as float64, exact only below 2**53; a function registered on
+    Spark 3.5 gets its argument as it comes: a double must be whole, decimals are read exactly
+    (what is no whole id is null with ``null_invalid``, else the error naming it)."""
     if values.dtype.kind in "iu":  # numpy int64, or pandas Int64 from a chained pandas UDF
         return pa.array(values, type=pa.int64(), from_pandas=True)
+    if values.dtype.kind == "O":  # decimals or text
+        return _exact_ids(values, name, null_invalid)
     floats = values.to_numpy(np.float64)
     present = ~np.isnan(floats)
+    fraction = present & (np.isinf(floats) | (floats != np.floor(floats)))
+    if fraction.any() and not null_invalid:
+        raise _not_whole(name, floats[fraction][0])
+    present &= ~fraction
     if (np.abs(floats[present]) >= 2.0**53).any():
         import pyspark  # noqa: PLC0415 - for the message only
 
@@ -198,7 +257,9 @@ def _bigint_from_pandas(values: pd.Series, name: str) -> pa.Array:
     return pa.array(np.where(present, floats, 0).astype(np.int64), mask=~present)
 
 
-def pandas_batch(batch: Callable[[pa.Array], pa.Array], *, takes: str, name: str) -> Callable[[pd.Series], pd.Series]:
+def pandas_batch(
+    batch: Callable[[pa.Array], pa.Array], *, takes: str, name: str, null_invalid: bool = False
+) -> Callable[[pd.Series], pd.Series]:
     """``batch`` (Arrow array in, Arrow array out) as a pandas UDF's function; ``takes`` is
     the input's Spark type: "bigint", "array" (array<int>) or "id" (a checked id, null
     passed as [`NULL_ID`][spark_mlt.column.arrow.NULL_ID]). Bigint results travel as pandas' nullable Int64."""
@@ -213,7 +274,7 @@ def pandas_batch(batch: Callable[[pa.Array], pa.Array], *, takes: str, name: str
     if takes == "bigint":
 
         def pandas_bigint_batch(values: pd.Series) -> pd.Series:
-            return _arrow_to_pandas(batch(_bigint_from_pandas(values, name)))
+            return _arrow_to_pandas(batch(_bigint_from_pandas(values, name, null_invalid)))
 
         return pandas_bigint_batch
 

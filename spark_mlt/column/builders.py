@@ -26,7 +26,7 @@ Plan size. Spark expressions are trees: a value read k times is k copies of its 
 tokens are computed from the raw bigint id, which every token may read (a column reference
 and a cast); the validity CASE (both targets write it as nested ``if()`` calls) reads the
 input a few times and only picks the result, ``try_element_at(array(result), CASE ... THEN 1
-END)`` (packed output adds a CASE that is 0 or null instead); each token (or digit) copies
+END)`` (packed output adds the result to a CASE that is 0 or null instead); each token (or digit) copies
 the lane-packed word it reads (see ``lanes``); and an input longer than a column reference
 (say, another spark-mlt function) is bound once to a lambda variable by
 `spark_mlt.column.inputs`, so composed functions plan as the sum of their parts.
@@ -56,7 +56,9 @@ __all__ = [
 
 def input_gate(value: str) -> str:
     """A predicate that is always false but fails analysis unless value is integral or decimal."""
-    contains = sql.call("array_contains", [sql.call("array", [sql.cast(sql.lit(0), "BIGINT")]), value])
+    # a decimal(1,0) element: every integral and decimal type has a common type with it (with a
+    # bigint one, Spark 3.5 finds none for decimal(38,37)), a string, boolean or date none
+    contains = sql.call("array_contains", [sql.call("array", [sql.cast(sql.lit(0), "DECIMAL(1,0)")]), value])
     interval = sql.is_null(sql.cast(value, "INTERVAL DAY"))
     return sql.and_([sql.lit(False), contains, interval])
 
@@ -86,19 +88,40 @@ def _checked(source: str, valid: str, value: str, on_invalid: str) -> str:
 # --- ids to tokens --------------------------------------------------------------------------
 
 
+#: a whole number with a zero fraction, as a decimal's text shows it ("7.00"); group 1 is the number
+_ZERO_FRACTION = "^([+-]?[0-9]+)[.]0*$"
+#: zero as a decimal of a large scale shows it with ANSI off ("0E-37", Java's BigDecimal.toString;
+#: every other whole decimal's text is plain); group 1 is the 0
+_ZERO_EXPONENT = "^[+-]?(0)([.]0*)?E[+-]?[0-9]+$"
+
+
 def _id_checks(
-    value: str, codec: MLTCodec, *, handle_invalid: RowHandling, sql_name: str
+    value: str, codec: MLTCodec, *, handle_invalid: RowHandling, sql_name: str, text: bool = False
 ) -> tuple[str, list[tuple[str, str]]]:
     """``TRY_CAST(value AS BIGINT)`` and the CASE branches that turn a null, invalid or
-    mistyped ``value`` into null or an error; a row that passes them has a valid id."""
+    mistyped ``value`` into null or an error; a row that passes them has a valid id.
+
+    With ``text``, ``value`` is a SQL function's STRING parameter: Spark casts every argument
+    to a string exactly (to a bigint or decimal parameter it would round or truncate a
+    fraction, or give null where the value does not fit), so the id is read from the text: an
+    integer, or one with a zero fraction (a decimal's text); anything else (a fraction, NaN,
+    a double's exponent, beyond the bigint range, no number) is invalid."""
     p, n = codec.p, codec.n
     x = sql.try_cast(value, "BIGINT")
+    if text:
+        wholes = [
+            sql.call("regexp_extract", [value, sql.lit(pattern), sql.lit(1)])
+            for pattern in (_ZERO_FRACTION, _ZERO_EXPONENT)
+        ]
+        x = sql.call("coalesce", [x, *(sql.try_cast(whole, "BIGINT") for whole in wholes)])  # '' if no match: null
     invalid = sql.or_(
         [
-            sql.is_null(x),  # a decimal beyond the bigint range
+            sql.is_null(x),  # a decimal beyond the bigint range, or text that is no whole number
             sql.cmp(x, "<", sql.lit(0)),
             sql.cmp(x, ">", sql.lit(codec.max_id)),
-            sql.cmp(value, "<>", x),  # a decimal with a fraction
+            # a decimal with a fraction: ceil and floor keep the decimal's scale exactly, where
+            # comparing it with x would narrow both to 18 digits of fraction (decimal(38,18))
+            *([] if text else [sql.cmp(sql.call("ceil", [value]), "<>", sql.call("floor", [value]))]),
         ]
     )
     on_invalid = _on_invalid(
@@ -107,13 +130,15 @@ def _id_checks(
         f" is outside the codec's domain [0, {codec.max_id + 1}) (p={p}, n={n}); ids must be whole numbers",
         "ids",
     )
-    return x, [(input_gate(value), sql.lit(None)), (sql.is_null(value), sql.lit(None)), (invalid, on_invalid)]
+    gate = [] if text else [(input_gate(value), sql.lit(None))]
+    return x, [*gate, (sql.is_null(value), sql.lit(None)), (invalid, on_invalid)]
 
 
-def checked_id(value: str, codec: MLTCodec, *, handle_invalid: RowHandling, sql_name: str) -> str:
+def checked_id(value: str, codec: MLTCodec, *, handle_invalid: RowHandling, sql_name: str, text: bool = False) -> str:
     """``value`` as a bigint id the codec accepts, or null (a null id, or an invalid one with
-    ``handle_invalid="null"``); any other value fails the query naming it."""
-    x, checks = _id_checks(value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+    ``handle_invalid="null"``); any other value fails the query naming it. With ``text``,
+    ``value`` is a SQL function's STRING parameter (see `_id_checks`)."""
+    x, checks = _id_checks(value, codec, handle_invalid=handle_invalid, sql_name=sql_name, text=text)
     return sql.case(checks, x)
 
 
@@ -148,7 +173,7 @@ def encode_tokens(x: str, codec: MLTCodec) -> list[str]:
     return lane_outputs(mat_words([(d, matrix[i]) for i, d in digits], p, p - 1), p)
 
 
-def _packed_parity(x: str, spec: XorTables) -> str:
+def packed_parity(x: str, spec: XorTables) -> str:
     """p = 2: the packed tokens of ``x`` (never null, a valid id), one table per ten bits."""
     result: str | None = None
     for (first, count), table in zip(spec.spans, spec.tables, strict=True):
@@ -160,31 +185,41 @@ def _packed_parity(x: str, spec: XorTables) -> str:
     return result if result is not None else sql.lit(0)
 
 
-def encode_expr(value: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str) -> str:
-    """Tokens of ``value`` (any integral or decimal expression) in ``layout`` (a vector:
-    its values, see [`encode_parts`][spark_mlt.column.builders.encode_parts]).
+def encode_expr(
+    value: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str, text: bool = False
+) -> str:
+    """Tokens of ``value`` (any integral or decimal expression, or with ``text`` a string,
+    see `_id_checks`) in ``layout`` (a vector: its values, see
+    [`encode_parts`][spark_mlt.column.builders.encode_parts]).
 
     Shape of the expression: the tokens are computed from ``TRY_CAST(value AS BIGINT)``
     outside any conditional (Spark's subexpression elimination does not look inside CASE
     branches), whatever the id; a scalar CASE then picks the result, null, or the error:
     ``try_element_at(array(result), CASE ... THEN 1 END)``. See the module docs for the size.
     """
-    result, checks = encode_parts(value, codec, layout=layout, handle_invalid=handle_invalid, sql_name=sql_name)
-    if layout is PACKED:  # a bigint: plus 0 where valid, null (or the error) otherwise; no array
-        return sql.add(result, sql.case(checks, sql.lit(0)))
+    result, checks = encode_parts(
+        value, codec, layout=layout, handle_invalid=handle_invalid, sql_name=sql_name, text=text
+    )
+    if layout is PACKED:  # a bigint: 0 where valid, null (or the error) otherwise, plus the result; no array
+        # ``result`` is null for some invalid ids (a table read at a negative index, a decimal
+        # beyond the bigint range), and Spark never evaluates the CASE beside a null: `+` skips
+        # its right operand where the left is null, and the optimizer folds `+` of a null
+        # literal (a constant id's result) to null. So the CASE comes first and the result is
+        # never null (coalesce reads it outside any branch: subexpressions are still shared).
+        return sql.add(sql.case(checks, sql.lit(0)), sql.call("coalesce", [result, sql.lit(0)]))
     return sql.call("try_element_at", [sql.call("array", [result]), sql.case(checks, sql.lit(1))])
 
 
 def encode_parts(
-    value: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str
+    value: str, codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, sql_name: str, text: bool = False
 ) -> tuple[str, list[tuple[str, str]]]:
     """The tokens of ``value`` in ``layout``, computed for every row whatever its id, and
     the CASE branches that turn a null or invalid id into null (a null id, or
     ``handle_invalid="null"``) or the error. The vector layout's tokens are its values (an
     array<double>, never null), which the engines wrap in a vector: SQL has no vector type."""
-    x, checks = _id_checks(value, codec, handle_invalid=handle_invalid, sql_name=sql_name)
+    x, checks = _id_checks(value, codec, handle_invalid=handle_invalid, sql_name=sql_name, text=text)
     parity = xor_encode_tables(codec) if layout is PACKED else None
-    tokens = _packed_parity(x, parity) if parity is not None else layout.write(encode_tokens(x, codec), codec)
+    tokens = packed_parity(x, parity) if parity is not None else layout.write(encode_tokens(x, codec), codec)
     return tokens, checks
 
 
@@ -233,7 +268,7 @@ def _chunk_indexes(
     return indexes
 
 
-def _decoded(tokens: str, items: list[str], codec: MLTCodec, layout: TokenLayout) -> tuple[str, list[str]]:
+def decoded_sql(tokens: str, items: list[str], codec: MLTCodec, layout: TokenLayout) -> tuple[str, list[str]]:
     """The id of the tokens, null where a token is null or where the id is 2**63 or more, and
     further checks of its validity (exact only for tokens in [0, p))."""
     p, n = codec.p, codec.n
@@ -293,7 +328,7 @@ def decode_expr(
     """
     p, n = codec.p, codec.n
     items, checks = layout.read(tokens, codec)
-    value, value_checks = _decoded(tokens, items, codec, layout)
+    value, value_checks = decoded_sql(tokens, items, codec, layout)
     shown = sql.call("array", items) if layout is VECTOR else tokens  # a vector is named by its tokens
     packed = layout is PACKED
     width = f"of {codec.token_bits} bits each " if packed else ""

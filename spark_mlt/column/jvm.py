@@ -32,8 +32,10 @@ from spark_mlt import _classic
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import sqltext as sql
+from spark_mlt.column.builders import checked_id
 from spark_mlt.column.inputs import Input
 from spark_mlt.column.layouts import VECTOR, TokenLayout
+from spark_mlt.column.native import ENCODE_PARAMETER
 from spark_mlt.jars import JVM_EXTENSION
 from spark_mlt.options import EngineName, RowHandling
 
@@ -110,9 +112,12 @@ class JvmEngine:
         codec_sql = sql.lit(codec.to_json())
         tokens = layout.spark_type(codec).upper()
         create = "CREATE OR REPLACE TEMPORARY FUNCTION"
-        for name, parameter, result, function in (
-            (encode_name, "id BIGINT", tokens, "mlt_encode"),
-            (decode_name, f"tokens {tokens}", "BIGINT", "mlt_decode"),
+        # the id arrives as text, read as the native encoder reads it: a typed parameter would
+        # truncate 2.9D to 2 before the jar saw it
+        whole_id = checked_id("id", codec, handle_invalid=handle_invalid, sql_name=encode_name, text=True)
+        for name, parameter, value, result, function in (
+            (encode_name, ENCODE_PARAMETER, whole_id, tokens, "mlt_encode"),
+            (decode_name, f"tokens {tokens}", "tokens", "BIGINT", "mlt_decode"),
         ):
-            arguments = [parameter.split()[0], codec_sql, sql.lit(layout.name), sql.lit(handle_invalid), sql.lit(name)]
+            arguments = [value, codec_sql, sql.lit(layout.name), sql.lit(handle_invalid), sql.lit(name)]
             spark.sql(f"{create} {name}({parameter}) RETURNS {result} RETURN {sql.call(function, arguments)}")

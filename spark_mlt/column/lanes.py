@@ -36,12 +36,14 @@ def weighted(terms: list[tuple[str, int]]) -> str:
     return sql.total([term if weight == 1 else sql.mul(term, sql.lit(weight)) for term, weight in terms])
 
 
-def sum_mod(terms: list[tuple[str, int]], p: int) -> str:
-    """(sum of term * weight) mod p, never exceeding 2**63 - 1 on the way."""
+def sum_mod(terms: list[tuple[str, int]], p: int, vmax: int) -> str:
+    """(sum of term * weight) mod p, given ``|term| <= vmax``, never exceeding 2**63 - 1 on the
+    way. ``vmax`` is the terms' bound, not p - 1: the decoder's terms are masked tokens, up
+    to 2**token_bits - 1 for an invalid one, and must not overflow before the check rejects it."""
     terms = [(term, w % p) for term, w in terms if w % p]
     if not terms:
         return sql.lit(0)
-    per_group = max(1, MAX_ID // max(1, (p - 1) ** 2))  # products < (p-1)**2 each
+    per_group = max(1, MAX_ID // max(1, vmax * (p - 1)))  # products of at most vmax * (p - 1) each
     groups = []
     for start in range(0, len(terms), per_group):
         groups.append(sql.mod(weighted(terms[start : start + per_group]), sql.lit(p)))
@@ -83,7 +85,7 @@ def mat_words(rows: Sequence[tuple[str, Sequence[int]]], p: int, vmax: int) -> W
     n = len(rows[0][1])
     lane = max(1, len(rows) * vmax * (p - 1)).bit_length()
     if 62 // lane < 2:
-        return [sum_mod([(v, w[j]) for v, w in rows], p) for j in range(n)], 0, [(j,) for j in range(n)]
+        return [sum_mod([(v, w[j]) for v, w in rows], p, vmax) for j in range(n)], 0, [(j,) for j in range(n)]
     groups = lane_groups(n, lane)
     words = []
     for columns in groups:

@@ -19,7 +19,11 @@ from spark_mlt.column.inputs import Input, bind
 from spark_mlt.column.layouts import VECTOR, TokenLayout
 from spark_mlt.options import EngineName, RowHandling
 
-__all__ = ["NativeEngine", "function_bodies"]
+__all__ = ["ENCODE_PARAMETER", "NativeEngine", "function_bodies"]
+
+#: The encoder's parameter: a string, to which Spark casts every argument exactly (to a
+#: bigint it would truncate 2.5 or 2.9D to 2); the body reads the id off the text.
+ENCODE_PARAMETER = "id STRING"
 
 
 class NativeEngine:
@@ -77,15 +81,15 @@ class NativeEngine:
         encode_sql, decode_sql = function_bodies(codec, names, layout, handle_invalid)
         tokens = layout.spark_type(codec).upper()
         create = "CREATE OR REPLACE TEMPORARY FUNCTION"
-        spark.sql(f"{create} {encode_name}(id BIGINT) RETURNS {tokens} RETURN {encode_sql}")
+        spark.sql(f"{create} {encode_name}({ENCODE_PARAMETER}) RETURNS {tokens} RETURN {encode_sql}")
         spark.sql(f"{create} {decode_name}(tokens {tokens}) RETURNS BIGINT RETURN {decode_sql}")
 
 
 def function_bodies(
     codec: MLTCodec, names: tuple[str, str], layout: TokenLayout, handle_invalid: RowHandling
 ) -> tuple[str, str]:
-    """The SQL bodies of an encoder of ``id`` (BIGINT) and a decoder of ``tokens`` (the
-    layout's type), whose errors name the functions ``names`` (encoder, decoder). SQL functions
+    """The SQL bodies of an encoder of ``id`` (`ENCODE_PARAMETER`: STRING) and a decoder of
+    ``tokens`` (the layout's type), whose errors name the functions ``names`` (encoder, decoder). SQL functions
     cannot hold lambdas, so the expressions copy what they read several times (Spark evaluates
     their parameters once already).
 
@@ -94,7 +98,7 @@ def function_bodies(
         encode_sql, decode_sql = function_bodies(codec, ("enc", "dec"), LAYOUT["packed"], "error")
     """
     encode_name, decode_name = names
-    encode_sql = encode_expr("id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name)
+    encode_sql = encode_expr("id", codec, layout=layout, handle_invalid=handle_invalid, sql_name=encode_name, text=True)
     decode_sql = decode_expr("tokens", codec, layout=layout, handle_invalid=handle_invalid, sql_name=decode_name)
     return encode_sql, decode_sql
 

@@ -15,7 +15,7 @@ __all__ = ["DEFAULT_HEADROOM", "fit_codecs", "room_for"]
 #: The jobs' default room for growth: a codec holds 100 times the ids a table has at its first
 #: run. Chosen so that years of ordinary growth fit: ids of a table that grows by half every
 #: year reach it after 11 years, a vocabulary whose every value changes once a year after 99;
-#: jobs warn at half of it (``spark_mlt.batch.capacity``). Packed tokens are one bigint whatever
+#: jobs warn at half of it (``spark_mlt.batch.job.capacity``). Packed tokens are one bigint whatever
 #: n is, so the room costs no storage until the tokens outgrow 64 bits.
 DEFAULT_HEADROOM = 100.0
 

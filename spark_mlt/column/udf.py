@@ -39,6 +39,7 @@ from spark_mlt.column.arrow import (
 from spark_mlt.column.builders import checked_id, unpack_expr
 from spark_mlt.column.inputs import Input, bind
 from spark_mlt.column.layouts import LAYOUT, PACKED, VECTOR, TokenLayout, token_names
+from spark_mlt.column.native import ENCODE_PARAMETER
 from spark_mlt.options import EngineName, RowHandling
 
 __all__ = ["UdfEngine", "decode_udf", "encode_udf"]
@@ -49,7 +50,13 @@ Takes = Literal["bigint", "array", "id", "vector"]
 
 
 def vectorized_udf(
-    batch: Callable[[pa.Array], pa.Array], return_type: str, name: str, *, takes: Takes, arrow: bool
+    batch: Callable[[pa.Array], pa.Array],
+    return_type: str,
+    name: str,
+    *,
+    takes: Takes,
+    arrow: bool,
+    null_invalid: bool = False,
 ) -> Any:
     """A vectorised UDF running ``batch`` (Arrow array in, Arrow array out): an Arrow UDF where
     the session takes them (``arrow``: PySpark and Spark >= 4.1), a pandas UDF before. The
@@ -61,7 +68,8 @@ def vectorized_udf(
             return batch(values)
 
         return F.arrow_udf(arrow_batch, return_type)  # type: ignore[attr-defined]
-    return pandas_udf(pandas_batch(batch, takes=takes, name=name), return_type)  # type: ignore[call-overload]
+    function = pandas_batch(batch, takes=takes, name=name, null_invalid=null_invalid)
+    return pandas_udf(function, return_type)  # type: ignore[call-overload]
 
 
 def encode_udf(
@@ -69,18 +77,19 @@ def encode_udf(
 ) -> Any:
     """A vectorised UDF id -> tokens in ``layout`` (a vector: its values, array<double>)."""
     document, shape = codec.to_json(), layout.name
+    null_invalid = handle_invalid == "null"  # a registered function's argument that is no whole id (3.5)
     if layout is PACKED:
 
         def encode_packed_batch(ids: pa.Array) -> pa.Array:
             return encode_packed_arrow(codec_from_json(document), ids, handle_invalid=handle_invalid, name=name)
 
-        return vectorized_udf(encode_packed_batch, "bigint", name, takes=takes, arrow=arrow)
+        return vectorized_udf(encode_packed_batch, "bigint", name, takes=takes, arrow=arrow, null_invalid=null_invalid)
 
     def encode_batch(ids: pa.Array) -> pa.Array:
         return encode_arrow(codec_from_json(document), ids, layout=shape, handle_invalid=handle_invalid, name=name)
 
     return_type = "array<double>" if layout is VECTOR else layout.spark_type(codec)
-    return vectorized_udf(encode_batch, return_type, name, takes=takes, arrow=arrow)
+    return vectorized_udf(encode_batch, return_type, name, takes=takes, arrow=arrow, null_invalid=null_invalid)
 
 
 def decode_udf(codec: MLTCodec, *, layout: TokenLayout, handle_invalid: RowHandling, name: str, arrow: bool) -> Any:
@@ -201,15 +210,31 @@ class UdfEngine:
         layout: TokenLayout,
         handle_invalid: RowHandling,
     ) -> None:
-        """The vectorised UDFs, registered for ``spark.sql``."""
+        """The vectorised UDFs, registered for ``spark.sql``. From Spark 4.0 the encoder is a SQL
+        function of a string (`ENCODE_PARAMETER`) that checks its id as the native encoder does and
+        calls the UDF, registered as ``<encoder>_ids``, with it: a UDF takes its argument as it comes,
+        and would truncate a decimal 2.5 to 2."""
         encode_name, decode_name = names
         arrow = self.capabilities.arrow_udfs
-        spark.udf.register(
-            encode_name,
-            encode_udf(
-                codec, layout=layout, handle_invalid=handle_invalid, name=encode_name, takes="bigint", arrow=arrow
-            ),
-        )
+        if self.capabilities.sql_functions:
+            ids = f"{encode_name}_ids"
+            udf = encode_udf(
+                codec, layout=layout, handle_invalid=handle_invalid, name=encode_name, takes="id", arrow=arrow
+            )
+            spark.udf.register(ids, udf)
+            checked = checked_id("id", codec, handle_invalid=handle_invalid, sql_name=encode_name, text=True)
+            tokens = "array<double>" if layout is VECTOR else layout.spark_type(codec)
+            spark.sql(
+                f"CREATE OR REPLACE TEMPORARY FUNCTION {encode_name}({ENCODE_PARAMETER}) RETURNS {tokens.upper()} "
+                f"RETURN {ids}({_id_argument(checked, arrow=arrow)})"
+            )
+        else:  # Spark 3.5: the UDF itself, which refuses what is no whole id
+            spark.udf.register(
+                encode_name,
+                encode_udf(
+                    codec, layout=layout, handle_invalid=handle_invalid, name=encode_name, takes="bigint", arrow=arrow
+                ),
+            )
         spark.udf.register(
             decode_name, decode_udf(codec, layout=layout, handle_invalid=handle_invalid, name=decode_name, arrow=arrow)
         )

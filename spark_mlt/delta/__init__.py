@@ -12,10 +12,10 @@ sections of the Delta protocol (``PROTOCOL.md`` of delta-io/delta):
 | Table Properties (typed, with Delta's defaults) | `spark_mlt.delta.config` |
 | Table Features, Reader and Writer Version Requirements (the protocol gate) | `spark_mlt.delta.features` |
 | Schema Serialization Format, Column Mapping, Invariants, Constraints, Generated Columns | `spark_mlt.delta.schema` |
-| Deletion Vectors, Deletion Vector Format | `spark_mlt.delta.deletion_vectors` |
+| Deletion Vectors, Deletion Vector Format | `spark_mlt.delta.read.deletion_vectors` |
 | Per-file Statistics (written from Parquet footers, read back as bounds) | `spark_mlt.delta.stats` |
-| Partition Value Serialization, Reader Requirements (the jar-free scan into Spark) | `spark_mlt.delta.scan` |
-| Add CDC File, Reader Requirements for AddCDCFile (the change data feed) | `spark_mlt.delta.changes` |
+| Partition Value Serialization, Reader Requirements (the jar-free scan into Spark) | `spark_mlt.delta.read.scan` |
+| Add CDC File, Reader Requirements for AddCDCFile (the change data feed) | `spark_mlt.delta.read.changes` |
 | Tombstones and VACUUM (orphans, files a vacuum deletes) | `spark_mlt.delta.vacuum` |
 
 Beside them: `spark_mlt.delta.fs` (where a table lives, for pyarrow, Spark and delta-rs) and
@@ -37,9 +37,9 @@ from __future__ import annotations
 
 from spark_mlt.delta.actions import AddCDCFile, AddFile, CommitInfo, DomainMetadata, Metadata, Protocol, RemoveFile, Txn
 from spark_mlt.delta.config import TableConfig
-from spark_mlt.delta.deletion_vectors import DeletionVector, read_deleted_rows
 from spark_mlt.delta.fs import Location, StorageOptions, locate
 from spark_mlt.delta.log import Commit, DeltaLog, clear_cache
+from spark_mlt.delta.read.deletion_vectors import DeletionVector, read_deleted_rows
 from spark_mlt.delta.snapshot import Snapshot, read_snapshot
 
 __all__ = [

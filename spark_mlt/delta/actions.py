@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import unquote
 
-from spark_mlt.delta.deletion_vectors import DeletionVector
+from spark_mlt.delta.read.deletion_vectors import DeletionVector
+from spark_mlt.errors import TableError
 
 __all__ = [
     "Action",
@@ -90,18 +91,33 @@ class Protocol:
         )
 
 
+#: The fields of a ``metaData`` action that the protocol requires and a reader cannot do without.
+_REQUIRED_METADATA = (("id", "id"), ("schemaString", "schema_string"))
+
+
 @dataclass(frozen=True, slots=True)
 class Metadata:
     """The ``metaData`` action: the table's id, schema, partitioning and properties.
 
+    The protocol requires ``id``, ``format``, ``schemaString``, ``partitionColumns`` and
+    ``configuration`` of every ``metaData`` action, but only the one in force at a version
+    matters: a later one replaces it whole. So an action is parsed whatever it lacks, and the
+    replay refuses a version whose action in force lacks ``id`` or ``schemaString``
+    (`spark_mlt.delta.snapshot`); a superseded one may (Delta Live Tables' first version has no
+    ``schemaString``; delta-spark and delta-rs read such tables). Where delta-spark is lenient,
+    so is this: no ``partitionColumns`` is none, no ``configuration`` is no property, ``format``
+    is not read.
+
     Attributes:
-        id: the table's unique id.
-        schema_string: the schema as Delta's JSON document (see `spark_mlt.delta.schema`).
+        id: the table's unique id (``""`` when the action has none: see ``missing``).
+        schema_string: the schema as Delta's JSON document (see `spark_mlt.delta.schema`;
+            ``""`` when the action has none).
         partition_columns: the partition columns' (logical) names.
         configuration: the table properties (a property whose value is null is left out).
         name: the table's name, if any.
         description: the table's description, if any.
         created_time: when the table was created (milliseconds since the epoch), if known.
+        missing: the required fields (``id``, ``schemaString``) the action lacks.
     """
 
     id: str
@@ -111,22 +127,31 @@ class Metadata:
     name: str | None = None
     description: str | None = None
     created_time: int | None = None
+    missing: tuple[str, ...] = ()
 
     @classmethod
     def from_json(cls, value: Mapping[str, Any]) -> Metadata:
         configuration = {key: text for key, text in _strings(value.get("configuration")).items() if text is not None}
+        given = {field: value.get(key) for key, field in _REQUIRED_METADATA}
         return cls(
-            id=str(value["id"]),
-            schema_string=str(value["schemaString"]),
+            id="" if given["id"] is None else str(given["id"]),
+            schema_string="" if given["schema_string"] is None else str(given["schema_string"]),
             partition_columns=tuple(str(name) for name in value.get("partitionColumns") or ()),
             configuration=configuration,
             name=value.get("name"),
             description=value.get("description"),
             created_time=_optional_int(value.get("createdTime")),
+            missing=tuple(key for key, field in _REQUIRED_METADATA if given[field] is None),
         )
 
     def schema(self) -> dict[str, Any]:
-        """The schema document (parsed ``schemaString``)."""
+        """The schema document (parsed ``schemaString``).
+
+        Raises:
+            TableError: the action has no ``schemaString``.
+        """
+        if "schemaString" in self.missing:
+            raise TableError("a metaData action of the Delta table has no schemaString; it is no valid Delta table")
         return dict(json.loads(self.schema_string))
 
 

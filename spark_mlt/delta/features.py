@@ -22,6 +22,7 @@ tests.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, Protocol
@@ -121,7 +122,9 @@ FEATURES: dict[str, Feature] = {
             "typeWidening",
             "4.0",
             False,
-            "Spark 4 reads widened files (Spark 3.5 cannot); delta-rs does not commit to such tables",
+            "Spark 4 reads a file written before a widening as the wider type, every widening the protocol "
+            "allows (Spark 3.5 cannot); a recorded type change it does not allow is refused; delta-rs does "
+            "not commit to such tables",
             _drop("typeWidening", "'delta.enableTypeWidening' = 'false'"),
         ),
         Feature(
@@ -282,7 +285,63 @@ def check_readable(snapshot: Version, *, spark_version: str) -> TableProtocol:
         if feature.read is False or (feature.read == "4.0" and not spark4):
             why = f"the jar-free reader cannot read exactly on Spark {spark_version} ({feature.how})"
             raise _refuse(location, name, "reader", why, feature.forward)
+        if FEATURES[name] is FEATURES["typeWidening"]:
+            _check_type_changes(snapshot, name)
     return protocol
+
+
+#: Delta's integer types by width, and the decimal each one fits into (a widening's narrowest).
+_INTEGRAL = {"byte": 1, "short": 2, "integer": 4, "long": 8}
+_INTEGRAL_DECIMALS = {"byte": (10, 0), "short": (10, 0), "integer": (10, 0), "long": (20, 0)}
+#: The other widenings between two types that are not both integers or decimals.
+_WIDENINGS = {("float", "double"), ("date", "timestamp_ntz"), *((i, "double") for i in ("byte", "short", "integer"))}
+_DECIMAL = re.compile(r"decimal\(\s*(\d+)\s*,\s*(\d+)\s*\)")
+_TEXT = re.compile(r"string|(?:var)?char\(\s*\d+\s*\)")
+
+
+def _widens(source: object, target: object) -> bool:
+    """Whether a recorded type change is one type widening allows (the protocol's list, as
+    delta-spark's ``TypeWidening.isTypeChangeSupported`` has it), or one between string types,
+    which delta-spark reads whatever is recorded. A struct, array or map is no such change (the
+    protocol records the changes of their leaves)."""
+    if not isinstance(source, str) or not isinstance(target, str):
+        return False
+    if source in _INTEGRAL and target in _INTEGRAL:
+        return _INTEGRAL[source] <= _INTEGRAL[target]
+    texts = _TEXT.fullmatch(source) is not None and _TEXT.fullmatch(target) is not None
+    return source == target or texts or (source, target) in _WIDENINGS or _wider_decimal(source, target)
+
+
+def _wider_decimal(source: str, target: str) -> bool:
+    """Whether ``target`` is a decimal that holds every value of ``source`` (a decimal or an
+    integer type) exactly: as many digits before the point, and after it."""
+    wide, narrow = _DECIMAL.fullmatch(target), _DECIMAL.fullmatch(source)
+    low = (int(narrow[1]), int(narrow[2])) if narrow else _INTEGRAL_DECIMALS.get(source)
+    if wide is None or low is None:
+        return False
+    precision, scale = int(wide[1]), int(wide[2])
+    return precision - scale >= low[0] - low[1] and scale >= low[1]
+
+
+def _check_type_changes(snapshot: Version, feature: str) -> None:
+    """Refuses a table whose schema records a type change (``delta.typeChanges``) that type
+    widening does not allow: Spark cannot read the files written before it as the table's type
+    (it fails inside the read), and delta-spark refuses such a table too (the protocol asks
+    readers to). Every change it allows Spark 4 reads exactly, file by file (measured for each
+    one, at the top level and in structs, arrays and maps, on Spark 4.0 and 4.3)."""
+    for node in schema_fields(snapshot.metadata.schema()):
+        for change in node.metadata.get("delta.typeChanges") or ():
+            source, target = change.get("fromType"), change.get("toType")
+            if _widens(source, target):
+                continue
+            column = ".".join((*node.path, *filter(None, str(change.get("fieldPath") or "").split("."))))
+            raise TableFeatureError(
+                f"the Delta table at {snapshot.location.uri} records a change of column {column!r} from {source} "
+                f"to {target} (table feature {feature!r}), which type widening does not allow: its files written "
+                "before the change cannot be read as the new type, and delta-spark refuses the table too; rewrite "
+                "the column's data in its new type (CREATE OR REPLACE TABLE ... AS SELECT with Delta's jars)",
+                feature=feature,
+            )
 
 
 def check_writable(snapshot: Version, *, operation: TableOperation = "write") -> TableProtocol:

@@ -60,10 +60,24 @@ __all__ = [
     "LogListing",
     "LogSegment",
     "clear_cache",
+    "holds_log",
 ]
 
 LOG_FOLDER = "_delta_log"
 _SIDECARS = "_sidecars"
+
+
+def holds_log(filesystem: pafs.FileSystem, folder: str) -> bool:
+    """Whether ``folder`` (a path on ``filesystem``) holds a Delta log folder: it is a Delta
+    table's folder, or where one was (a log is never read here: one request, no listing).
+
+    Raises:
+        OSError: the store refused the request.
+    """
+    info = filesystem.get_file_info(f"{folder.rstrip('/')}/{LOG_FOLDER}")
+    return bool(info.type != pafs.FileType.NotFound)
+
+
 _COMMIT = re.compile(r"(\d{20})\.json")
 _CLASSIC = re.compile(r"(\d{20})\.checkpoint\.parquet")
 _MULTIPART = re.compile(r"(\d{20})\.checkpoint\.(\d{10})\.(\d{10})\.parquet")
@@ -391,7 +405,7 @@ class DeltaLog:
                     continue
                 value = row
                 if column == "add" and row.get("stats") is None and row.get("stats_parsed") is not None:
-                    value = {**row, "stats": _stats_json(row["stats_parsed"])}
+                    value = {**row, "stats": stats_json(row["stats_parsed"])}
                 action = _parse({column: value}, where)
                 if action is not None:
                     actions.append(action)
@@ -446,12 +460,12 @@ def _parse_lines(data: bytes, where: str) -> tuple[Action, ...]:
     return tuple(actions)
 
 
-def _stats_json(parsed: Any) -> str:
+def stats_json(parsed: Any) -> str:
     """A checkpoint's ``stats_parsed`` struct as the ``stats`` JSON it stands for (a table whose
     checkpoints hold statistics as structs only, ``delta.checkpoint.writeStatsAsJson = false``):
     timestamps at milliseconds (``Z`` where they are instants), decimals as exact numbers."""
     if isinstance(parsed, Mapping):
-        items = (f"{json.dumps(key)}:{_stats_json(value)}" for key, value in parsed.items() if value is not None)
+        items = (f"{json.dumps(key)}:{stats_json(value)}" for key, value in parsed.items() if value is not None)
         return "{" + ",".join(items) + "}"
     if isinstance(parsed, dt.datetime):
         text = parsed.replace(tzinfo=None).isoformat(timespec="milliseconds")

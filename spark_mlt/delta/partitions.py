@@ -6,22 +6,24 @@ physical names; an empty string (and a null) is a null value.
 * Read: [`partition_value`][spark_mlt.delta.partitions.partition_value] types one in Spark as
   delta-spark types it, a cast, in the session's time zone for a timestamp without one (the
   scan and the sync's file search both use it: a value is typed once, one way).
-* Written: Spark names a timestamp partition's folder in the writing session's time zone, which
-  a reader elsewhere cannot know; [`utc_timestamp`][spark_mlt.delta.partitions.utc_timestamp]
-  turns it into the protocol's recommended form, UTC in ISO 8601 (``2024-05-06T07:08:09.123456Z``),
-  as delta-spark writes it (``spark.databricks.delta.write.utcTimestampPartitionValues``).
+* Written: a timestamp partition value goes into the log in the protocol's recommended form, UTC
+  in ISO 8601 (``2024-05-06T07:08:09.123456Z``), as delta-spark writes it
+  (``spark.databricks.delta.write.utcTimestampPartitionValues``):
+  [`utc_timestamp`][spark_mlt.delta.partitions.utc_timestamp] writes it from the instant's UTC
+  wall clock. Not from a time in the writing session's time zone: a reader elsewhere cannot
+  know that zone, and in the hour a fall-back to standard time repeats, one local time stands
+  for two instants.
 
 Example::
 
     rows.select(partition_value(F.col("p"), DateType()))
-    utc_timestamp("2024-05-06 09:08:09.5", "Europe/Berlin")  # "2024-05-06T07:08:09.500000Z"
+    utc_timestamp("2024-05-06 07:08:09.5")  # "2024-05-06T07:08:09.500000Z"
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import re
-import zoneinfo
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -41,43 +43,24 @@ def partition_value(text: Column, kind: DataType) -> Column:
     return F.when(text == F.lit(""), F.lit(None)).otherwise(text).cast(kind)
 
 
-_LOCAL = re.compile(r"(\d{4})-(\d{2})-(\d{2})[ T](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?")
-_OFFSET = re.compile(r"(?:UTC|GMT)?([+-])(\d{1,2})(?::?(\d{2}))?")
+_WALL_CLOCK = re.compile(r"(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,6}))?")
 
 
-def _zone(name: str) -> dt.tzinfo | None:
-    """A Spark session time zone (a region, ``UTC``, or an offset such as ``+02:00``), None when
-    it is none Python knows."""
-    if name.upper() in ("UTC", "GMT", "Z", "UT"):
-        return dt.timezone.utc
-    offset = _OFFSET.fullmatch(name)
-    if offset is not None:
-        minutes = int(offset[2]) * 60 + int(offset[3] or 0)
-        return dt.timezone(dt.timedelta(minutes=-minutes if offset[1] == "-" else minutes))
-    try:
-        return zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        return None
+def utc_timestamp(wall_clock: str) -> str:
+    """The log's form of a timestamp partition value given as its UTC wall clock, as Spark names
+    a TIMESTAMP_NTZ folder (``yyyy-MM-dd HH:mm:ss[.ffffff]``): UTC in ISO 8601, the protocol's
+    recommended form.
 
-
-def utc_timestamp(local: str, zone: str) -> str:
-    """A timestamp partition value as Spark names its folder (``yyyy-MM-dd HH:mm:ss[.f]`` in the
-    session time zone ``zone``) in the protocol's UTC form; the value itself when it is not in
-    that form or the zone is unknown (then readers take it in their own time zone, as the
-    protocol allows).
+    Raises:
+        ValueError: ``wall_clock`` is no such time.
 
     Example::
 
-        utc_timestamp("2024-01-01 00:00:00", "America/New_York")  # "2024-01-01T05:00:00.000000Z"
+        utc_timestamp("2024-11-03 06:30:00.25")  # "2024-11-03T06:30:00.250000Z"
     """
-    found, tz = _LOCAL.fullmatch(local.strip()), _zone(zone)
-    if found is None or tz is None:
-        return local
-    fraction = (found[7] or "").ljust(6, "0")[:6]
-    try:
-        year, month, day, hour, minute, second = (int(found[i]) for i in range(1, 7))
-        moment = dt.datetime(year, month, day, hour, minute, second, int(fraction), tzinfo=tz)
-        text = moment.astimezone(dt.timezone.utc).replace(tzinfo=None).isoformat(timespec="microseconds")
-    except (ValueError, OverflowError):
-        return local
-    return f"{text}Z"
+    found = _WALL_CLOCK.fullmatch(wall_clock)
+    if found is None:
+        raise ValueError(f"{wall_clock!r} is no timestamp of the form yyyy-MM-dd HH:mm:ss[.ffffff]")
+    year, month, day, hour, minute, second = (int(found[i]) for i in range(1, 7))
+    moment = dt.datetime(year, month, day, hour, minute, second, int((found[7] or "").ljust(6, "0")))
+    return f"{moment.isoformat(timespec='microseconds')}Z"

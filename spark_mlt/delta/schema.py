@@ -22,8 +22,8 @@ refuses ``y = NULL``), so the checks here do too.
 
 Everything here is read from a snapshot's ``metaData`` once
 ([`Snapshot.layout`][spark_mlt.delta.snapshot.Snapshot.layout]) and used by the jar-free scan
-(`spark_mlt.delta.scan`), the statistics (`spark_mlt.delta.stats`) and the writer
-(`spark_mlt.storage._delta_rs`).
+(`spark_mlt.delta.read.scan`), the statistics (`spark_mlt.delta.stats`) and the writer
+(`spark_mlt.storage.backends.delta_rs`).
 """
 
 from __future__ import annotations

@@ -4,7 +4,9 @@
 path: it starts from the newest checkpoint at or before the version and applies the commits after
 it, as the protocol reconciles actions:
 
-* the latest ``protocol`` and ``metaData`` win;
+* the latest ``protocol`` and ``metaData`` win, and only they are judged: a ``metaData`` action
+  a later one replaced may lack fields the protocol requires (see
+  [`Metadata`][spark_mlt.delta.actions.Metadata]), the one in force may not;
 * a logical file is its path and its deletion vector's unique id: the newest ``add`` of a path is
   the table's file (an ``add`` with another vector replaces it), a ``remove`` takes out the file
   of its key and stays as a tombstone (for vacuum) until an ``add`` of that key comes back;
@@ -205,11 +207,20 @@ class _Replay:
                 self.metadata = action
 
     def snapshot(self, location: Location, segment: LogSegment, timestamp: int) -> Snapshot:
+        """The version the actions applied end in, judged as a whole: a ``protocol`` and a
+        ``metaData`` action in force, the latter with its required fields (see
+        [`Metadata`][spark_mlt.delta.actions.Metadata]: an earlier one it replaced may lack them)."""
         if self.protocol is None or self.metadata is None:
             missing = "protocol" if self.protocol is None else "metaData"
             raise TableError(
                 f"the log of the Delta table at {location.uri} has no {missing} action up to version "
                 f"{segment.version}; it is no valid Delta table"
+            )
+        if self.metadata.missing:
+            raise TableError(
+                f"the metaData action in force at version {segment.version} of the Delta table at {location.uri} "
+                f"has no {' and no '.join(self.metadata.missing)}, which the protocol requires; it is no valid "
+                "Delta table at that version"
             )
         return Snapshot(
             location=location,

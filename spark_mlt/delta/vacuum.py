@@ -3,7 +3,8 @@ deleted rows is still in storage, read from the log's replay (`spark_mlt.delta.s
 
 A table's files are the files under its folder outside hidden folders and files (a name that
 starts with ``_`` or ``.``: the log, ``_change_data``, Spark's ``_SUCCESS`` and ``.crc``
-markers), deletion vector files left out: the jar-free path never lists or deletes one (a vector
+markers; but a partition column's folder, ``_p=0`` of a column ``_p``, as delta-spark's vacuum
+takes it), deletion vector files left out: the jar-free path never lists or deletes one (a vector
 file that no version needs any more stays until Delta's own ``VACUUM`` removes it).
 
 * [`orphan_files`][spark_mlt.delta.vacuum.orphan_files]: the files no version the log holds
@@ -31,7 +32,7 @@ from collections.abc import Iterable
 from spark_mlt.delta.actions import AddCDCFile, AddFile, RemoveFile
 from spark_mlt.delta.fs import Location
 from spark_mlt.delta.log import DeltaLog
-from spark_mlt.delta.snapshot import Snapshot
+from spark_mlt.delta.snapshot import Snapshot, read_snapshot
 from spark_mlt.errors import MissingTableError
 
 __all__ = ["orphan_files", "removed_files", "table_files", "vacuum_files"]
@@ -39,18 +40,25 @@ __all__ = ["orphan_files", "removed_files", "table_files", "vacuum_files"]
 _DELETION_VECTOR = re.compile(r"deletion_vector_[0-9a-fA-F-]+\.bin")
 
 
-def _hidden(relative: str) -> bool:
-    return any(part.startswith(("_", ".")) for part in relative.split("/"))
+def _hidden(relative: str, partition_folders: tuple[str, ...]) -> bool:
+    """Whether a path is hidden: a part of it starts with ``_`` or ``.``, and is no folder of a
+    partition column (``_p=0`` of a column ``_p``: delta-spark's ``isHiddenDirectory``)."""
+    *folders, name = relative.split("/")
+    return name.startswith(("_", ".")) or any(
+        folder.startswith(("_", ".")) and not folder.startswith(partition_folders) for folder in folders
+    )
 
 
-def table_files(location: Location) -> dict[str, int]:
+def table_files(location: Location, partition_columns: Iterable[str] = ()) -> dict[str, int]:
     """The table's files (see the module's notes) by path relative to the table, each with its
-    modification time in milliseconds since the epoch."""
+    modification time in milliseconds since the epoch; ``partition_columns``: the physical names
+    of the table's partition columns, whose folders are data whatever their names start with."""
+    folders = tuple(f"{column}=" for column in partition_columns)
     found = {}
     for info in location.files():
         relative = location.relative(info.path)
         name = relative.rsplit("/", 1)[-1]
-        if _hidden(relative) or _DELETION_VECTOR.fullmatch(name):
+        if _hidden(relative, folders) or _DELETION_VECTOR.fullmatch(name):
             continue
         found[relative] = 0 if info.mtime_ns is None else int(info.mtime_ns // 1_000_000)
     return found
@@ -90,7 +98,14 @@ def orphan_files(location: Location) -> list[str]:
         orphan_files(locate("/data/ratings_mlt"))  # ['mlt-20261122T031200-1a2b3c4d5e6f/part-00000-....parquet']
     """
     referenced = _referenced(location)
-    return sorted(path for path in table_files(location) if path not in referenced)
+    partitions = _partition_names(read_snapshot(location))
+    return sorted(path for path in table_files(location, partitions) if path not in referenced)
+
+
+def _partition_names(snapshot: Snapshot) -> list[str]:
+    """The physical names of ``snapshot``'s partition columns (their folders' names)."""
+    layout = snapshot.layout
+    return [layout.physical_names.get(column, column) for column in layout.partition_columns]
 
 
 def vacuum_files(snapshot: Snapshot, *, retention_ms: int, now_ms: int) -> list[str]:
@@ -110,7 +125,7 @@ def vacuum_files(snapshot: Snapshot, *, retention_ms: int, now_ms: int) -> list[
     }
     return sorted(
         path
-        for path, modified in table_files(snapshot.location).items()
+        for path, modified in table_files(snapshot.location, _partition_names(snapshot)).items()
         if path not in held and path not in recent and modified <= cutoff
     )
 

@@ -27,9 +27,10 @@ from spark_mlt.storage import read_snapshot
 __all__ = ["LABEL_RULE_PROPERTY", "Ratings", "load_ratings", "split"]
 
 ID_COLUMNS = ("userId", "movieId")
-#: The table property in which the MovieLens job ([`spark_mlt.batch.movielens`][spark_mlt.batch.movielens], above this
-#: package) records how it derived ``label``, e.g. ``rating >= 4``; read here, beside the
-#: reader of those tables, so no import runs up from paper to batch.
+#: The table property in which the MovieLens job
+#: ([`spark_mlt.batch.write.movielens`][spark_mlt.batch.write.movielens], above this package)
+#: records how it derived ``label``, e.g. ``rating >= 4``; read here, beside the reader of those
+#: tables, so no import runs up from paper to batch.
 LABEL_RULE_PROPERTY = "mlt.label.rule"
 
 

@@ -14,8 +14,8 @@ own Python package is laid out:
   the one reader of a table's state for the jobs.
 * `writer`: [`write_delta`][spark_mlt.storage.writer.write_delta],
   [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (a job's one read of its
-  output table) and the backend choice; the backends are ``_delta_rs`` (Spark's staging write,
-  statistics from the footers, a delta-rs commit) and ``_delta_spark`` (Delta's jars).
+  output table) and the backend choice; the backends are ``backends.delta_rs`` (Spark's staging write,
+  statistics from the footers, a delta-rs commit) and ``backends.delta_spark`` (Delta's jars).
 * `reader`: [`read_delta`][spark_mlt.storage.reader.read_delta] into Spark (delta-spark, or the
   core's jar-free scan), and [`read_snapshot_rows`][spark_mlt.storage.reader.read_snapshot_rows]
   for a snapshot already read.
@@ -48,7 +48,7 @@ from spark_mlt.errors import (
     TableSchemaError,
     VocabularyError,
 )
-from spark_mlt.storage._plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode, nullable_type
+from spark_mlt.storage.backends.plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode, nullable_type
 from spark_mlt.storage.catalog import is_table_name, use_delta_spark
 from spark_mlt.storage.changes import check_feed, read_changes
 from spark_mlt.storage.maintenance import orphan_files, pending_erasures, vacuum

@@ -2,7 +2,7 @@
 updated, as Delta's ``readChangeFeed`` returns them.
 
 With Delta's jars this is delta-spark's own reader. Without them the Delta core reads the feed
-from the log (`spark_mlt.delta.changes`, which says how). Either way
+from the log (`spark_mlt.delta.read.changes`, which says how). Either way
 [`check_feed`][spark_mlt.storage.changes.check_feed] refuses first, before any row is read, a
 range the feed cannot cover, naming the version and the way forward (a full refresh).
 """
@@ -14,7 +14,8 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_mlt.delta.changes import (
+from spark_mlt.delta.fs import locate
+from spark_mlt.delta.read.changes import (
     CHANGE_TYPE,
     CHANGE_TYPES,
     COMMIT_VERSION,
@@ -23,8 +24,7 @@ from spark_mlt.delta.changes import (
     feed_rows,
     read_feed,
 )
-from spark_mlt.delta.changes import check_feed as check_log_feed
-from spark_mlt.delta.fs import locate
+from spark_mlt.delta.read.changes import check_feed as check_log_feed
 from spark_mlt.errors import ChangeFeedError
 from spark_mlt.storage.catalog import Backend, resolve_location, use_delta_spark
 
@@ -52,7 +52,7 @@ def check_feed(
     """Check that the change data feed of the Delta table at ``path`` covers the commits
     ``after + 1 .. until`` (a reader that holds version ``after`` and reads up to ``until``), and
     return the range as read from the log (the Delta core's
-    [`check_feed`][spark_mlt.delta.changes.check_feed] says how).
+    [`check_feed`][spark_mlt.delta.read.changes.check_feed] says how).
 
     Raises:
         ChangeFeedError: naming the first version that cannot be covered and why.

@@ -3,8 +3,10 @@ change decides which values no row holds any more from the values it touched alo
 reading the rows of the others (a mirror's: how many rows of its source hold each value).
 
 A count table is a Delta table ``(key string, rows bigint)``, one row per value that at least
-one row holds, in key ranges (files sorted by key, at most ``max_file_rows`` rows each), so that
-a change's values fall into few of its files
+one row holds, and one of ``rows = 0`` per value no row holds any more whose vocabulary has not
+erased it yet (`spark_mlt.storage.erasure`: the erasure's work list), in key ranges (files
+sorted by key, at most ``max_file_rows`` rows each), so that a change's values fall into few of
+its files
 ([`change_counts`][spark_mlt.storage.counts.change_counts] rewrites those alone, by
 [`replace_keys`][spark_mlt.storage.replace.replace_keys]).
 
@@ -16,7 +18,7 @@ version of the writer took another change instead, and the change is refused.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,20 +28,20 @@ from pyspark.sql import functions as F
 
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import MLTError
-from spark_mlt.storage._plan import DeltaWriteResult, skipped_write
+from spark_mlt.storage.backends.plan import DeltaWriteResult, skipped_write
 from spark_mlt.storage.catalog import Backend, is_table_name
 from spark_mlt.storage.properties import AppTransaction
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
-from spark_mlt.storage.table import TableSnapshot, read_snapshot
+from spark_mlt.storage.table import TableSnapshot
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
 __all__ = [
     "LOCAL_VALUES",
-    "CountChange",
     "change_counts",
     "count_changes",
     "counts_path",
     "value_counts",
+    "with_absent",
     "write_counts",
 ]
 
@@ -67,6 +69,21 @@ def value_counts(rows: DataFrame, column: str) -> DataFrame:
     """
     values = rows.select(F.col(identifier(column)).cast("string").alias("key")).where("key IS NOT NULL")
     return values.groupBy("key").agg(F.count(F.lit(1)).alias("rows"))
+
+
+def with_absent(counts: DataFrame, keys: DataFrame | None) -> DataFrame:
+    """``counts`` (``key, rows``) with a row of ``rows = 0`` for each of ``keys`` (a ``key``
+    column: a vocabulary's keys, nulls left out) that no row holds: the values to erase.
+
+    Example::
+
+        with_absent(value_counts(customers, "email"), vocabulary.select("key"))
+    """
+    if keys is None:
+        return counts
+    known = keys.where("key IS NOT NULL").select("key").distinct()
+    absent = known.join(counts.select("key"), "key", "left_anti").select("key", F.lit(0).cast("bigint").alias("rows"))
+    return counts.unionByName(absent)
 
 
 def count_changes(feed: DataFrame, column: str) -> DataFrame:
@@ -115,20 +132,6 @@ def write_counts(
     )
 
 
-@dataclass(frozen=True)
-class CountChange:
-    """What [`change_counts`][spark_mlt.storage.counts.change_counts] did.
-
-    Attributes:
-        write: its commit (skipped when the table held it already).
-        gone: the values the change rows carried that the counts no longer hold (``key``),
-            or None when there is none.
-    """
-
-    write: DeltaWriteResult
-    gone: DataFrame | None
-
-
 #: The most change rows whose values `change_counts` gathers on the driver (with the counts of
 #: those values: one job each), where it finds their count files and adds the change; a larger
 #: change is added in Spark.
@@ -142,18 +145,17 @@ def change_counts(
     column: str,
     *,
     transaction: AppTransaction,
-    commit_info: Mapping[str, Any],
-    max_file_rows: int | None,
-    backend: Backend,
+    options: WriteOptions,
     feed_rows: int,
-) -> CountChange:
+) -> DeltaWriteResult:
     """Add the change of ``feed`` (change data feed rows, ``feed_rows`` of them) to the counts of
     its column ``column`` (the count table ``snapshot``; see
     [`count_changes`][spark_mlt.storage.counts.count_changes]), in one commit as ``transaction``
-    (``exact``; skipped when the table holds it): the files that hold a changed value rewritten
-    (or merged), a value whose count falls to 0 deleted, and the transaction alone committed
-    when no count changes. Returns the commit and the values ``feed`` carried that no row holds
-    after it (the values to erase).
+    (``exact``; skipped when the table holds it; ``options``: its ``commit_info``,
+    ``max_file_rows`` and resolved ``backend``): the files that hold a value ``feed`` carries
+    rewritten (or merged), a value no row holds after it kept with a count of 0 (the values to
+    erase, `spark_mlt.storage.erasure`), and the transaction alone committed when no count
+    changes.
 
     A feed of at most `LOCAL_VALUES` rows is counted on the driver: its values' net changes and
     their counts are gathered (a job each; their count files found from the statistics there).
@@ -166,19 +168,18 @@ def change_counts(
 
     Example::
 
-        done = change_counts(spark, read_snapshot("/lake/c_mlt_counts/email"), feed, "email",
-                             transaction=AppTransaction("spark-mlt-sync:...:counts", 12, after=8, exact=True),
-                             commit_info={}, max_file_rows=None, backend="delta-rs", feed_rows=feed.count())
+        change_counts(spark, read_snapshot("/lake/c_mlt_counts/email"), feed, "email",
+                      transaction=AppTransaction("spark-mlt-sync:...:counts", 12, after=8, exact=True),
+                      options=WriteOptions(backend="delta-rs"), feed_rows=feed.count())
     """
-    applied = snapshot.holds(transaction)
-    if not applied:
-        transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
+    commit_info, max_file_rows, backend = options.commit_info, options.max_file_rows, options.backend
+    if snapshot.holds(transaction):
+        return skipped_write(snapshot.path, snapshot.version, transaction)
+    transaction.check_base(snapshot.transaction_version(transaction.app_id), snapshot.path)
     if feed_rows <= LOCAL_VALUES:
-        local = _count_locally(spark, snapshot, feed, column, backend=backend, applied=applied)
-        if applied:
-            write = skipped_write(snapshot.path, snapshot.version, transaction)
-        elif local.rows is not None:
-            write = replace_keys(
+        local = _count_locally(spark, snapshot, feed, column, backend=backend)
+        if local.rows is not None:
+            return replace_keys(
                 local.rows,
                 local.keyed,
                 {},
@@ -186,87 +187,66 @@ def change_counts(
                 commit_info=commit_info,
                 max_file_rows=max_file_rows,
             )
-        else:  # no count changes: the table records the transaction alone
-            write = write_delta(
-                spark.createDataFrame([], _COUNTS),
-                snapshot.path,
-                {},
-                mode="append",
-                run_id=transaction,
-                options=WriteOptions(commit_info=dict(commit_info), backend=backend),
-                snapshot=snapshot,
-                storage_options=snapshot.storage_options,
-            )
-        return CountChange(write, local.gone)
-    carried = feed.select(F.col(identifier(column)).cast("string").alias("key")).where("key IS NOT NULL").distinct()
-    if applied:
-        write = skipped_write(snapshot.path, snapshot.version, transaction)
-    else:
-        changes = count_changes(feed, column)
-        keyed = key_rows(spark, snapshot, changes.select("key"), ["key"], backend=backend, key_count=feed_rows)
-        summed = (
-            keyed.held.join(changes, "key", "full_outer")
-            .select("key", (F.coalesce(F.col("rows"), F.lit(0)) + F.coalesce(F.col("change"), F.lit(0))).alias("rows"))
-            .cache()
+        # no count changes: the table records the transaction alone
+        return write_delta(
+            spark.createDataFrame([], _COUNTS),
+            snapshot.path,
+            {},
+            mode="append",
+            run_id=transaction,
+            options=WriteOptions(commit_info=dict(commit_info), backend=backend),
+            snapshot=snapshot,
+            storage_options=snapshot.storage_options,
         )
-        try:
-            below = summed.where("rows < 0").limit(1).collect()
-            if below:
-                raise _below(snapshot, below[0]["key"], below[0]["rows"])
-            write = replace_keys(
-                summed.where("rows > 0"),
-                keyed,
-                {},
-                transaction=transaction,
-                commit_info=commit_info,
-                max_file_rows=max_file_rows,
-            )
-        finally:
-            summed.unpersist()
-    now = read_snapshot(snapshot.path, storage_options=snapshot.storage_options)
-    kept = key_rows(spark, now, carried, ["key"], backend=backend, key_count=feed_rows)
-    gone = carried.join(kept.held.select("key"), "key", "left_anti")
-    return CountChange(write, gone if gone.limit(1).collect() else None)
+    changes = _net_changes(feed, column)  # every value carried, 0 included: one no row holds is kept at 0
+    keyed = key_rows(spark, snapshot, changes.select("key"), ["key"], backend=backend, key_count=feed_rows)
+    summed = (
+        keyed.held.join(changes, "key", "full_outer")
+        .select("key", (F.coalesce(F.col("rows"), F.lit(0)) + F.coalesce(F.col("change"), F.lit(0))).alias("rows"))
+        .cache()
+    )
+    try:
+        below = summed.where("rows < 0").limit(1).collect()
+        if below:
+            raise _below(snapshot, below[0]["key"], below[0]["rows"])
+        return replace_keys(
+            summed, keyed, {}, transaction=transaction, commit_info=commit_info, max_file_rows=max_file_rows
+        )
+    finally:
+        summed.unpersist()
 
 
 @dataclass(frozen=True)
 class _Local:
     """A small feed's change of the counts, worked out on the driver: the count files of its
-    values (``keyed``), their new counts (``rows``; None when no count changes or the table
-    holds the change already) and the values no row holds after it (``gone``)."""
+    values (``keyed``) and their new counts (``rows``; None when no count changes)."""
 
     keyed: KeyedRows
     rows: DataFrame | None
-    gone: DataFrame | None
 
 
 def _count_locally(
-    spark: SparkSession, snapshot: TableSnapshot, feed: DataFrame, column: str, *, backend: Backend, applied: bool
+    spark: SparkSession, snapshot: TableSnapshot, feed: DataFrame, column: str, *, backend: Backend
 ) -> _Local:
-    """Every value a small ``feed`` carries, with its net change and its count before (after,
-    when the table holds the change already: ``applied``), gathered on the driver."""
+    """Every value a small ``feed`` carries, with its net change and its count before, gathered
+    on the driver: the new counts of them all (0 for a value no row holds after the change)
+    where one differs from what the table holds."""
     changes = {row["key"]: int(row["change"]) for row in _net_changes(feed, column).collect()}
     values = np.array(sorted(changes), dtype=object)
     keys = spark.createDataFrame([(v,) for v in values], _KEYS)
     keyed = key_rows(spark, snapshot, keys, ["key"], backend=backend, values=values, key_count=len(values))
     held = {row["key"]: int(row["rows"]) for row in keyed.held.collect()} if len(values) else {}
-    if applied:  # what the counts hold is the count after the change
-        return _Local(keyed, None, _keys(spark, [v for v in values if v not in held]))
     after = {v: held.get(v, 0) + change for v, change in sorted(changes.items())}
     below = next(((v, n) for v, n in after.items() if n < 0), None)
     if below is not None:
         raise _below(snapshot, *below)
-    changed = any(changes.values())
-    rows = spark.createDataFrame([(v, n) for v, n in after.items() if n > 0], _COUNTS) if changed else None
-    return _Local(keyed, rows, _keys(spark, [v for v, n in after.items() if n == 0]))
+    if all(held.get(v) == n for v, n in after.items()):
+        return _Local(keyed, None)
+    return _Local(keyed, spark.createDataFrame(list(after.items()), _COUNTS))
 
 
 _KEYS = "key string"
 _COUNTS = "key string, rows bigint"
-
-
-def _keys(spark: SparkSession, values: Sequence[str]) -> DataFrame | None:
-    return spark.createDataFrame([(v,) for v in values], _KEYS) if values else None
 
 
 def _below(snapshot: TableSnapshot, value: object, rows: int) -> MLTError:

@@ -15,10 +15,17 @@ file (``deletion_vector_*.bin``); vector files no version needs any more stay un
 ``VACUUM`` removes them. A table whose features a vacuum cannot keep is refused first
 ([`check_writable`][spark_mlt.delta.features.check_writable]).
 
+A retention shorter than the table's own is refused before anything is deleted, as Delta's
+``VACUUM`` refuses it (``spark.databricks.delta.retentionDurationCheck.enabled``) and delta-rs
+(``enforce_retention_duration``): the files it would delete include ones that time travel to the
+table's recent versions and readers running now still need. The caller turns the check off on
+purpose (``allow_short_retention=True``); a dry run lists what such a vacuum would delete, and
+[`retention_shortfall`][spark_mlt.storage.maintenance.retention_shortfall] says that it is short.
+
 Given a session with Delta's jars (``spark=``), [`vacuum`][spark_mlt.storage.maintenance.vacuum]
 runs Delta's own ``VACUUM`` instead (it also deletes files the log never mentioned, outside hidden
-folders); a retention under Delta's 7-day safety check is allowed for that one command, as it is
-with delta-rs. Paths are returned relative to the table either way.
+folders), with its own check turned off for that one command once this one has passed (its dry
+run refuses a short retention too). Paths are returned relative to the table either way.
 """
 
 from __future__ import annotations
@@ -36,13 +43,13 @@ from spark_mlt.delta.fs import Location, locate
 from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
 from spark_mlt.delta.vacuum import orphan_files as log_orphans
 from spark_mlt.delta.vacuum import removed_files, vacuum_files
-from spark_mlt.errors import MLTError
-from spark_mlt.storage._delta_rs import STAGING_PREFIX
-from spark_mlt.storage._delta_spark import path_target, session_conf
+from spark_mlt.errors import MLTError, TableOptionError
+from spark_mlt.storage.backends.delta_rs import STAGING_PREFIX
 from spark_mlt.storage.catalog import local_uri, resolve_location, use_delta_spark
+from spark_mlt.storage.spark_sql import path_target, session_conf
 from spark_mlt.storage.table import read_snapshot
 
-__all__ = ["orphan_files", "pending_erasures", "vacuum"]
+__all__ = ["check_short_retention", "orphan_files", "pending_erasures", "retention_shortfall", "vacuum"]
 
 #: How many of a table's newest commits ``pending_erasures`` reads for the files they removed.
 ERASURE_HISTORY = 10_000
@@ -69,6 +76,7 @@ def vacuum(
     *,
     retention_hours: float | None = None,
     dry_run: bool = True,
+    allow_short_retention: bool = False,
     spark: SparkSession | None = None,
     storage_options: Mapping[str, str] | None = None,
 ) -> list[str]:
@@ -77,28 +85,40 @@ def vacuum(
 
     The default retention, the table's ``delta.deletedFileRetentionDuration`` (7 days unless
     the table sets it, as with Delta's ``VACUUM``), keeps time travel to recent versions and
-    never touches the files of a write still in progress. Empty staging folders left behind
-    are removed too. With ``spark`` (a session with Delta's jars) Delta's ``VACUUM`` does the
-    work; ``path`` may then be a catalog table's name.
+    never touches the files of a write still in progress. A shorter one deletes files that time
+    travel and running readers still need: it is refused unless ``allow_short_retention``
+    (a dry run lists its files all the same). Empty staging folders left behind are removed
+    too. With ``spark`` (a session with Delta's jars) Delta's ``VACUUM`` does the work;
+    ``path`` may then be a catalog table's name.
 
     Raises:
         MissingTableError: there is no Delta table at ``path``.
+        TableOptionError: ``dry_run=False`` with a ``retention_hours`` shorter than the table's
+            and no ``allow_short_retention``; nothing is deleted.
         TableFeatureError: without Delta's jars, the table uses a feature that hides file
             references from the log in storage (its catalog owns its commits), or one
             spark-mlt does not know.
 
     Example::
 
-        vacuum("/data/ratings_mlt", retention_hours=24, dry_run=False)
+        vacuum("/data/ratings_mlt", retention_hours=200, dry_run=False)
     """
     _check_retention(retention_hours)
     location = locate(resolve_location(path, spark=spark), storage_options)
     if spark is not None and use_delta_spark(spark):
-        files, retention_ms = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
+        table_ms = _delta_retention_ms(spark, location)
+        retention_ms = table_ms if retention_hours is None else round(retention_hours * 3_600_000)
+        if not dry_run:
+            check_short_retention(location.uri, retention_ms, table_ms, allow=allow_short_retention)
+        files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
     else:
         snapshot = read_delta_snapshot(location)
         check_writable(snapshot, operation="vacuum")
         retention_ms = _retention_ms(retention_hours, snapshot.config)
+        if not dry_run:
+            check_short_retention(
+                location.uri, retention_ms, snapshot.config.deleted_file_retention_ms, allow=allow_short_retention
+            )
         files = vacuum_files(snapshot, retention_ms=retention_ms, now_ms=int(time.time() * 1000))
         if not dry_run:
             for name in files:
@@ -106,6 +126,45 @@ def vacuum(
     if not dry_run:
         _remove_empty_staging(location, cutoff=time.time() - retention_ms / 1000)
     return sorted(files)
+
+
+def check_short_retention(table: str, retention_ms: int, table_retention_ms: int, *, allow: bool) -> None:
+    """Refuses a vacuum of ``table`` that keeps removed files ``retention_ms`` when the table
+    keeps them ``table_retention_ms`` (its ``delta.deletedFileRetentionDuration``), unless
+    ``allow`` (the caller's ``allow_short_retention``): Delta's ``VACUUM`` safety check.
+
+    Raises:
+        TableOptionError: naming ``retention_hours``, the table, its retention and the way out.
+    """
+    if allow or retention_ms >= table_retention_ms:
+        return
+    hours, kept = retention_ms / 3_600_000, table_retention_ms / 3_600_000
+    raise TableOptionError(
+        f"retention_hours={hours:g}: the table {table} keeps removed files {kept:g} hours (its "
+        "delta.deletedFileRetentionDuration, 7 days unless set), and a vacuum with a shorter retention deletes "
+        "files that time travel to its recent versions and readers running now still need; nothing was deleted. "
+        f"Keep at least {kept:g} hours, or, when no reader or writer uses the table, turn the check off with "
+        "allow_short_retention=True (as Delta's spark.databricks.delta.retentionDurationCheck.enabled=false)",
+        parameter="retention_hours",
+    )
+
+
+def retention_shortfall(
+    path: str | os.PathLike[str], retention_hours: float | None, *, storage_options: Mapping[str, str] | None = None
+) -> float | None:
+    """The table's own retention in hours when ``retention_hours`` is shorter than it (a vacuum
+    that deletes needs ``allow_short_retention`` then), else None. Reads the table's log, no Spark.
+
+    Example::
+
+        retention_shortfall("/data/ratings_mlt", 0)  # 168.0: the table keeps removed files 7 days
+    """
+    if retention_hours is None:
+        return None
+    _check_retention(retention_hours)
+    config = read_delta_snapshot(locate(resolve_location(path), storage_options)).config
+    kept = config.deleted_file_retention_ms
+    return kept / 3_600_000 if round(retention_hours * 3_600_000) < kept else None
 
 
 def _check_retention(retention_hours: float | None) -> None:
@@ -124,25 +183,26 @@ def _retention_ms(retention_hours: float | None, config: TableConfig) -> int:
     return round(retention_hours * 3_600_000)
 
 
+def _delta_retention_ms(spark: SparkSession, location: Location) -> int:
+    """The table's deleted-file retention in milliseconds, as Delta's ``VACUUM`` reads it."""
+    shown = spark.sql(f"SHOW TBLPROPERTIES {path_target(location)}").collect()
+    return TableConfig.of({str(row[0]): str(row[1]) for row in shown}).deleted_file_retention_ms
+
+
 def _delta_vacuum(
     spark: SparkSession, location: Location, *, retention_hours: float | None, dry_run: bool
-) -> tuple[list[str], int]:
+) -> list[str]:
     """Delta's ``VACUUM``: its dry run lists the files (as URIs), the real one deletes them.
-    Returns them with the retention it used, in milliseconds (without ``retention_hours``, the
-    table's own, which ``VACUUM`` without ``RETAIN`` uses too)."""
+    Without ``retention_hours``, ``VACUUM`` without ``RETAIN`` uses the table's own. Delta's
+    safety check is off for the command: ``vacuum`` has applied its own (Delta's would refuse
+    a dry run with a short retention too, which lists here)."""
     target = path_target(location)
-    if retention_hours is None:  # the table's properties only then: VACUUM without RETAIN reads them itself
-        shown = spark.sql(f"SHOW TBLPROPERTIES {target}").collect()
-        retention_ms = TableConfig.of({str(row[0]): str(row[1]) for row in shown}).deleted_file_retention_ms
-        retain = ""
-    else:
-        retention_ms = round(retention_hours * 3_600_000)
-        retain = f" RETAIN {f'{retention_hours:f}'.rstrip('0').rstrip('.')} HOURS"
+    retain = "" if retention_hours is None else f" RETAIN {f'{retention_hours:f}'.rstrip('0').rstrip('.')} HOURS"
     with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
         listed = spark.sql(f"VACUUM {target}{retain} DRY RUN").collect()
         if not dry_run:
             spark.sql(f"VACUUM {target}{retain}").collect()
-    return [_relative_to(location, str(row[0])) for row in listed], retention_ms
+    return [_relative_to(location, str(row[0])) for row in listed]
 
 
 def _relative_to(location: Location, uri: str) -> str:

@@ -17,6 +17,11 @@ Table properties (the table's metadata configuration):
   when it starts with ``../`` (absolute paths start with ``/``, URIs hold ``://``, names hold no
   ``/``); readers resolve it against the table's location when they read it
   ([`vocabulary_paths`][spark_mlt.storage.properties.vocabulary_paths]).
+* ``mlt.type.<column>``: the Spark SQL type (``int``, ``bigint``, ``decimal(20,0)``, ``string``
+  for a key) that id column ``<column>`` had in the rows it was tokenized from, so that decoding
+  gives the ids back in it even where the table keeps no raw ids
+  ([`id_type_properties`][spark_mlt.storage.properties.id_type_properties]). Tables written
+  before it was recorded have none.
 * anything else a caller passes (``WriteOptions.properties``), e.g. the MovieLens job's label
   rule: storage knows codecs and table properties, not what the layers above record.
 
@@ -44,6 +49,7 @@ from spark_mlt.storage.catalog import is_table_name
 __all__ = [
     "CODEC_PROPERTY_PREFIX",
     "FORMAT_PROPERTY",
+    "ID_TYPE_PROPERTY_PREFIX",
     "NEVER",
     "RUN_ID_APP_PREFIX",
     "TABLE_FORMAT_VERSION",
@@ -52,6 +58,8 @@ __all__ = [
     "check_run_id",
     "codec_properties",
     "codecs_from_properties",
+    "id_type_properties",
+    "id_types",
     "merge_codecs",
     "resolve_vocabulary_path",
     "run_app_id",
@@ -66,6 +74,7 @@ FORMAT_PROPERTY = "mlt.format.version"
 #: The layout version this package writes (stored as ``str(TABLE_FORMAT_VERSION)``).
 TABLE_FORMAT_VERSION = 1
 VOCABULARY_PROPERTY_PREFIX = "mlt.vocabulary."
+ID_TYPE_PROPERTY_PREFIX = "mlt.type."
 RUN_ID_APP_PREFIX = "spark-mlt:"
 
 
@@ -116,6 +125,28 @@ def merge_codecs(location: str, stored: Mapping[str, MLTCodec], wanted: Mapping[
                 parameter="codecs",
             )
     return {**stored, **wanted}
+
+
+def id_type_properties(types: Mapping[str, str]) -> dict[str, str]:
+    """The table properties recording each id column's type (Spark's ``simpleString``), from
+    the rows it was tokenized from.
+
+    Example::
+
+        id_type_properties({"userId": "int"})  # {"mlt.type.userId": "int"}
+    """
+    return {f"{ID_TYPE_PROPERTY_PREFIX}{column}": kind for column, kind in types.items()}
+
+
+def id_types(properties: Mapping[str, str]) -> dict[str, str]:
+    """The type of each id column recorded in a table's ``properties`` (``mlt.type.<column>``).
+
+    Example::
+
+        id_types(read_snapshot("/data/ratings_mlt").properties)  # {"movieId": "bigint", "userId": "int"}
+    """
+    prefix = ID_TYPE_PROPERTY_PREFIX
+    return {key.removeprefix(prefix): value for key, value in sorted(properties.items()) if key.startswith(prefix)}
 
 
 def vocabulary_properties(paths: Mapping[str, str]) -> dict[str, str]:
@@ -261,11 +292,18 @@ class AppTransaction:
     #: the table (a window's change of its value counts) rather than sets it; a table at a later
     #: version of the writer took another window's change instead, and the write is refused.
     exact: bool = False
+    #: Whether a table that records ``version`` (or, unless ``exact``, a later one) holds this
+    #: write already, so that it is skipped: a run id, a streaming batch, a window's source
+    #: version. False for a write whose version does not tell what it holds: one that sets the
+    #: table anew (a full refresh of a mirror that may be damaged, a re-size, a clean-up of value
+    #: counts) or whose versions number a writer's changes (a vocabulary's appends and erasures).
+    #: Such a write is never skipped, and with ``after`` commits only while the table records it.
+    skippable: bool = True
 
     def recorded_in(self, table_version: int | None) -> bool:
         """Whether a table whose transaction version for ``app_id`` is ``table_version``
-        (None: never written by it) already holds this write."""
-        if table_version is None:
+        (None: never written by it) already holds this write (never, unless ``skippable``)."""
+        if table_version is None or not self.skippable:
             return False
         return table_version == self.version if self.exact else table_version >= self.version
 

@@ -2,7 +2,7 @@
 
 With Delta's jars this is ``spark.read.format("delta")``. Without them (the jar-free path), the
 Delta core reads the log and Spark reads the version's Parquet files in one scan
-([`scan_snapshot`][spark_mlt.delta.scan.scan_snapshot]), after the protocol gate
+([`scan_snapshot`][spark_mlt.delta.read.scan.scan_snapshot]), after the protocol gate
 ([`check_readable`][spark_mlt.delta.features.check_readable]) has made sure that this returns
 exactly the rows Delta returns: partition values typed as delta-spark types them, the rows of
 deletion vectors left out by their index in their file. No row of the table passes through the
@@ -16,9 +16,9 @@ from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 
-from spark_mlt.delta.changes import appended_files
 from spark_mlt.delta.fs import locate
-from spark_mlt.delta.scan import scan_snapshot
+from spark_mlt.delta.read.changes import appended_files
+from spark_mlt.delta.read.scan import scan_snapshot
 from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
 from spark_mlt.storage.catalog import BACKENDS, Backend, resolve_location, use_delta_spark
 from spark_mlt.storage.table import TableSnapshot

@@ -45,16 +45,16 @@ from pyspark.sql.types import ByteType, IntegerType, LongType, ShortType, String
 
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.sqltext import identifier, string
-from spark_mlt.delta._local import local_frame
 from spark_mlt.delta.actions import AddFile
+from spark_mlt.delta.frames import local_frame
 from spark_mlt.delta.fs import locate
 from spark_mlt.delta.partitions import partition_value
-from spark_mlt.delta.scan import scan_snapshot
+from spark_mlt.delta.read.scan import scan_snapshot
 from spark_mlt.delta.schema import TableLayout
 from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import ConcurrentWriteError, TableFeatureError
-from spark_mlt.storage import _delta_spark
-from spark_mlt.storage._plan import DeltaWriteResult, ReplacedFile, skipped_write
+from spark_mlt.storage import spark_sql
+from spark_mlt.storage.backends.plan import DeltaWriteResult, ReplacedFile, skipped_write
 from spark_mlt.storage.catalog import Backend
 from spark_mlt.storage.properties import AppTransaction
 from spark_mlt.storage.reader import read_snapshot_rows
@@ -392,6 +392,7 @@ def replace_keys(
         parquet_options=dict(parquet_options or {}),
         backend="delta-rs",
         max_file_rows=max_file_rows,
+        replaces=tuple(keyed.candidates),
     )
     return write_delta(
         _rewrite(rows.select(*keyed.rows.columns), keyed, max_file_rows, row_count),
@@ -402,7 +403,6 @@ def replace_keys(
         options=options,
         snapshot=snapshot,
         storage_options=snapshot.storage_options,
-        replaces=keyed.candidates,
     )
 
 
@@ -510,7 +510,7 @@ def _merge(
     names = ", ".join(identifier(c) for c in columns)
     values = ", ".join(f"s.{identifier(c)}" for c in columns)
     sql = (
-        f"MERGE INTO {_delta_spark.path_target(location)} t USING {view} s ON {on} "
+        f"MERGE INTO {spark_sql.path_target(location)} t USING {view} s ON {on} "
         f"WHEN MATCHED AND NOT s.{_PRESENT} THEN DELETE "
         f"WHEN MATCHED THEN UPDATE SET {sets} "
         f"WHEN NOT MATCHED AND s.{_PRESENT} THEN INSERT ({names}) VALUES ({values})"
@@ -518,21 +518,21 @@ def _merge(
     write_id = uuid.uuid4().hex
     metadata = {**commit_info, WRITE_ID: write_id}
     conf = {**parquet_options}
-    if transaction is not None:  # Delta's idempotent DML
-        conf["spark.databricks.delta.write.txnAppId"] = transaction.app_id
-        conf["spark.databricks.delta.write.txnVersion"] = str(transaction.version)
+    if transaction is not None:
         metadata["spark_mlt.transaction"] = str(transaction)
     conf["spark.databricks.delta.commitInfo.userMetadata"] = json.dumps(metadata, sort_keys=True)
     try:
+        now = snapshot
         if transaction is not None:  # the table as the merge is about to read it (Delta checks its txn from there)
             now = read_snapshot(location.uri, storage_options=snapshot.storage_options)
             if now.holds(transaction):
                 return skipped_write(location.uri, now.version, transaction)
             transaction.check_base(now.transaction_version(transaction.app_id), location.uri)
-        with _delta_spark.statement_session(spark, conf, {view: source}) as own:
+        conf.update(spark_sql.transaction_conf(transaction, now))  # Delta's idempotent DML
+        with spark_sql.statement_session(spark, conf, {view: source}) as own:
             own.sql(sql).collect()
     except Exception as error:
-        if _delta_spark.lost_race(error):
+        if spark_sql.lost_race(error):
             raise ConcurrentWriteError(
                 f"another writer committed to {location.uri} while the merge ran; nothing of it was committed: "
                 "run it again"
@@ -543,6 +543,8 @@ def _merge(
     if commit is None:
         if transaction is not None and after.holds(transaction):
             return skipped_write(location.uri, after.version, transaction)
+        if transaction is not None:  # Delta skipped it: another writer moved the table meanwhile
+            transaction.check_base(after.transaction_version(transaction.app_id), location.uri)
         raise ConcurrentWriteError(
             f"delta-spark returned from the merge into {location.uri}, but no commit after version "
             f"{snapshot.version} carries its write id {write_id}: look at the table's history before running it again"

@@ -15,11 +15,11 @@ Erasure ([`erase_keys`][spark_mlt.storage.vocabulary.erase_keys]): a key that no
 more (a customer who asked to be forgotten) leaves its vocabulary, and its id stays, keyless, so
 no other key is ever given it: the next new key gets an id after every id ever given.
 
-Concurrent runs: each append is the next version of the vocabulary's application transaction
-``spark-mlt-vocabulary``, planned from the version it read; an append that loses to another
-run's commits nothing and is planned again from the winner's largest id, so two runs never give
-one id to two keys ([`check_vocabulary`][spark_mlt.storage.vocabulary.check_vocabulary] checks a
-vocabulary for that).
+Concurrent runs: each change (an append or an erasure) is the next version of the vocabulary's
+application transaction ``spark-mlt-vocabulary``, planned from the version it read; an append that
+loses to another run's commits nothing and is planned again from the winner's largest id, so two
+runs never give one id to two keys ([`check_vocabulary`][spark_mlt.storage.vocabulary.check_vocabulary]
+checks a vocabulary for that), and an erasure that loses erases nothing.
 
 A tokenized table records the vocabulary path of each string column in its table property
 ``mlt.vocabulary.<column>`` ([`vocabulary_properties`][spark_mlt.storage.properties.vocabulary_properties];
@@ -36,15 +36,15 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
-from spark_mlt.delta._local import local_frame
+from spark_mlt.delta.frames import local_frame
 from spark_mlt.delta.fs import locate
 from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import CodecCapacityError, ConcurrentWriteError, VocabularyError
-from spark_mlt.storage._delta_spark import path_target, statement_session
 from spark_mlt.storage.catalog import Backend, use_delta_spark
 from spark_mlt.storage.properties import NEVER, AppTransaction
 from spark_mlt.storage.reader import read_delta
 from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
+from spark_mlt.storage.spark_sql import lost_race, path_target, statement_session, transaction_conf
 from spark_mlt.storage.table import TableSnapshot, read_snapshot, table_exists
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
@@ -55,6 +55,7 @@ __all__ = [
     "check_vocabulary",
     "erase_keys",
     "keys_for_ids",
+    "next_change",
     "next_id",
     "number_keys",
     "planned_size",
@@ -113,11 +114,11 @@ def assign_ids(
 
 #: How often a vocabulary append that lost to another writer's is planned again.
 APPEND_ATTEMPTS = 5
-#: The application transaction that numbers a vocabulary's appends: each append is the next
-#: version of it, planned from the one the vocabulary held, so that of two appends planned from
-#: one version (two runs numbering new keys from one largest id) the second commits nothing and
-#: is planned again.
-APPEND_APP = "spark-mlt-vocabulary"
+#: The application transaction that numbers a vocabulary's changes, appends and erasures: each
+#: is the next version of it, planned from the one the vocabulary held, so that of two changes
+#: planned from one version (two runs numbering new keys from one largest id, or an erasure
+#: planned before a value came back and got an id) the second commits nothing.
+VOCABULARY_APP = "spark-mlt-vocabulary"
 
 
 def _append_new_keys(
@@ -138,12 +139,11 @@ def _append_new_keys(
         else None
     )
     if snapshot is None:
-        new, start, held = keys, 0, None
+        new, start = keys, 0
     else:
         known = read_delta(spark, path, storage_options=storage_options, version=snapshot.version)
         new = keys.join(known.select("key"), "key", "left_anti")
         start = next_id(snapshot, known)
-        held = snapshot.transaction_version(APPEND_APP)
     numbered, size = _numbered(spark, new, start)
     if capacity is not None and size > capacity:
         raise CodecCapacityError(
@@ -157,8 +157,7 @@ def _append_new_keys(
         return True  # every key known
     if numbered is None:  # a new vocabulary with no key yet: the table, empty
         numbered = spark.createDataFrame([], "key string, id bigint")
-    count = 0 if held is None else held
-    transaction = AppTransaction(APPEND_APP, count + 1, after=NEVER if held is None else held)
+    transaction = next_change(snapshot)
     options = WriteOptions(commit_info={"spark_mlt.vocabulary_of": column})
     try:
         result = write_delta(
@@ -277,19 +276,31 @@ def erase_keys(
     *,
     storage_options: Mapping[str, str] | None = None,
     backend: Backend = "auto",
+    snapshot: TableSnapshot | None = None,
 ) -> int:
     """Erase ``keys`` (a ``key`` column) from the vocabulary at ``path``: each one's row keeps
     its id and loses its key, in one commit (none when no key is there); returns how many keys
     were erased. Decoding an erased key's id gives null, and the id is never given again.
 
+    The erasure is planned from the vocabulary's version ``snapshot`` (by default the latest,
+    read here): like an append, it is the next version of the vocabulary's writer
+    (``VOCABULARY_APP``), and commits only while the vocabulary still records the version it read,
+    so a key another run gave an id meanwhile (a value that came back) is never erased by a
+    plan made before it.
+
     The erased keys stay in the table's older versions and files until they are vacuumed (see
     docs/sync.md: erasure step by step).
+
+    Raises:
+        ConcurrentWriteError: another run changed the vocabulary since ``snapshot``; nothing
+            was erased.
 
     Example::
 
         erase_keys(spark, "/data/orders_mlt_vocab/email", gone_emails)
     """
-    snapshot = read_snapshot(path, storage_options=storage_options)
+    if snapshot is None:
+        snapshot = read_snapshot(path, storage_options=storage_options)
     kind: Backend = "delta-spark" if use_delta_spark(spark, backend) else "delta-rs"
     keyed = key_rows(spark, snapshot, keys.select(F.col("key").cast("string").alias("key")), ["key"], backend=kind)
     held = keyed.held.persist()
@@ -298,22 +309,58 @@ def erase_keys(
         if not erased:
             return 0
         info = {"spark_mlt.vocabulary_of": path, "spark_mlt.operation": "erase", "spark_mlt.erased": erased}
+        transaction = next_change(snapshot)
         if kind == "delta-spark":
-            _erase_merge(spark, snapshot, keyed, info)
+            _erase_merge(spark, keyed, info, transaction)
         else:
             tombstones = held.withColumn("key", F.lit(None).cast("string"))
-            replace_keys(tombstones, keyed, {}, transaction=None, commit_info=info)
+            replace_keys(tombstones, keyed, {}, transaction=transaction, commit_info=info)
         return int(erased)
     finally:
         held.unpersist()
 
 
-def _erase_merge(spark: SparkSession, snapshot: TableSnapshot, keyed: KeyedRows, info: Mapping[str, object]) -> None:
-    """``MERGE INTO`` the vocabulary: each matched key set to null (Delta's UPDATE takes no subquery)."""
+def next_change(snapshot: TableSnapshot | None) -> AppTransaction:
+    """The application transaction of the next change (an append or an erasure) of the
+    vocabulary version ``snapshot`` (None: no vocabulary yet): the next version of its writer
+    ``VOCABULARY_APP``, committed only while the vocabulary records the one it read."""
+    held = None if snapshot is None else snapshot.transaction_version(VOCABULARY_APP)
+    # not skippable: a vocabulary at that version took another run's change, not this one
+    return AppTransaction(VOCABULARY_APP, (held or 0) + 1, after=NEVER if held is None else held, skippable=False)
+
+
+def _erase_merge(
+    spark: SparkSession, keyed: KeyedRows, info: Mapping[str, object], transaction: AppTransaction
+) -> None:
+    """``MERGE INTO`` the vocabulary: each matched key set to null (Delta's UPDATE takes no
+    subquery), as ``transaction`` (Delta's idempotent DML: refused by Delta when another change
+    of the vocabulary lands meanwhile; checked against the table just before, too).
+
+    Raises:
+        ConcurrentWriteError: another run changed the vocabulary since it was read.
+    """
+    snapshot = keyed.snapshot
+    location = locate(snapshot.path, snapshot.storage_options)
     view = f"spark_mlt_erase_{uuid.uuid4().hex[:12]}"
-    target = path_target(locate(snapshot.path, snapshot.storage_options))
-    conf = {"spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(info), sort_keys=True)}
-    with statement_session(spark, conf, {view: keyed.keys}) as own:
-        own.sql(
-            f"MERGE INTO {target} t USING {view} s ON t.key = s.key WHEN MATCHED THEN UPDATE SET t.key = NULL"
-        ).collect()
+    now = read_snapshot(location.uri, storage_options=snapshot.storage_options)
+    transaction.check_base(now.transaction_version(transaction.app_id), location.uri)
+    conf = {
+        "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(info), sort_keys=True),
+        **transaction_conf(transaction, now),
+    }
+    try:
+        with statement_session(spark, conf, {view: keyed.keys}) as own:
+            own.sql(
+                f"MERGE INTO {path_target(location)} t USING {view} s ON t.key = s.key "
+                "WHEN MATCHED THEN UPDATE SET t.key = NULL"
+            ).collect()
+    except Exception as error:
+        if lost_race(error):
+            raise ConcurrentWriteError(
+                f"another run changed the vocabulary at {location.uri} while its erasure ran; nothing was erased: "
+                "run it again"
+            ) from error
+        raise
+    after = read_snapshot(location.uri, storage_options=snapshot.storage_options)
+    if after.transaction_version(transaction.app_id) != transaction.version:  # Delta skipped it
+        transaction.check_base(after.transaction_version(transaction.app_id), location.uri)

@@ -9,10 +9,10 @@ write: a job that has read it already
 
 * ``"delta-spark"`` when the session has Delta on its classpath (Databricks, EMR, a machine
   that can reach Maven): ``df.write.format("delta")``, properties through the DeltaTable
-  builder ([`spark_mlt.storage._delta_spark`][spark_mlt.storage._delta_spark]).
+  builder ([`spark_mlt.storage.backends.delta_spark`][spark_mlt.storage.backends.delta_spark]).
 * ``"delta-rs"`` otherwise, the embedded default that needs no jars: Spark writes Parquet in
   parallel, delta-rs commits exactly the files of Spark's job commit, atomically
-  ([`spark_mlt.storage._delta_rs`][spark_mlt.storage._delta_rs]). An existing table's protocol is
+  ([`spark_mlt.storage.backends.delta_rs`][spark_mlt.storage.backends.delta_rs]). An existing table's protocol is
   checked first ([`check_jar_free_write`][spark_mlt.storage.writer.check_jar_free_write]: a feature
   this path cannot keep is refused before any data moves), and its rules (constraints, NOT NULL,
   generated columns) are checked in Spark and its column mapping kept (`spark_mlt.delta.schema`).
@@ -52,8 +52,9 @@ from spark_mlt.delta.features import check_writable
 from spark_mlt.delta.fs import Location, locate
 from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError, TableError, TableFeatureError
 from spark_mlt.options import check_choice
-from spark_mlt.storage import _delta_rs, _delta_spark
-from spark_mlt.storage._plan import (
+from spark_mlt.storage import spark_sql
+from spark_mlt.storage.backends import delta_rs, delta_spark
+from spark_mlt.storage.backends.plan import (
     DeltaWriteResult,
     ReplacedFile,
     WriteMode,
@@ -113,6 +114,8 @@ class WriteOptions:
         resize: with ``mode="overwrite"`` on an existing table, replace its codecs and schema
             with the write's (every row re-tokenized with new codecs); its other properties and
             partitioning stay, and its older versions keep their codecs (time travel).
+        replaces: files of the table the same commit removes (jar-free only): the rows written
+            hold what stays of their rows (see `spark_mlt.storage.replace`).
     """
 
     commit_info: Mapping[str, Any] = field(default_factory=dict)
@@ -123,6 +126,7 @@ class WriteOptions:
     cluster_by: Sequence[str] = ()
     max_file_rows: int | None = None
     resize: bool = False
+    replaces: Sequence[ReplacedFile] = ()
 
     def __post_init__(self) -> None:
         check_choice("backend", self.backend, BACKENDS)
@@ -218,7 +222,6 @@ def write_delta(
     options: WriteOptions | None = None,
     snapshot: TableSnapshot | Literal["read"] | None = "read",
     storage_options: Mapping[str, str] | None = None,
-    replaces: Sequence[ReplacedFile] = (),
 ) -> DeltaWriteResult:
     """Write ``df`` as a Delta table with ``codecs`` stored in its properties.
 
@@ -239,8 +242,6 @@ def write_delta(
         storage_options: the store's settings with delta-rs' keys (see
             [`StorageOptions`][spark_mlt.delta.fs.StorageOptions]) for delta-rs and the driver's
             file work; Spark's own are the session's. Never written to the table or its log.
-        replaces: files of ``snapshot`` the same commit removes (jar-free only): ``df`` holds
-            what stays of their rows (see `spark_mlt.storage.replace`).
 
     Raises:
         TableExistsError: mode is ``"error"`` and a table exists at ``path``.
@@ -284,16 +285,16 @@ def write_delta(
             partition_by=tuple(snapshot.partition_columns),
             properties={**kept, **plan.properties},
         )
-    if replaces:
+    if opts.replaces:
         if backend != "delta-rs" or snapshot is None:
             raise MLTError(
                 "replaces: files are replaced by the jar-free backend, in a table that exists", parameter="replaces"
             )
-        plan = dataclasses.replace(plan, replaces=tuple(replaces))
+        plan = dataclasses.replace(plan, replaces=tuple(opts.replaces))
     if call.options.cluster_by:
         ranges = [identifier(name) for name in call.options.cluster_by]
         df = df.repartitionByRange(*ranges).sortWithinPartitions(*ranges)
-    return _delta_spark.write(df, plan) if backend == "delta-spark" else _delta_rs.write(df, plan)
+    return delta_spark.write(df, plan) if backend == "delta-spark" else delta_rs.write(df, plan)
 
 
 @dataclass(frozen=True)
@@ -374,7 +375,7 @@ def _named_table(call: _WriteCall, name: str, snapshot: TableSnapshot | Literal[
             parameter="path",
         )
     properties = {**call.options.properties, **codec_properties(call.codecs)}
-    _delta_spark.create_table(spark, name, call.df.schema, tuple(call.options.partition_by), properties)
+    spark_sql.create_table(spark, name, call.df.schema, tuple(call.options.partition_by), properties)
     created = read_snapshot(resolve_location(name, spark=spark), storage_options=call.storage_options)
     merge_codecs(name, created.codecs, call.codecs)  # another writer may have created it first
     return created

@@ -3,7 +3,8 @@
 # tests/compat/venv.sh (that pyspark and stack first, then spark-mlt, which must replace
 # none of them), runs the tests marked compat (the jobs on a local S3 server among
 # them), the differential statistics harness (60 cases written on the line, 30 on a smoke line, read by every
-# reader it has, delta-spark on the first line of each Delta release: SPARK_MLT_DIFF_EXAMPLES),
+# reader it has, delta-spark on the first line of each Delta release: SPARK_MLT_DIFF_EXAMPLES), the
+# engine-differential harness (200 cases, 30 on a smoke line: SPARK_MLT_ENGINE_EXAMPLES),
 # then on a line Delta publishes jars for
 # the delta-spark tests (local disk, catalog tables, S3). The jars come from `make jars`
 # (make test-compat runs it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
@@ -11,7 +12,8 @@
 # COMPAT_DEPTH=full (the default) runs every compat test but the exhaustive ones
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
 # Delta round trips, the stream, the file statistics and the catalog functions. DELTA_SPARK_DEPTH=full (the default)
-# runs every delta_spark test; smoke, delta-spark writing, and reading our tables of each feature
+# runs every delta_spark test (the sync's runs interleaved and stopped at each step point among
+# them); smoke, delta-spark writing, and reading our tables of each feature
 # (CATALOG=full adds the catalog functions and views of tests/test_publish.py).
 # PYTEST_WORKERS (default 2) test processes (pytest-xdist) share each run, whole modules each.
 set -euo pipefail
@@ -23,6 +25,13 @@ if ((workers > 1)); then xdist=(-n "$workers" --dist loadfile); fi
 venv=$(tests/compat/venv.sh "$version")
 "$venv/bin/python" -c "import pyspark, pandas, numpy, pyarrow, deltalake; print(f'== pyspark {pyspark.__version__}, pandas {pandas.__version__}, numpy {numpy.__version__}, pyarrow {pyarrow.__version__}, deltalake {deltalake.__version__}')"
 line=$("$venv/bin/python" -c 'from spark_mlt.jars import jar_line; print(jar_line())')
+# a line Delta publishes delta-spark for must have its jars: a missing or broken jar setup fails
+# here instead of leaving the zoo, the delta-spark reader and the MERGE tests out green
+if "$venv/bin/python" -c "import sys; from spark_mlt.jars import LINE_GROUPS; sys.exit('delta' not in LINE_GROUPS['$line'])" &&
+    [[ ! -f .jars/spark-$line/delta/.complete ]]; then
+    echo "run-line.sh: Spark $line has delta-spark jars but .jars/spark-$line/delta is not complete (make jars JARS_LINE=$line JARS_GROUPS=delta)" >&2
+    exit 1
+fi
 # the table zoo (tests/support/zoo.py) of this line's Delta, built fresh into .zoo/ (git-ignored):
 # delta-spark must read its tables as it read the committed zoo's (tests/compat/test_zoo.py),
 # and the line's jar-free tests read it: tables as the Delta of the line's users writes them,
@@ -39,12 +48,14 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
             if current "$built" && grep -q "\"delta\": \"$delta\"" "$built/manifest.json"; then zoo=$built; break; fi
         done
     fi
+    started=$SECONDS
     if ! current "$zoo"; then
         PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
     fi
     echo "== zoo: $zoo (Delta $delta) against the committed one"
     export SPARK_MLT_TEST_ZOO=$zoo
     "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" tests/compat/test_zoo.py
+    echo "== zoo on Spark $line: $((SECONDS - started)) s"
 fi
 if [[ $depth == smoke ]]; then
     tests=(tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py tests/test_publish.py)
@@ -58,13 +69,16 @@ if [[ $delta_spark_depth == smoke ]]; then
     # back by another line's plain PySpark and through a Spark Connect server (tests/test_publish.py)
     [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or publish" tests/test_delta_spark.py tests/test_publish.py)
 else
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py tests/test_publish.py)
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py tests/test_publish.py
+        tests/test_sync_overlap.py tests/test_sync_recovery.py)
 fi
 echo "== compat tests ($depth)"
+started=$SECONDS
 # the generated statistics tables (tests/test_stats.py); the differential harness runs on its own below
 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-4} \
     "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" \
-    --ignore=tests/test_differential.py "${tests[@]}"
+    --ignore=tests/test_differential.py --ignore=tests/test_engine_differential.py "${tests[@]}"
+echo "== compat tests on Spark $line: $((SECONDS - started)) s"
 # the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases written
 # on this line, each read by every reader the line has: the cheap ones every case, the others in
 # turn; two shards side by side (pytest-xdist's --dist load)
@@ -87,14 +101,34 @@ env "${differential[@]}" SPARK_MLT_DIFF_REPORT=".differential/pyspark-$version.t
 grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:" ".differential/pyspark-$version.txt".* 2>/dev/null || true
 echo "== differential statistics harness on Spark $line: $((SECONDS - started)) s"
 ((status == 0)) || exit "$status"
+# the engine-differential harness (tests/test_engine_differential.py): SPARK_MLT_ENGINE_EXAMPLES
+# generated cases (200 on a full line, 30 on a smoke line; the newest line runs 500 in make
+# test-engines), every engine the line has (no SQL functions before 4.0) against the NumPy codec;
+# two shards side by side
+engine_cases=200
+[[ $depth == smoke ]] && engine_cases=30
+echo "== engine-differential harness on Spark $line"
+started=$SECONDS
+rm -f ".differential/engines-pyspark-$version.txt".*
+status=0
+SPARK_MLT_ENGINE_EXAMPLES="${SPARK_MLT_ENGINE_EXAMPLES:-$engine_cases}" SPARK_MLT_ENGINE_SHARDS=2 \
+    SPARK_MLT_ENGINE_REPORT=".differential/engines-pyspark-$version.txt" PYSPARK_PYTHON="$venv/bin/python" \
+    PYARROW_IGNORE_TIMEZONE=1 "$venv/bin/python" -m pytest -p no:cacheprovider -q -n 2 --dist load "$@" \
+    tests/test_engine_differential.py || status=$?
+grep -h "^engines:\|^skipped:\|^seconds per case:" ".differential/engines-pyspark-$version.txt".* 2>/dev/null || true
+echo "== engine-differential harness on Spark $line: $((SECONDS - started)) s"
+((status == 0)) || exit "$status"
 # delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     echo "== delta-spark on Spark $line ($delta_spark_depth)"
     started=$SECONDS
+    # the sync's interleavings and stops (step_points tests): one of the 12 pairs, at one step
+    # point each, drawn afresh each run (a delta-spark run of a point costs a minute or more)
     SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
-        SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-2} \
+        SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-2} SPARK_MLT_STEP_TESTS=${SPARK_MLT_STEP_TESTS:-1} \
+        SPARK_MLT_STEP_POINTS=${SPARK_MLT_STEP_POINTS:-1} SPARK_MLT_STEP_SEED=${SPARK_MLT_STEP_SEED:-$RANDOM} \
         "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "${xdist[@]}" "$@" "${delta_spark[@]}"
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
 else
-    echo "== no delta-spark for Spark $line (no .jars/spark-$line/delta: make jars JARS_GROUPS=delta)"
+    echo "== no delta-spark for Spark $line: Delta publishes none for it (spark_mlt.jars.LINE_GROUPS)"
 fi

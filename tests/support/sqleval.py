@@ -66,7 +66,8 @@ def _get(table: Any, index: Any) -> Any:
 
 def _try(function: Callable[[int, int], int]) -> Callable[..., Any]:
     def run(a: Any, b: Any) -> Any:
-        if a is None or b is None:
+        if a is None or b is None or isinstance(a, Overflow) or isinstance(b, Overflow):
+            return None  # Spark's try_ functions catch their arguments' errors too
             return None
         result = _bigint(function(a, b))
         return None if isinstance(result, Overflow) else result

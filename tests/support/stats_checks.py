@@ -122,22 +122,32 @@ def expected_stats(path: str, spec: StatsSpec) -> dict[str, Any]:
     physical = {footer.schema.column(i).path: footer.schema.column(i).physical_type for i in range(footer.num_columns)}
     stats: dict[str, Any] = {"numRecords": rows.num_rows}
     counted = _counted(footer)
+    unbounded = False  # a column with values but no bounds: then no bounds in the file at all
     for column in spec.columns:
         values = _column(rows, column.path)
-        if values is None or isinstance(column.kind, ArrayType | MapType):
+        if isinstance(column.kind, ArrayType | MapType):
             continue
-        if ".".join(column.path) in counted:  # a footer without it (INT96 on Spark 3.5) leaves it unknown
+        known = values is not None and ".".join(column.path) in counted
+        if known:  # a footer without it (INT96 on Spark 3.5) leaves it unknown
             _put(stats, "nullCount", column.path, values.null_count)
-        if not column.bounds or (legacy and isinstance(column.kind, DateType | TimestampType | TimestampNTZType)):
-            continue
-        int96 = physical.get(".".join(column.path)) == "INT96"
-        low, high = _expected_bounds(column, values.drop_null(), spec.string_prefix, int96=int96)
+        low = high = None
+        if values is not None and column.bounds and not (legacy and isinstance(column.kind, _CALENDAR)):
+            int96 = physical.get(".".join(column.path)) == "INT96"
+            low, high = _expected_bounds(column, values.drop_null(), spec.string_prefix, int96=int96)
         if low is not None and high is not None:  # both bounds, or neither
             _put(stats, "minValues", column.path, low)
             _put(stats, "maxValues", column.path, high)
+        elif not isinstance(column.kind, BinaryType) and not (known and values.null_count == len(values)):
+            unbounded = True
+    if unbounded:
+        stats.pop("minValues", None)
+        stats.pop("maxValues", None)
     if spec.tight_bounds:
         stats["tightBounds"] = True
     return stats
+
+
+_CALENDAR = (DateType, TimestampType, TimestampNTZType)
 
 
 def _counted(footer: pq.FileMetaData) -> set[str]:
@@ -287,9 +297,14 @@ def differences(
         for path in sorted(set(leaf_paths(theirs.get("nullCount", {}))) - set(kinds)):
             into.problems.append(f"{'.'.join(path)}: delta-spark records it, our spec does not")
     raw_max = _raw_maxima(footer)
+    # a file with a column it cannot bound records no bounds at all (expected_stats checks when)
+    unbounded = "minValues" not in ours and "maxValues" not in ours
     for path, column in kinds.items():
         for stat in STATS:
             pair = (get(ours, stat, path), get(theirs, stat, path))
+            if unbounded and stat != "nullCount" and pair[1] is not None:
+                into.leave_out("a file with a column it cannot bound: no bounds of any column")
+                continue
             _compare(column, stat, pair, footer, into, raw_max=raw_max.get(path), prefix=spec.string_prefix)
 
 

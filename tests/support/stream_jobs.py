@@ -23,8 +23,8 @@ from typing import Any
 import deltalake
 
 from spark_mlt.batch import StreamOptions, TokenizeOptions, local_session
-from spark_mlt.batch import stream as stream_module
-from spark_mlt.batch import tokenize as tokenize_module
+from spark_mlt.batch.write import stream as stream_module
+from spark_mlt.batch.write import tokenize as tokenize_module
 
 
 def _die() -> None:

@@ -6,7 +6,8 @@ rows silently, a missing one only costs a scan. So each bound written here is a 
 the file's values under the comparison of every reader spark-mlt is tested with (delta-spark,
 delta-rs and the readers built on them), or the column's bounds are left out, both of them:
 readers built on delta-rs read a lone bound as a fact about every value (measured with deltalake
-1.6.6), and delta-spark answers nothing from a column missing one.
+1.6.6), and delta-spark answers nothing from a column missing one. And a missing one costs a
+scan only where no other column of the file has bounds (the last point below).
 
 How the footer is read:
 
@@ -41,7 +42,19 @@ How each bound is written (the protocol's "Per-file Statistics", in delta-spark'
 * ``nullCount`` for every column of the spec whose row groups all count their nulls (bounds are
   only written with it: delta-spark skips nothing without it, and delta-rs' pyarrow dataset then
   takes the column for one without nulls); ``tightBounds: true`` where the table supports deletion
-  vectors, as delta-spark writes it (these files have none).
+  vectors, as delta-spark writes it (these files have none);
+* a file that holds a value of a statistics column (other than binary, an array or a map) and
+  cannot bound it (any of the above: NaN, INT96, a string maximum that cannot be cut, a footer
+  without bounds, the legacy calendar, no null count) records no bound of any column, only
+  ``numRecords`` and ``nullCount``: deltalake's pyarrow dataset (1.6.6) reads the missing bounds
+  of one column among others' as ``column >= null and column <= null``, which no row passes, and
+  loses the file's rows to every filter on it (measured), while it reads a file without
+  ``minValues`` and ``maxValues`` as one it knows no bounds of. So a file without bounds costs a
+  scan of it; a column of the table's statistics that a file does not bound among others' costs
+  its rows. (Taking such a column out of the table's statistics columns first, in a commit of
+  its own, would keep the other columns' bounds, but deltalake 1.6.6's
+  ``alter.set_table_properties`` rewrites a protocol of table features with ``variantType``
+  added, which the jar-free writer and older readers refuse.)
 
 Example::
 
@@ -60,11 +73,14 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 from pyspark.sql.types import (
+    ArrayType,
+    BinaryType,
     BooleanType,
     DataType,
     DateType,
     DecimalType,
     FloatType,
+    MapType,
     StringType,
     TimestampNTZType,
     TimestampType,
@@ -97,21 +113,23 @@ def file_stats(metadata: pq.FileMetaData, spec: StatsSpec) -> str:
     minimum: dict[str, Any] = {}
     maximum: dict[str, Any] = {}
     nulls: dict[str, Any] = {}
+    unbounded = False  # a column readers take bounds of has values but none
     for column in spec.columns:
         index = leaves.get(column.path)
-        if index is None:  # an array or a map, or not in the file: nothing is known of it
-            continue
-        chunks = [metadata.row_group(group).column(index) for group in range(metadata.num_row_groups)]
-        null_count = _null_count(chunks)
-        if null_count is None:
-            continue
-        _put(nulls, column.path, null_count)
-        if not column.bounds or (legacy_calendar and _calendar_type(column.kind)):
-            continue
-        bounds = _column_bounds(column, metadata.schema.column(index), chunks, rows, spec.string_prefix)
+        chunks = [] if index is None else [metadata.row_group(g).column(index) for g in range(metadata.num_row_groups)]
+        null_count = _null_count(chunks) if chunks else None
+        if null_count is not None:
+            _put(nulls, column.path, null_count)
+        bounds = None
+        if chunks and column.bounds and not (legacy_calendar and _calendar_type(column.kind)):
+            bounds = _column_bounds(column, metadata.schema.column(index), chunks, rows, spec.string_prefix)
         if bounds is not None:
             _put(minimum, column.path, bounds[0])
             _put(maximum, column.path, bounds[1])
+        elif _read_as_bounded(column.kind) and null_count != metadata.num_rows:
+            unbounded = True
+    if unbounded:  # no bounds of any column: see the module's notes
+        minimum, maximum = {}, {}
     stats: dict[str, Any] = {"numRecords": metadata.num_rows}
     if minimum:
         stats["minValues"] = minimum
@@ -122,6 +140,13 @@ def file_stats(metadata: pq.FileMetaData, spec: StatsSpec) -> str:
     if spec.tight_bounds:
         stats["tightBounds"] = True
     return stats_json(stats)
+
+
+def _read_as_bounded(kind: DataType) -> bool:
+    """Whether readers built on delta-rs take a statistics column of type ``kind`` without bounds
+    in a file for one without values: every type but binary, arrays and maps (see the module's
+    notes)."""
+    return not isinstance(kind, BinaryType | ArrayType | MapType)
 
 
 def _leaf_indexes(schema: pa.Schema) -> dict[tuple[str, ...], int]:

@@ -35,7 +35,7 @@ public final class MltCalls {
         && exact.compareTo(java.math.BigDecimal.valueOf(call.codec.maxId)) <= 0) {
       return exact.longValueExact();
     }
-    return badId(call, value.toString());
+    return badId(call, exact.toPlainString()); // as Spark casts a decimal to a string: never 1E-37
   }
 
   private static int[] tokens(MltCall call, long id) {
