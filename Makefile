@@ -77,16 +77,26 @@ jvm: $(JVM_JARS) ## Build spark-mlt's jars (the JVM engine: Spark 3.5 and 4.x) i
 	@find $(JVM_DIR) -name 'spark-mlt-jvm_*.jar' ! -name '*-$(VERSION).jar' -delete
 
 # The table zoo (tests/support/zoo.py): Delta tables as delta-spark writes them, one per feature,
-# with what delta-spark reads from each version. It is committed test data (tests/data/zoo), which
-# the jar-free tests read: `make test` needs no Delta jars and no second PySpark. `make zoo`
-# rebuilds it with the newest line Delta publishes jars for (its venv, .compat/); each compat
-# line builds a fresh one per Delta release into .zoo/ (git-ignored), checks it against the
-# committed one (tests/compat/test_zoo.py) and runs its jar-free tests on it.
+# with what delta-spark reads from each version. It is committed test data, one zoo per Delta
+# release our lines run (tests/data/zoo: the newest, 4.x; tests/data/zoo-delta-<release>: the
+# older ones), which the jar-free tests read: `make test` needs no Delta jars and no second
+# PySpark. `make zoo` rebuilds them, each with the first line of its release (its venv, .compat/);
+# each manifest records a digest of the builder (tests/support/zoo.py, stats_cases.py), so that
+# a change to the builder fails make test until the zoos are rebuilt, and a compat line reads its
+# release's committed zoo (tests/compat/run-line.sh builds one into .zoo/ only when none is current).
 ZOO := tests/data/zoo
 ZOO_DIR := .zoo
-zoo: check-java ## Rebuild the committed table zoo (tests/data/zoo) with PySpark $(DELTA_LINE) and its Delta
+# the first line of each older Delta release: its zoo goes to tests/data/zoo-delta-<release>
+ZOO_OLDER_LINES ?= 3.5.0
+zoo: check-java ## Rebuild the committed table zoos (tests/data/zoo*) with PySpark $(DELTA_LINE) and $(ZOO_OLDER_LINES), each with its Delta
 	@py=$(call line_python,$(DELTA_LINE)); $(call line_jars,$$py,delta) && \
 	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO)
+	@for line in $(ZOO_OLDER_LINES); do \
+	    py=$(call line_python,$$line) && $(call line_jars,$$py,delta) && \
+	    PYSPARK_PYTHON=$$py $$py -m tests.support.zoo $(ZOO_DIR)/committing-$$line && \
+	    release=$$($$py -c "import json; print(json.load(open('$(ZOO_DIR)/committing-$$line/manifest.json'))['delta'])") && \
+	    rm -rf $(ZOO)-delta-$$release && mv $(ZOO_DIR)/committing-$$line $(ZOO)-delta-$$release || exit 1; \
+	done
 
 # `make test` runs every behaviour once but the long-running ones (`slow`: processes killed and
 # restarted, two processes racing, spark-submit on a cluster, notebooks, model training) and the
@@ -132,22 +142,24 @@ test-engines: check-java $(STAMP) jvm ## Run the engine-differential harness on 
 
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own
 # jar, stack and Delta 3.2, gets every compat and delta_spark test; every other line a smoke run
-# (tests/compat/run-line.sh says what it holds). Measured on 2026-11-29 (.ci/run in a fresh clone,
-# 67 min in all, 38.5 of them here): the 3.5 line 20 min (zoo 2, 547 compat tests 6.7, the
-# differential harness 3.2 at 120 cases, 42 delta_spark tests 6.9), each other line 6.5-8 (zoo 2,
-# smoke 1.5, the harness 1.8-3.3 at 120 cases, delta_spark smoke 1.4); the harness now runs 60.
+# (tests/compat/run-line.sh says what it holds). Delta's code runs once per release: delta-spark's
+# tests and its reading of the differential harness's tables on 3.5.0 (Delta 3.2) and 4.0.0
+# (Delta 4.4, which 4.1 and 4.2 run too), each line's jar-free tests on its release's committed
+# zoo. Figures per step: docs/contributing.md#ci.
 COMPAT_LINES ?= 3.5.0 4.0.0 4.1.0 4.2.1
 FULL_LINES ?= 3.5.0
 DELTA_SPARK_FULL_LINES ?= 3.5.0
+DELTA_SPARK_LINES ?= 3.5.0 4.0.0
 # the lines that also publish catalog functions and views and read them from another line (3.5.0 has
 # no SQL functions: a line of Spark 4 publishes them)
-CATALOG_LINES ?= 4.2.1
+CATALOG_LINES ?= 4.0.0
 depth = $$(case " $(1) " in *" $$line "*) echo full;; *) echo smoke;; esac)
-test-compat: check-java jvm ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...; FULL_LINES=..., DELTA_SPARK_FULL_LINES=... get every test, the others a smoke run), one venv each, with their jars
+test-compat: check-java jvm ## Run the compatibility tests on older PySpark lines (COMPAT_LINES=...; FULL_LINES=..., DELTA_SPARK_FULL_LINES=... get every test, the others a smoke run; DELTA_SPARK_LINES=... run delta-spark), one venv each, with their jars
 	@$(MAKE) --no-print-directory jars JARS_LINE="$(foreach line,$(COMPAT_LINES),$(basename $(line)))"
 	@for line in $(COMPAT_LINES); do \
 	    started=$$SECONDS; \
 	    COMPAT_DEPTH=$(call depth,$(FULL_LINES)) DELTA_SPARK_DEPTH=$(call depth,$(DELTA_SPARK_FULL_LINES)) CATALOG=$(call depth,$(CATALOG_LINES)) \
+	        DELTA_SPARK_LINES="$(DELTA_SPARK_LINES)" DELTA_SPARK_READER_LINES="$(DELTA_SPARK_LINES)" \
 	        PYTHON=$(PYTHON) PYTEST_WORKERS=$(PYTEST_WORKERS) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
 	    echo "== pyspark $$line: $$((SECONDS - started)) s"; \
 	done

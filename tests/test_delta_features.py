@@ -42,7 +42,7 @@ from tests.support.frames import assert_same_rows
 from tests.support.plans import plan_operators
 from tests.support.spark_lines import VERSION
 from tests.support.stats_cases import delta_rs_creates_column_mapping
-from tests.support.zoo import Zoo, find_zoo
+from tests.support.zoo import MANIFEST, Zoo, builder_digest, committed_zoos, find_zoo
 
 pytestmark = pytest.mark.compat
 
@@ -50,6 +50,21 @@ pytestmark = pytest.mark.compat
 def _cases() -> list[tuple[str, int]]:
     found = find_zoo()
     return found.cases() if isinstance(found, Zoo) else []
+
+
+def test_each_committed_zoo_was_built_by_the_current_builder() -> None:
+    """A change to the zoo's builder needs ``make zoo``: a compat line reads its release's
+    committed zoo instead of building one, so a stale zoo would test yesterday's tables."""
+    zoos = {folder.name: json.loads((folder / MANIFEST).read_text()) for folder in committed_zoos()}
+    assert len(zoos) >= 2, f"a committed zoo per Delta release (the newest and 3.x): {sorted(zoos)}"
+    stale = {
+        name: manifest.get("builder") for name, manifest in zoos.items() if manifest.get("builder") != builder_digest()
+    }
+    assert not stale, (
+        f"built by another builder than tests/support/zoo.py's {builder_digest()}: {stale}; run `make zoo`"
+    )
+    releases = [manifest["delta"] for manifest in zoos.values()]
+    assert len(set(releases)) == len(releases), f"one committed zoo per Delta release: {releases}"
 
 
 @pytest.mark.parametrize(("name", "version"), _cases() or [pytest.param("-", 0, marks=pytest.mark.skip("no zoo"))])

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The compatibility suite on one PySpark line: builds (or reuses) its venv with
 # tests/compat/venv.sh (that pyspark and stack first, then spark-mlt, which must replace
-# none of them), runs the tests marked compat (the jobs on a local S3 server among
-# them), the differential statistics harness (60 cases written on the line, 30 on a smoke line, read by every
-# reader it has, delta-spark on the first line of each Delta release: SPARK_MLT_DIFF_EXAMPLES), the
-# engine-differential harness (200 cases, 30 on a smoke line: SPARK_MLT_ENGINE_EXAMPLES),
-# then on a line Delta publishes jars for
-# the delta-spark tests (local disk, catalog tables, S3). The jars come from `make jars`
-# (make test-compat runs it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
+# none of them), runs the tests marked compat (the jobs on a local S3 server among them) on its
+# release's table zoo, the differential statistics harness (30 cases written on a full line, 10
+# on a smoke line, read by every reader the line has, delta-spark on DELTA_SPARK_READER_LINES:
+# SPARK_MLT_DIFF_EXAMPLES), the engine-differential harness (60 cases, 20 on a smoke line:
+# SPARK_MLT_ENGINE_EXAMPLES), then on DELTA_SPARK_LINES (this line when unset) the delta-spark
+# tests (local disk, catalog tables, S3). The jars come from `make jars` (make test-compat runs
+# it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
 #
 # COMPAT_DEPTH=full (the default) runs every compat test but the exhaustive ones
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
@@ -32,30 +32,28 @@ if "$venv/bin/python" -c "import sys; from spark_mlt.jars import LINE_GROUPS; sy
     echo "run-line.sh: Spark $line has delta-spark jars but .jars/spark-$line/delta is not complete (make jars JARS_LINE=$line JARS_GROUPS=delta)" >&2
     exit 1
 fi
-# the table zoo (tests/support/zoo.py) of this line's Delta, built fresh into .zoo/ (git-ignored):
-# delta-spark must read its tables as it read the committed zoo's (tests/compat/test_zoo.py),
-# and the line's jar-free tests read it: tables as the Delta of the line's users writes them,
-# and delta-spark's own statistics of its files (tests/test_stats.py), which differ by Delta
-# release. Lines of one Delta release (4.0-4.2 run Delta 4.4.0) share the zoo of the first line
-# that built it. A line without Delta reads the committed zoo (tests/data/zoo).
+# the table zoo (tests/support/zoo.py) of this line's Delta: the line's jar-free tests read
+# tables as the Delta of the line's users writes them, and delta-spark's own statistics of its
+# files (tests/test_stats.py), which differ by Delta release. Each release our lines run has a
+# committed zoo (tests/data/zoo*, `make zoo`), read as it is when its manifest names the current
+# builder (make test fails otherwise); only a release without one gets a fresh zoo built into
+# .zoo/ (git-ignored), checked against the committed one (tests/compat/test_zoo.py). A line
+# without Delta reads the newest committed zoo (tests/data/zoo).
 depth=${COMPAT_DEPTH:-full}
-current() { [[ -f $1/manifest.json && ! tests/support/zoo.py -nt $1/manifest.json && ! tests/support/stats_cases.py -nt $1/manifest.json ]]; }
 if [[ -f .jars/spark-$line/delta/.complete ]]; then
     delta=$(basename .jars/spark-$line/delta/delta-storage-*.jar .jar); delta=${delta#delta-storage-}
-    zoo=.zoo/pyspark-$version
-    if ! current "$zoo"; then
-        for built in .zoo/pyspark-*; do
-            if current "$built" && grep -q "\"delta\": \"$delta\"" "$built/manifest.json"; then zoo=$built; break; fi
-        done
-    fi
-    started=$SECONDS
-    if ! current "$zoo"; then
+    zoo=$("$venv/bin/python" -m tests.support.zoo --committed-for "$delta")
+    if [[ -n $zoo ]]; then
+        echo "== zoo: the committed $zoo (Delta $delta, built from the current builder)"
+    else
+        zoo=.zoo/pyspark-$version
+        started=$SECONDS
         PYSPARK_PYTHON="$venv/bin/python" "$venv/bin/python" -m tests.support.zoo "$zoo"
+        echo "== zoo: $zoo (Delta $delta) against the committed one"
+        SPARK_MLT_TEST_ZOO=$zoo "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" tests/compat/test_zoo.py
+        echo "== zoo on Spark $line: $((SECONDS - started)) s"
     fi
-    echo "== zoo: $zoo (Delta $delta) against the committed one"
     export SPARK_MLT_TEST_ZOO=$zoo
-    "$venv/bin/python" -m pytest -p no:cacheprovider -q "$@" tests/compat/test_zoo.py
-    echo "== zoo on Spark $line: $((SECONDS - started)) s"
 fi
 if [[ $depth == smoke ]]; then
     tests=(tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py tests/test_publish.py)
@@ -82,15 +80,17 @@ echo "== compat tests on Spark $line: $((SECONDS - started)) s"
 # the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases written
 # on this line, each read by every reader the line has: the cheap ones every case, the others in
 # turn; two shards side by side (pytest-xdist's --dist load)
-# (30 on a smoke line: the newest line writes 200, and the full line 60)
-cases=60
-[[ $depth == smoke ]] && cases=30
+# (10 on a smoke line: the newest line writes 60 on CI, and the full line 30)
+cases=30
+[[ $depth == smoke ]] && cases=10
 differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-$cases}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
     SPARK_MLT_DIFF_PREDICATES="${SPARK_MLT_DIFF_PREDICATES:-16}" SPARK_MLT_DIFF_SPARK_PREDICATES="${SPARK_MLT_DIFF_SPARK_PREDICATES:-4}")
-# delta-spark reads the cases on the first line of its Delta release (the line that built the
-# release's zoo): its skipping is that release's code on each line of it, and its five jobs a
-# case cost more than the writer and the other readers together
-[[ -f .jars/spark-$line/delta/.complete && ${zoo:-} == .zoo/pyspark-$version ]] && differential+=(SPARK_MLT_TEST_DELTA_SPARK=1)
+# delta-spark reads the cases on one line of each Delta release (DELTA_SPARK_READER_LINES, this
+# line when unset; make test-compat names the first of each): its skipping is that release's
+# code on each line of it, and its five jobs a case cost more than the writer and the other
+# readers together
+[[ -f .jars/spark-$line/delta/.complete && " ${DELTA_SPARK_READER_LINES:-$version} " == *" $version "* ]] &&
+    differential+=(SPARK_MLT_TEST_DELTA_SPARK=1)
 echo "== differential statistics harness on Spark $line"
 started=$SECONDS
 mkdir -p .differential && rm -f ".differential/pyspark-$version.txt".*
@@ -102,11 +102,11 @@ grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:" ".differenti
 echo "== differential statistics harness on Spark $line: $((SECONDS - started)) s"
 ((status == 0)) || exit "$status"
 # the engine-differential harness (tests/test_engine_differential.py): SPARK_MLT_ENGINE_EXAMPLES
-# generated cases (200 on a full line, 30 on a smoke line; the newest line runs 500 in make
-# test-engines), every engine the line has (no SQL functions before 4.0) against the NumPy codec;
-# two shards side by side
-engine_cases=200
-[[ $depth == smoke ]] && engine_cases=30
+# generated cases (60 on a full line, 20 on a smoke line; the newest line runs 120 on CI, 500
+# in make test-engines), every engine the line has (no SQL functions before 4.0) against the
+# NumPy codec; two shards side by side
+engine_cases=60
+[[ $depth == smoke ]] && engine_cases=20
 echo "== engine-differential harness on Spark $line"
 started=$SECONDS
 rm -f ".differential/engines-pyspark-$version.txt".*
@@ -118,8 +118,12 @@ SPARK_MLT_ENGINE_EXAMPLES="${SPARK_MLT_ENGINE_EXAMPLES:-$engine_cases}" SPARK_ML
 grep -h "^engines:\|^skipped:\|^seconds per case:" ".differential/engines-pyspark-$version.txt".* 2>/dev/null || true
 echo "== engine-differential harness on Spark $line: $((SECONDS - started)) s"
 ((status == 0)) || exit "$status"
-# delta-spark on the lines Delta publishes it for, with the jars `make jars` copied
-if [[ -f .jars/spark-$line/delta/.complete ]]; then
+# delta-spark on DELTA_SPARK_LINES (this line when unset; make test-compat names one line of
+# each Delta release: the lines of one release run the same Delta code), with the jars `make
+# jars` copied
+if [[ -f .jars/spark-$line/delta/.complete && " ${DELTA_SPARK_LINES:-$version} " != *" $version "* ]]; then
+    echo "== delta-spark on Spark $line: Delta $delta's delta-spark tests run on one line of its release (DELTA_SPARK_LINES=${DELTA_SPARK_LINES})"
+elif [[ -f .jars/spark-$line/delta/.complete ]]; then
     echo "== delta-spark on Spark $line ($delta_spark_depth)"
     started=$SECONDS
     # the sync's interleavings and stops (step_points tests): one of the 12 pairs, at one step

@@ -35,6 +35,7 @@ The tests never change these tables in place: a test that writes copies its tabl
 from __future__ import annotations
 
 import glob
+import hashlib
 import json
 import os
 import random
@@ -65,6 +66,10 @@ ROWS = 2_000
 OURS_ROWS = 3_000
 #: The committed zoo, which the tests read unless ``$SPARK_MLT_TEST_ZOO`` names another.
 COMMITTED = Path(__file__).resolve().parents[1] / "data" / "zoo"
+#: The committed zoo of each older Delta release, ``zoo-delta-<release>`` beside it.
+COMMITTED_RELEASES = COMMITTED.parent / "zoo-delta-"
+#: What the zoo is built from: a zoo whose manifest names another digest is stale.
+BUILDER_FILES = (Path(__file__), Path(__file__).with_name("stats_cases.py"))
 
 Build = Callable[[Any, str], list[int]]
 
@@ -530,6 +535,7 @@ def build(out: str) -> dict[str, Any]:
     manifest: dict[str, Any] = {
         "pyspark": pyspark.__version__,
         "delta": delta_version,
+        "builder": builder_digest(),
         "ours_rows": OURS_ROWS,
         "tables": {},
         "skipped": {},
@@ -609,6 +615,10 @@ def _relative_to(value: Any, folder: str) -> Any:
 
 
 def main() -> None:
+    if sys.argv[1] == "--committed-for":
+        # tests/compat/run-line.sh: the committed zoo of a Delta release, if one is current
+        print(committed_for(sys.argv[2]) or "")
+        return
     out = sys.argv[1]
     manifest = build(out)
     print(
@@ -620,15 +630,39 @@ def main() -> None:
         print(f"   skipped {name}: {reason}")
 
 
-if __name__ == "__main__":
-    main()
-
-
 # --- for the tests ---------------------------------------------------------------------------
 
 #: Where the tests find a zoo other than the committed one (``tests/compat/run-line.sh`` sets it
 #: to the zoo its line's Delta built).
 ZOO_ENV = "SPARK_MLT_TEST_ZOO"
+#: Where this module's part for the tests begins (not hashed by :func:`builder_digest`).
+_TESTS_PART = "# --- for the tests ---"
+
+
+def builder_digest() -> str:
+    """A digest of what builds the zoo (:data:`BUILDER_FILES`, this module up to its part for
+    the tests), recorded in each manifest: a committed zoo of another digest is stale."""
+    digest = hashlib.sha256()
+    for source in BUILDER_FILES:
+        text = source.read_text()
+        digest.update(text.split(_TESTS_PART)[0].encode())
+    return digest.hexdigest()[:16]
+
+
+def committed_zoos() -> list[Path]:
+    """The committed zoos: the newest Delta release's and one per older release."""
+    return [COMMITTED, *sorted(COMMITTED.parent.glob(COMMITTED_RELEASES.name + "*"))]
+
+
+def committed_for(delta: str) -> Path | None:
+    """The committed zoo that Delta ``delta`` built from the current builder, or None."""
+    for folder in committed_zoos():
+        manifest = folder / MANIFEST
+        if manifest.is_file():
+            recorded = json.loads(manifest.read_text())
+            if recorded["delta"] == delta and recorded.get("builder") == builder_digest():
+                return folder
+    return None
 
 
 class Zoo:
@@ -686,3 +720,7 @@ def find_zoo() -> Zoo | str:
     if not os.path.isfile(os.path.join(folder, MANIFEST)):
         return f"no table zoo in {folder}: run `make zoo` (it builds one with a PySpark line that has Delta)"
     return Zoo(folder)
+
+
+if __name__ == "__main__":
+    main()
