@@ -392,7 +392,7 @@ def test_a_merge_reads_only_the_mirror_files_its_keys_range_over(
     spark.sql(f"UPDATE {_target(source)} SET qty = -1 WHERE id IN (21, 24)")
     keys = spark.createDataFrame([(21,), (24,)], "id bigint")
     keyed = key_rows(spark, read_snapshot(mirror), keys, ["id"], backend="delta-spark")
-    assert replace_module._key_ranges(keyed) == ["t.`id` BETWEEN 21 AND 24"]
+    assert replace_module.key_ranges(keyed) == ["t.`id` BETWEEN 21 AND 24"]
     assert len(keyed.rows.inputFiles()) == 1  # what the window reads of the mirror
     assert sorted(r.id for r in keyed.held.collect()) == [21, 24]
     report = sync_table(spark, source, mirror, COLUMNS, options)

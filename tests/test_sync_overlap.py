@@ -64,14 +64,14 @@ def test_a_window_planned_from_a_version_another_sync_moved_on_commits_nothing(
     sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
     _source(source, [(3, "c@x")])  # version 1
     _source(source, [(4, "d@x")])  # version 2
-    latest = sync_module._source_snapshot
+    latest = sync_module.source_snapshot
 
     def other_run_first() -> None:  # a run that saw the source at version 1 commits its window first
         monkeypatch.setattr(
-            sync_module, "_source_snapshot", lambda spark, input, options: read_snapshot(input, version=1)
+            sync_module, "source_snapshot", lambda spark, input, options: read_snapshot(input, version=1)
         )
         sync_table(spark, source, mirror, ["k", "email"], OPTIONS)
-        monkeypatch.setattr(sync_module, "_source_snapshot", latest)
+        monkeypatch.setattr(sync_module, "source_snapshot", latest)
 
     before = DeltaTable(mirror).version()
     with (
@@ -92,7 +92,7 @@ def test_two_runs_numbering_new_keys_from_one_largest_id_never_share_an_id(
     path = str(tmp_path / "vocab")
     first = spark.createDataFrame([("a",), ("b",)], "key string")
     assign_ids(spark, first, "key", path, id_column="id")
-    numbered = vocabulary_module._numbered
+    numbered = vocabulary_module.numbered_keys
     raced: list[int] = []
 
     def other_run_first(*args: Any, **kwargs: Any) -> Any:
@@ -102,7 +102,7 @@ def test_two_runs_numbering_new_keys_from_one_largest_id_never_share_an_id(
             assign_ids(spark, spark.createDataFrame([("x",), ("y",)], "key string"), "key", path, id_column="id")
         return result
 
-    monkeypatch.setattr(vocabulary_module, "_numbered", other_run_first)
+    monkeypatch.setattr(vocabulary_module, "numbered_keys", other_run_first)
     ids = assign_ids(spark, spark.createDataFrame([("c",), ("d",)], "key string"), "key", path, id_column="id")
     assert sorted(r["id"] for r in ids.collect()) == [4, 5]  # planned again after x and y took 2 and 3
     check_vocabulary(spark, path)
@@ -136,12 +136,12 @@ def test_the_sorted_search_finds_the_files_the_join_of_every_file_finds(spark: S
     keys = spark.createDataFrame([(v,) for v in values], f"k {kind}").repartition(3)
     schema = StructType([StructField("k", LongType() if kind == "bigint" else StringType())])
     layout = TableLayout(logical=schema, physical=schema, mapping="none", partition_columns=())
-    joined = replace_module._joined(spark, keys, ("k",), table, layout)
-    assert replace_module._search(keys, "k", table) == joined  # in the keys' tasks
-    assert replace_module._search(keys, "k", table, values) == joined  # on the driver
+    joined = replace_module.join_key_files(spark, keys, ("k",), table, layout)
+    assert replace_module.search_key_files(keys, "k", table) == joined  # in the keys' tasks
+    assert replace_module.search_key_files(keys, "k", table, values) == joined  # on the driver
     assert 60 in joined
-    assert replace_module._search(keys.limit(0), "k", table) == []
-    assert replace_module._search(keys.limit(0), "k", table, []) == []
+    assert replace_module.search_key_files(keys.limit(0), "k", table) == []
+    assert replace_module.search_key_files(keys.limit(0), "k", table, []) == []
 
 
 def test_the_next_vocabulary_id_comes_from_the_logs_statistics_without_reading_a_row(

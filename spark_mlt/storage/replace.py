@@ -224,11 +224,11 @@ def _candidates(
         return ()
     single = len(key) == 1 and key[0] not in layout.partition_columns
     if single and isinstance(layout.logical[key[0]].dataType, _SEARCHABLE):
-        return _chosen(snapshot, files, _search(keys, key[0], table, values))
-    return _chosen(snapshot, files, _joined(spark, keys, key, table, layout))
+        return _chosen(snapshot, files, search_key_files(keys, key[0], table, values))
+    return _chosen(snapshot, files, join_key_files(spark, keys, key, table, layout))
 
 
-def _joined(
+def join_key_files(
     spark: SparkSession, keys: DataFrame, key: tuple[str, ...], table: Sequence[tuple[Any, ...]], layout: TableLayout
 ) -> list[int]:
     """The files (numbers in ``table``, `_bounds_table`'s rows) whose partition values and bounds
@@ -291,7 +291,7 @@ class _Ranges:
         return {int(n) for n in self.numbers[through > below]}
 
 
-def _search(keys: DataFrame, name: str, table: Sequence[tuple[Any, ...]], values: Any = None) -> list[int]:
+def search_key_files(keys: DataFrame, name: str, table: Sequence[tuple[Any, ...]], values: Any = None) -> list[int]:
     """The files whose key range holds one of ``keys`` (a single key column), by `_Ranges`, in
     the keys' tasks, or on the driver when the caller holds the keys' ``values`` (a small
     window's, without nulls); a file whose range is unknown is a candidate when there is a key."""
@@ -477,7 +477,7 @@ def _key_bounds(
     return tuple(bounds)
 
 
-def _key_ranges(keyed: KeyedRows) -> list[str]:
+def key_ranges(keyed: KeyedRows) -> list[str]:
     """Conditions on the merge's target alone that hold for every row of the keys: each integer
     or string key column between the keys' lowest and highest value (`KeyedRows.ranges`). Delta
     skips the files whose statistics rule them out, so a window whose keys cluster reads few of
@@ -505,7 +505,7 @@ def _merge(
         rows.select(*columns).withColumn(_PRESENT, F.lit(True)), list(keyed.key), "left"
     ).withColumn(_PRESENT, F.coalesce(F.col(_PRESENT), F.lit(False)))
     view = f"spark_mlt_merge_{uuid.uuid4().hex[:12]}"
-    on = " AND ".join([f"t.{identifier(k)} = s.{identifier(k)}" for k in keyed.key] + _key_ranges(keyed))
+    on = " AND ".join([f"t.{identifier(k)} = s.{identifier(k)}" for k in keyed.key] + key_ranges(keyed))
     sets = ", ".join(f"t.{identifier(c)} = s.{identifier(c)}" for c in columns)
     names = ", ".join(identifier(c) for c in columns)
     values = ", ".join(f"s.{identifier(c)}" for c in columns)

@@ -144,7 +144,7 @@ def _append_new_keys(
         known = read_delta(spark, path, storage_options=storage_options, version=snapshot.version)
         new = keys.join(known.select("key"), "key", "left_anti")
         start = next_id(snapshot, known)
-    numbered, size = _numbered(spark, new, start)
+    numbered, size = numbered_keys(spark, new, start)
     if capacity is not None and size > capacity:
         raise CodecCapacityError(
             f"column {column!r}: its vocabulary would hold {size} ids (ids 0 to {size - 1}), more than its codec's "
@@ -222,10 +222,10 @@ def number_keys(spark: SparkSession, keys: DataFrame, start: int) -> DataFrame |
 
         number_keys(spark, spark.createDataFrame([("a",), ("b",)], "key string"), 0)  # ids 0 and 1
     """
-    return _numbered(spark, keys, start)[0]
+    return numbered_keys(spark, keys, start)[0]
 
 
-def _numbered(spark: SparkSession, keys: DataFrame, start: int) -> tuple[DataFrame | None, int]:
+def numbered_keys(spark: SparkSession, keys: DataFrame, start: int) -> tuple[DataFrame | None, int]:
     """[`number_keys`][spark_mlt.storage.vocabulary.number_keys], and the id after the last one."""
     keys = keys.select("key", F.pmod(F.xxhash64("key"), F.lit(BUCKETS)).alias("bucket"))
     sizes = sorted((int(r[0]), int(r[1])) for r in keys.groupBy("bucket").count().collect())

@@ -4,8 +4,8 @@ it, the steps left to the next run.
 
 Example::
 
-    run = SyncRun(spark, "lake/customers", "lake/customers_mlt", ["email"], options, report,
-                  Mirror.at("lake/customers_mlt"))
+    run = SyncRun.start(spark, input="lake/customers", output="lake/customers_mlt", columns=["email"],
+                        options=options, report=report)
 """
 
 from __future__ import annotations
@@ -46,10 +46,24 @@ class SyncRun:
     report: JobReport
     #: the mirror's tables and names, bound to the source once a run has read it
     tables: Mirror
+    #: the Delta backend every step reads and writes with, resolved once per run
+    backend: Backend
 
-    @property
-    def backend(self) -> Backend:
-        return job_backend(self.report.capabilities or Capabilities.of(self.spark))
+    @classmethod
+    def start(
+        cls,
+        spark: SparkSession,
+        *,
+        input: str,
+        output: str,
+        columns: list[str],
+        options: SyncOptions,
+        report: JobReport,
+    ) -> SyncRun:
+        """A run of the session's backend (resolved here, once) and the mirror at ``output``."""
+        capabilities = report.capabilities or Capabilities.of(spark)
+        tables = Mirror.at(output, options.quarantine)
+        return cls(spark, input, output, columns, options, report, tables, job_backend(capabilities))
 
 
 def held_version(table: TableSnapshot, app: str) -> int:

@@ -71,8 +71,8 @@ from spark_mlt.batch.mirror.apply import apply_window
 from spark_mlt.batch.mirror.counting import finish_erasure
 from spark_mlt.batch.mirror.refresh import refresh_mirror
 from spark_mlt.batch.mirror.run import SyncRun
-from spark_mlt.batch.mirror.tables import KEY_PROPERTY, Mirror
-from spark_mlt.batch.write.tokenize import check_names, check_output, job_backend
+from spark_mlt.batch.mirror.tables import KEY_PROPERTY
+from spark_mlt.batch.write.tokenize import check_names, check_output
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import ChangeFeedError, IncompleteWriteError, MLTError, TableOptionError
 from spark_mlt.storage import TableSnapshot, read_snapshot, snapshot_for_write, table_exists
@@ -107,7 +107,7 @@ def sync_table(spark: SparkSession, input: str, output: str, columns: Sequence[s
     report = JobReport(capabilities=Capabilities.of(spark))
     interval = options.interval
     refresh = options.full_refresh
-    run = SyncRun(spark, input, output, list(columns), options, report, Mirror.at(output, options.quarantine))
+    run = SyncRun.start(spark, input=input, output=output, columns=list(columns), options=options, report=report)
     while True:
         _sync_once(run, refresh=refresh)
         check_rejected(report, options)
@@ -120,7 +120,8 @@ def sync_table(spark: SparkSession, input: str, output: str, columns: Sequence[s
         time.sleep(interval)
 
 
-def _source_snapshot(spark: SparkSession, input: str, options: SyncOptions) -> TableSnapshot:
+def source_snapshot(spark: SparkSession, input: str, options: SyncOptions) -> TableSnapshot:
+    """The source's newest snapshot: a path as given, a catalog name through the session."""
     location = resolve_location(input, spark=spark) if options.input_format == "table" else input
     return read_snapshot(location, storage_options=options.storage_options)
 
@@ -128,11 +129,10 @@ def _source_snapshot(spark: SparkSession, input: str, options: SyncOptions) -> T
 def _sync_once(run: SyncRun, *, refresh: bool) -> None:
     spark, options, report = run.spark, run.options, run.report
     started = time.perf_counter()
-    source = _source_snapshot(spark, run.input, options)
+    source = source_snapshot(spark, run.input, options)
     run = dataclasses.replace(run, tables=run.tables.following(source))
-    backend = job_backend(report.capabilities or Capabilities.of(spark))
     mirror = snapshot_for_write(
-        run.output, "append", storage_options=options.storage_options, spark=spark, backend=backend
+        run.output, "append", storage_options=options.storage_options, spark=spark, backend=run.backend
     )
     check_sync(run, source, mirror, refresh=refresh)
     held = None if mirror is None else mirror.transaction_version(run.tables.app)
