@@ -3,7 +3,7 @@
 A [`Capabilities`][spark_mlt.capabilities.Capabilities] is resolved explicitly from a session
 (`Capabilities.of(spark)`) and then only read: the engine policy
 ([`spark_mlt.column.engine`][spark_mlt.column.engine]), the Delta backend choice
-([`use_delta_spark`][spark_mlt.storage.catalog.use_delta_spark]) and the stream's loop read it;
+([`resolve_backend`][spark_mlt.storage.backends.resolve_backend]) and the stream's loop read it;
 nothing else probes the session, nothing is cached between calls and resolving registers
 nothing. A column function resolves the active session's when it is given none; a job resolves
 its session's once and hands them to every step, a stream's batches included (``foreachBatch``

@@ -15,7 +15,7 @@ from spark_mlt.column import mlt_decode, mlt_encode, register_mlt_functions
 from spark_mlt.column.engine import POLICY, Situation
 from spark_mlt.column.layouts import LAYOUT
 from spark_mlt.errors import JarLineError, JarVersionError
-from spark_mlt.storage import use_delta_spark
+from spark_mlt.storage import resolve_backend
 from tests.conftest import delta_spark_requested
 from tests.support.spark_lines import HAS_ARROW_UDFS, HAS_JVM_JAR, capabilities
 
@@ -34,14 +34,14 @@ def test_a_session_says_its_line_its_udfs_and_its_jars(spark: SparkSession) -> N
         jar_version=__version__ if HAS_JVM_JAR else None,
     )
     assert caps.jvm_engine is HAS_JVM_JAR
-    assert use_delta_spark(caps) is delta_spark_requested()
-    assert use_delta_spark(caps, "delta-rs") is False
+    assert resolve_backend(caps).name == ("delta-spark" if delta_spark_requested() else "delta-rs")
+    assert resolve_backend(caps, "delta-rs").name == "delta-rs"
 
 
 def test_without_a_session_only_the_jar_free_engines_run() -> None:
     caps = Capabilities.without_session()
     assert (caps.jvm_engine, caps.delta_jars, caps.connect) == (False, False, False)
-    assert use_delta_spark(None) is False
+    assert resolve_backend(None).name == "delta-rs"
 
 
 def test_a_jar_of_another_version_is_refused_naming_both_versions(spark: SparkSession) -> None:

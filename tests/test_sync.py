@@ -26,7 +26,7 @@ from pyspark.sql import SparkSession
 import spark_mlt.batch.mirror.apply as apply_module
 import spark_mlt.batch.mirror.window as window_module
 import spark_mlt.storage.counts as counts_module
-import spark_mlt.storage.replace as replace_module
+import spark_mlt.storage.keys as keys_module
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table
 from spark_mlt.batch.cli import main
@@ -224,7 +224,7 @@ def customers(
     with pytest.MonkeyPatch.context() as patch:
         if request.param == "large windows":
             patch.setattr(window_module, "LOCAL_WINDOW_ROWS", 0)
-            patch.setattr(replace_module, "BROADCAST_KEYS", 0)
+            patch.setattr(keys_module, "BROADCAST_KEYS", 0)
         return _customer_steps(spark, tmp_path_factory.mktemp("customers"))
 
 

@@ -30,7 +30,7 @@ import pytest
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-import spark_mlt.storage.replace as replace_module
+import spark_mlt.storage.keys as keys_module
 from spark_mlt.batch import TokenizeOptions, tokenize_table
 from spark_mlt.batch.job.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
@@ -392,7 +392,7 @@ def test_a_merge_reads_only_the_mirror_files_its_keys_range_over(
     spark.sql(f"UPDATE {_target(source)} SET qty = -1 WHERE id IN (21, 24)")
     keys = spark.createDataFrame([(21,), (24,)], "id bigint")
     keyed = key_rows(spark, read_snapshot(mirror), keys, ["id"], backend="delta-spark")
-    assert replace_module.key_ranges(keyed) == ["t.`id` BETWEEN 21 AND 24"]
+    assert keys_module.key_ranges(keyed) == ["t.`id` BETWEEN 21 AND 24"]
     assert len(keyed.rows.inputFiles()) == 1  # what the window reads of the mirror
     assert sorted(r.id for r in keyed.held.collect()) == [21, 24]
     report = sync_table(spark, source, mirror, COLUMNS, options)

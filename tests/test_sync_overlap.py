@@ -17,14 +17,14 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 import spark_mlt.batch.mirror.sync as sync_module
-import spark_mlt.storage.replace as replace_module
+import spark_mlt.storage.keys as keys_module
 import spark_mlt.storage.vocabulary as vocabulary_module
 from spark_mlt.batch.job.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.mirror.window import check_changes, last_rows, read_window
 from spark_mlt.delta.schema import TableLayout
 from spark_mlt.errors import ConcurrentWriteError, SourceError
-from spark_mlt.storage import AppTransaction, read_snapshot
+from spark_mlt.storage import AppTransaction, key_rows, read_snapshot
 from spark_mlt.storage.spark_sql import statement_session
 from spark_mlt.storage.vocabulary import assign_ids, check_vocabulary, next_id
 from tests.support.interleavings import KINDS, Kind, Lake, at_point, check_fresh, finish, interleave, points, sampled
@@ -136,12 +136,12 @@ def test_the_sorted_search_finds_the_files_the_join_of_every_file_finds(spark: S
     keys = spark.createDataFrame([(v,) for v in values], f"k {kind}").repartition(3)
     schema = StructType([StructField("k", LongType() if kind == "bigint" else StringType())])
     layout = TableLayout(logical=schema, physical=schema, mapping="none", partition_columns=())
-    joined = replace_module.join_key_files(spark, keys, ("k",), table, layout)
-    assert replace_module.search_key_files(keys, "k", table) == joined  # in the keys' tasks
-    assert replace_module.search_key_files(keys, "k", table, values) == joined  # on the driver
+    joined = keys_module.join_key_files(spark, keys, ("k",), table, layout)
+    assert keys_module.search_key_files(keys, "k", table) == joined  # in the keys' tasks
+    assert keys_module.search_key_files(keys, "k", table, values) == joined  # on the driver
     assert 60 in joined
-    assert replace_module.search_key_files(keys.limit(0), "k", table) == []
-    assert replace_module.search_key_files(keys.limit(0), "k", table, []) == []
+    assert keys_module.search_key_files(keys.limit(0), "k", table) == []
+    assert keys_module.search_key_files(keys.limit(0), "k", table, []) == []
 
 
 def test_the_next_vocabulary_id_comes_from_the_logs_statistics_without_reading_a_row(
@@ -243,13 +243,13 @@ def test_the_held_keys_read_on_the_driver_are_the_rows_spark_reads(
     assert (snapshot.delta.layout.physical_names["k"] != "k") == (config is not None)
     values = [convert(k) for k in (1, 35, 36, 69, 80, 120)]
     keys = spark.createDataFrame([(v,) for v in values], f"k {kind}")
-    keyed = replace_module.key_rows(spark, snapshot, keys, ["k"], backend="delta-rs", values=values)
+    keyed = key_rows(spark, snapshot, keys, ["k"], backend="delta-rs", values=values)
     assert len(keyed.candidates) == 3
-    read = keyed.held_keys(values)
+    read = keys_module.held_keys(keyed, values)
     assert read is not None
     spark_read = sorted(r["k"] for r in keyed.held.collect())
     assert sorted(read["k"].tolist()) == spark_read == sorted(convert(k) for k in (1, 35, 35, 36, 36, 69, 120))
-    assert keyed.held_keys(None) is None  # the keys not collected: Spark reads them
+    assert keys_module.held_keys(keyed, None) is None  # the keys not collected: Spark reads them
 
 
 # -- two runs of one mirror, the second whole at each step point of the first -------------------

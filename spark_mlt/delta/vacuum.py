@@ -30,12 +30,13 @@ import re
 from collections.abc import Iterable
 
 from spark_mlt.delta.actions import AddCDCFile, AddFile, RemoveFile
+from spark_mlt.delta.config import TableConfig
 from spark_mlt.delta.fs import Location
 from spark_mlt.delta.log import DeltaLog
 from spark_mlt.delta.snapshot import Snapshot, read_snapshot
-from spark_mlt.errors import MissingTableError
+from spark_mlt.errors import MissingTableError, TableOptionError
 
-__all__ = ["orphan_files", "removed_files", "table_files", "vacuum_files"]
+__all__ = ["check_short_retention", "orphan_files", "removed_files", "retention_ms", "table_files", "vacuum_files"]
 
 _DELETION_VECTOR = re.compile(r"deletion_vector_[0-9a-fA-F-]+\.bin")
 
@@ -146,3 +147,31 @@ def removed_files(snapshot: Snapshot, *, history: int) -> dict[str, int]:
         for path, at in sorted(removed.items())
         if path not in held and "://" not in path and not path.startswith("/") and location.exists(path)
     }
+
+
+def check_short_retention(table: str, retention_ms: int, table_retention_ms: int, *, allow: bool) -> None:
+    """Refuses a vacuum of ``table`` that keeps removed files ``retention_ms`` when the table
+    keeps them ``table_retention_ms`` (its ``delta.deletedFileRetentionDuration``), unless
+    ``allow`` (the caller's ``allow_short_retention``): Delta's ``VACUUM`` safety check.
+
+    Raises:
+        TableOptionError: naming ``retention_hours``, the table, its retention and the way out.
+    """
+    if allow or retention_ms >= table_retention_ms:
+        return
+    hours, kept = retention_ms / 3_600_000, table_retention_ms / 3_600_000
+    raise TableOptionError(
+        f"retention_hours={hours:g}: the table {table} keeps removed files {kept:g} hours (its "
+        "delta.deletedFileRetentionDuration, 7 days unless set), and a vacuum with a shorter retention deletes "
+        "files that time travel to its recent versions and readers running now still need; nothing was deleted. "
+        f"Keep at least {kept:g} hours, or, when no reader or writer uses the table, turn the check off with "
+        "allow_short_retention=True (as Delta's spark.databricks.delta.retentionDurationCheck.enabled=false)",
+        parameter="retention_hours",
+    )
+
+
+def retention_ms(retention_hours: float | None, config: TableConfig) -> int:
+    """``retention_hours`` in milliseconds, or the table's deleted-file retention when None."""
+    if retention_hours is None:
+        return config.deleted_file_retention_ms
+    return round(retention_hours * 3_600_000)

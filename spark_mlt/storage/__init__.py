@@ -7,15 +7,18 @@ own Python package is laid out:
 * `properties`: the names spark-mlt writes into a table (codec, format version and vocabulary
   properties; run ids) and codecs <-> properties. What the layers above record (the MovieLens
   label rule) they pass as ``WriteOptions.properties``.
+* `backends`: the one interface through which tables are read and committed
+  ([`DeltaBackend`][spark_mlt.storage.backends.DeltaBackend]), a module per implementation
+  (``delta_rs``: Spark's staging write, statistics from the footers, a delta-rs commit;
+  ``delta_spark``: Delta's jars), and [`resolve_backend`][spark_mlt.storage.backends.resolve_backend],
+  which picks one for a session.
 * `catalog`: catalog tables' names (``db.table``) next to paths: the rule that tells them apart
-  ([`is_table_name`][spark_mlt.storage.catalog.is_table_name]) and their locations, and which
-  backend a session uses.
+  ([`is_table_name`][spark_mlt.storage.catalog.is_table_name]) and their locations.
 * `table`: [`read_snapshot`][spark_mlt.storage.table.read_snapshot], a version with its codecs,
   the one reader of a table's state for the jobs.
 * `writer`: [`write_delta`][spark_mlt.storage.writer.write_delta],
   [`snapshot_for_write`][spark_mlt.storage.writer.snapshot_for_write] (a job's one read of its
-  output table) and the backend choice; the backends are ``backends.delta_rs`` (Spark's staging write,
-  statistics from the footers, a delta-rs commit) and ``backends.delta_spark`` (Delta's jars).
+  output table): the write's checks and plan, handed to the session's backend.
 * `reader`: [`read_delta`][spark_mlt.storage.reader.read_delta] into Spark (delta-spark, or the
   core's jar-free scan), and [`read_snapshot_rows`][spark_mlt.storage.reader.read_snapshot_rows]
   for a snapshot already read.
@@ -27,7 +30,7 @@ own Python package is laid out:
   [`check_feed`][spark_mlt.storage.changes.check_feed], which refuses a range it cannot cover.
 * `replace`: [`key_rows`][spark_mlt.storage.replace.key_rows] and
   [`replace_keys`][spark_mlt.storage.replace.replace_keys]: the rows of some keys replaced in one
-  commit (``MERGE``, or a jar-free rewrite of the files that hold them).
+  commit (``MERGE``, or a jar-free rewrite of the files that hold them, found by `keys`).
 * `vocabulary`: append-only key vocabularies.
 """
 
@@ -48,8 +51,10 @@ from spark_mlt.errors import (
     TableSchemaError,
     VocabularyError,
 )
+from spark_mlt.storage.backends import BACKENDS, Backend, DeltaBackend, resolve_backend
+from spark_mlt.storage.backends.base import KeyedRows
 from spark_mlt.storage.backends.plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode, nullable_type
-from spark_mlt.storage.catalog import is_table_name, use_delta_spark
+from spark_mlt.storage.catalog import is_table_name
 from spark_mlt.storage.changes import check_feed, read_changes
 from spark_mlt.storage.maintenance import orphan_files, pending_erasures, vacuum
 from spark_mlt.storage.properties import (
@@ -65,7 +70,7 @@ from spark_mlt.storage.properties import (
     vocabulary_property_value,
 )
 from spark_mlt.storage.reader import read_appended, read_delta, read_snapshot_rows
-from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
+from spark_mlt.storage.replace import blank_keys, key_rows, replace_keys
 from spark_mlt.storage.table import TableSnapshot, read_codecs, read_properties, read_snapshot, table_exists
 from spark_mlt.storage.vocabulary import (
     assign_ids,
@@ -86,6 +91,7 @@ from spark_mlt.storage.writer import (
 )
 
 __all__ = [
+    "BACKENDS",
     "CODEC_PROPERTY_PREFIX",
     "DATA_PAGE_VERSIONS",
     "FORMAT_PROPERTY",
@@ -93,11 +99,13 @@ __all__ = [
     "VOCABULARY_PROPERTY_PREFIX",
     "WRITE_MODES",
     "AppTransaction",
+    "Backend",
     "ChangeFeedError",
     "CodecMismatchError",
     "ConcurrentWriteError",
     "ConstraintViolationError",
     "DataPageVersion",
+    "DeltaBackend",
     "DeltaWriteResult",
     "KeyedRows",
     "MissingCodecError",
@@ -113,6 +121,7 @@ __all__ = [
     "WriteMode",
     "WriteOptions",
     "assign_ids",
+    "blank_keys",
     "check_data_page_version",
     "check_feed",
     "check_mode",
@@ -136,12 +145,12 @@ __all__ = [
     "read_vocabulary",
     "redact",
     "replace_keys",
+    "resolve_backend",
     "resolve_vocabulary_path",
     "s3a_conf",
     "snapshot_for_write",
     "table_exists",
     "token_write_options",
-    "use_delta_spark",
     "vacuum",
     "vocabulary_paths",
     "vocabulary_properties",

@@ -24,28 +24,17 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Literal, get_args
 
 from pyspark.sql import SparkSession
 
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingTableError, TableError
-from spark_mlt.options import check_choice
 
 __all__ = [
-    "BACKENDS",
-    "Backend",
     "is_table_name",
     "resolve_location",
     "table_location",
-    "use_delta_spark",
 ]
-
-#: Which Delta implementation reads and writes a table: ``auto`` (delta-spark when the session
-#: has Delta's jars, else the jar-free path: delta-rs with Spark's Parquet reader and writer),
-#: or one of them.
-Backend = Literal["auto", "delta-rs", "delta-spark"]
-BACKENDS: tuple[Backend, ...] = get_args(Backend)
 
 _PART = r"(?:[A-Za-z_][A-Za-z0-9_]*|`(?:[^`]|``)+`)"
 _NAME = re.compile(rf"{_PART}(?:\.{_PART}){{1,2}}")
@@ -64,22 +53,6 @@ def is_table_name(value: object) -> bool:
     if not isinstance(value, str) or any(c in value for c in "/\\:"):
         return False
     return _NAME.fullmatch(value) is not None
-
-
-def use_delta_spark(session: SparkSession | Capabilities | None, backend: Backend = "auto") -> bool:
-    """Whether ``backend`` means delta-spark for a session (``auto``: when its
-    [`Capabilities`][spark_mlt.capabilities.Capabilities] have Delta's jars; without a session,
-    the jar-free path). A session given is asked once.
-
-    Raises:
-        OptionError: ``backend`` is none of `BACKENDS`.
-    """
-    check_choice("backend", backend, BACKENDS)
-    if backend != "auto":
-        return backend == "delta-spark"
-    if session is None:
-        return False
-    return (session if isinstance(session, Capabilities) else Capabilities.of(session)).delta_jars
 
 
 def _require_catalog(spark: SparkSession | None, name: str, parameter: str) -> SparkSession:

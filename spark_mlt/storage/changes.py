@@ -22,11 +22,11 @@ from spark_mlt.delta.read.changes import (
     FULL_REFRESH,
     FeedRange,
     feed_rows,
-    read_feed,
 )
 from spark_mlt.delta.read.changes import check_feed as check_log_feed
 from spark_mlt.errors import ChangeFeedError
-from spark_mlt.storage.catalog import Backend, resolve_location, use_delta_spark
+from spark_mlt.storage.backends import Backend, DeltaBackend, resolve_backend
+from spark_mlt.storage.catalog import resolve_location
 
 __all__ = [
     "CHANGE_TYPE",
@@ -74,7 +74,7 @@ def read_changes(
     until: int,
     *,
     storage_options: Mapping[str, str] | None = None,
-    backend: Backend = "auto",
+    backend: Backend | DeltaBackend = "auto",
     feed: FeedRange | None = None,
 ) -> DataFrame:
     """The change data feed of the commits ``after + 1 .. until`` of the Delta table at ``path``:
@@ -88,13 +88,4 @@ def read_changes(
     """
     if feed is None:
         feed = check_feed(path, after, until, storage_options=storage_options, spark_version=spark.version)
-    if use_delta_spark(spark, backend) and until > after:  # Delta refuses an empty range
-        rows = (
-            spark.read.format("delta")
-            .option("readChangeFeed", "true")
-            .option("startingVersion", after + 1)
-            .option("endingVersion", until)
-            .load(feed.location.spark_path())
-        )
-        return rows.drop("_commit_timestamp")
-    return read_feed(spark, feed)
+    return resolve_backend(spark, backend).read_changes(spark, feed)

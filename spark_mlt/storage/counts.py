@@ -28,10 +28,12 @@ from pyspark.sql import functions as F
 
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import MLTError
+from spark_mlt.storage.backends import Backend, DeltaBackend
+from spark_mlt.storage.backends.base import KeyedRows
 from spark_mlt.storage.backends.plan import DeltaWriteResult, skipped_write
-from spark_mlt.storage.catalog import Backend, is_table_name
+from spark_mlt.storage.catalog import is_table_name
 from spark_mlt.storage.properties import AppTransaction
-from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
+from spark_mlt.storage.replace import key_rows, replace_keys
 from spark_mlt.storage.table import TableSnapshot
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
@@ -119,7 +121,7 @@ def write_counts(
     commit_info: Mapping[str, Any],
     max_file_rows: int | None,
     storage_options: Mapping[str, str] | None = None,
-    backend: Backend = "auto",
+    backend: Backend | DeltaBackend = "auto",
 ) -> DeltaWriteResult:
     """Overwrite the count table at ``path`` (created if need be) with ``counts`` (``key,
     rows``: [`value_counts`][spark_mlt.storage.counts.value_counts]), in key ranges, as
@@ -226,7 +228,7 @@ class _Local:
 
 
 def _count_locally(
-    spark: SparkSession, snapshot: TableSnapshot, feed: DataFrame, column: str, *, backend: Backend
+    spark: SparkSession, snapshot: TableSnapshot, feed: DataFrame, column: str, *, backend: Backend | DeltaBackend
 ) -> _Local:
     """Every value a small ``feed`` carries, with its net change and its count before, gathered
     on the driver: the new counts of them all (0 for a value no row holds after the change)

@@ -34,13 +34,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType
 
-from spark_mlt.delta.read.scan import scan_snapshot
 from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.steps import reached
-from spark_mlt.storage.catalog import Backend
+from spark_mlt.storage.backends import Backend, DeltaBackend, resolve_backend
 from spark_mlt.storage.properties import AppTransaction
-from spark_mlt.storage.reader import read_snapshot_rows
 from spark_mlt.storage.replace import key_rows, replace_keys
 from spark_mlt.storage.table import TableSnapshot, read_snapshot, table_exists
 from spark_mlt.storage.vocabulary import erase_keys
@@ -82,7 +80,7 @@ def erase_pending(
     *,
     app: str,
     held: int,
-    backend: Backend,
+    backend: Backend | DeltaBackend,
     storage_options: Mapping[str, str] | None = None,
     commit_info: Mapping[str, str] | None = None,
 ) -> Erasure:
@@ -96,7 +94,7 @@ def erase_pending(
         ConcurrentWriteError: other runs changed the vocabulary or the counts in each of
             `ERASE_ATTEMPTS` attempts.
     """
-    erased = 0
+    erased, backend = 0, resolve_backend(spark, backend)
     for _ in range(ERASE_ATTEMPTS):
         # the vocabulary first, then the counts: a value that came back since the counts were
         # read was given its new id after this version, so this plan's erasure cannot land
@@ -137,11 +135,7 @@ def erase_pending(
     )
 
 
-def _zero_keys(spark: SparkSession, counts: TableSnapshot, files: list[str], backend: Backend) -> DataFrame:
-    """The keys of ``counts`` whose count is 0 (a ``key`` column), read from ``files`` (jar-free)
-    or from the table (delta-spark: its data skipping reads the same files)."""
-    if backend == "delta-spark":
-        rows = read_snapshot_rows(spark, counts, backend=backend)
-    else:
-        rows = scan_snapshot(spark, counts.delta, files=[counts.delta.files[path] for path in files])
-    return rows.where(F.col("rows") <= 0).select("key")
+def _zero_keys(spark: SparkSession, counts: TableSnapshot, files: list[str], backend: DeltaBackend) -> DataFrame:
+    """The keys of ``counts`` whose count is 0 (a ``key`` column), read from ``files`` (or, by a
+    backend that reads no single files, from the version, whose data skipping reads the same)."""
+    return backend.read(spark, counts, files=files).where(F.col("rows") <= 0).select("key")

@@ -37,16 +37,14 @@ from typing import Any
 
 from pyspark.sql import SparkSession
 
-from spark_mlt.delta.config import TableConfig
-from spark_mlt.delta.features import check_writable
 from spark_mlt.delta.fs import Location, locate
 from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
+from spark_mlt.delta.vacuum import check_short_retention, removed_files, retention_ms
 from spark_mlt.delta.vacuum import orphan_files as log_orphans
-from spark_mlt.delta.vacuum import removed_files, vacuum_files
-from spark_mlt.errors import MLTError, TableOptionError
-from spark_mlt.storage.backends.delta_rs import STAGING_PREFIX
-from spark_mlt.storage.catalog import local_uri, resolve_location, use_delta_spark
-from spark_mlt.storage.spark_sql import path_target, session_conf
+from spark_mlt.errors import MLTError
+from spark_mlt.storage.backends import resolve_backend
+from spark_mlt.storage.backends.staging import STAGING_PREFIX
+from spark_mlt.storage.catalog import resolve_location
 from spark_mlt.storage.table import read_snapshot
 
 __all__ = ["check_short_retention", "orphan_files", "pending_erasures", "retention_shortfall", "vacuum"]
@@ -105,48 +103,12 @@ def vacuum(
     """
     _check_retention(retention_hours)
     location = locate(resolve_location(path, spark=spark), storage_options)
-    if spark is not None and use_delta_spark(spark):
-        table_ms = _delta_retention_ms(spark, location)
-        retention_ms = table_ms if retention_hours is None else round(retention_hours * 3_600_000)
-        if not dry_run:
-            check_short_retention(location.uri, retention_ms, table_ms, allow=allow_short_retention)
-        files = _delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run)
-    else:
-        snapshot = read_delta_snapshot(location)
-        check_writable(snapshot, operation="vacuum")
-        retention_ms = _retention_ms(retention_hours, snapshot.config)
-        if not dry_run:
-            check_short_retention(
-                location.uri, retention_ms, snapshot.config.deleted_file_retention_ms, allow=allow_short_retention
-            )
-        files = vacuum_files(snapshot, retention_ms=retention_ms, now_ms=int(time.time() * 1000))
-        if not dry_run:
-            for name in files:
-                location.remove_file(location.path(name))
-    if not dry_run:
-        _remove_empty_staging(location, cutoff=time.time() - retention_ms / 1000)
-    return sorted(files)
-
-
-def check_short_retention(table: str, retention_ms: int, table_retention_ms: int, *, allow: bool) -> None:
-    """Refuses a vacuum of ``table`` that keeps removed files ``retention_ms`` when the table
-    keeps them ``table_retention_ms`` (its ``delta.deletedFileRetentionDuration``), unless
-    ``allow`` (the caller's ``allow_short_retention``): Delta's ``VACUUM`` safety check.
-
-    Raises:
-        TableOptionError: naming ``retention_hours``, the table, its retention and the way out.
-    """
-    if allow or retention_ms >= table_retention_ms:
-        return
-    hours, kept = retention_ms / 3_600_000, table_retention_ms / 3_600_000
-    raise TableOptionError(
-        f"retention_hours={hours:g}: the table {table} keeps removed files {kept:g} hours (its "
-        "delta.deletedFileRetentionDuration, 7 days unless set), and a vacuum with a shorter retention deletes "
-        "files that time travel to its recent versions and readers running now still need; nothing was deleted. "
-        f"Keep at least {kept:g} hours, or, when no reader or writer uses the table, turn the check off with "
-        "allow_short_retention=True (as Delta's spark.databricks.delta.retentionDurationCheck.enabled=false)",
-        parameter="retention_hours",
+    vacuumed = resolve_backend(spark).vacuum(
+        spark, location, retention_hours=retention_hours, dry_run=dry_run, allow_short_retention=allow_short_retention
     )
+    if not dry_run:
+        _remove_empty_staging(location, cutoff=time.time() - vacuumed.retention_ms / 1000)
+    return sorted(vacuumed.files)
 
 
 def retention_shortfall(
@@ -174,44 +136,6 @@ def _check_retention(retention_hours: float | None) -> None:
             f"delta.deletedFileRetentionDuration), got {retention_hours!r}",
             parameter="retention_hours",
         )
-
-
-def _retention_ms(retention_hours: float | None, config: TableConfig) -> int:
-    """``retention_hours`` in milliseconds, or the table's deleted-file retention when None."""
-    if retention_hours is None:
-        return config.deleted_file_retention_ms
-    return round(retention_hours * 3_600_000)
-
-
-def _delta_retention_ms(spark: SparkSession, location: Location) -> int:
-    """The table's deleted-file retention in milliseconds, as Delta's ``VACUUM`` reads it."""
-    shown = spark.sql(f"SHOW TBLPROPERTIES {path_target(location)}").collect()
-    return TableConfig.of({str(row[0]): str(row[1]) for row in shown}).deleted_file_retention_ms
-
-
-def _delta_vacuum(
-    spark: SparkSession, location: Location, *, retention_hours: float | None, dry_run: bool
-) -> list[str]:
-    """Delta's ``VACUUM``: its dry run lists the files (as URIs), the real one deletes them.
-    Without ``retention_hours``, ``VACUUM`` without ``RETAIN`` uses the table's own. Delta's
-    safety check is off for the command: ``vacuum`` has applied its own (Delta's would refuse
-    a dry run with a short retention too, which lists here)."""
-    target = path_target(location)
-    retain = "" if retention_hours is None else f" RETAIN {f'{retention_hours:f}'.rstrip('0').rstrip('.')} HOURS"
-    with session_conf(spark, {"spark.databricks.delta.retentionDurationCheck.enabled": "false"}):
-        listed = spark.sql(f"VACUUM {target}{retain} DRY RUN").collect()
-        if not dry_run:
-            spark.sql(f"VACUUM {target}{retain}").collect()
-    return [_relative_to(location, str(row[0])) for row in listed]
-
-
-def _relative_to(location: Location, uri: str) -> str:
-    """The path relative to the table of a file URI Delta lists (``file:/t/x``,
-    ``s3a://bucket/t/x``)."""
-    path = local_uri(uri)
-    if "://" in path:
-        path = path.split("://", 1)[1]
-    return location.relative(path)
 
 
 def _remove_empty_staging(location: Location, *, cutoff: float) -> None:
@@ -251,12 +175,12 @@ def pending_erasures(
     location = locate(resolve_location(path), storage_options)
     snapshot = read_snapshot(location.uri, storage_options=storage_options)
     still = removed_files(snapshot.delta, history=ERASURE_HISTORY).items()
-    retention_ms = _retention_ms(retention_hours, snapshot.delta.config)
+    kept_ms = retention_ms(retention_hours, snapshot.delta.config)
     files = [
         {
             "path": name,
             "removed_at": _iso(at),
-            "deletable_after": _iso(at + retention_ms),
+            "deletable_after": _iso(at + kept_ms),
         }
         for name, at in still
     ]
@@ -265,7 +189,7 @@ def pending_erasures(
         "removed_files": files,
         "removed_bytes": sum(location.filesystem.get_file_info(location.path(f["path"])).size or 0 for f in files),
         "rows_in_deletion_vectors": hidden,
-        "retention_hours": retention_ms / 3_600_000,
+        "retention_hours": kept_ms / 3_600_000,
     }
 
 

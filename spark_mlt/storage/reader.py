@@ -19,8 +19,8 @@ from pyspark.sql import DataFrame, SparkSession
 from spark_mlt.delta.fs import locate
 from spark_mlt.delta.read.changes import appended_files
 from spark_mlt.delta.read.scan import scan_snapshot
-from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
-from spark_mlt.storage.catalog import BACKENDS, Backend, resolve_location, use_delta_spark
+from spark_mlt.storage.backends import BACKENDS, Backend, DeltaBackend, resolve_backend
+from spark_mlt.storage.catalog import resolve_location
 from spark_mlt.storage.table import TableSnapshot
 
 __all__ = ["BACKENDS", "Backend", "read_appended", "read_delta", "read_snapshot_rows"]
@@ -32,7 +32,7 @@ def read_delta(
     *,
     version: int | None = None,
     storage_options: Mapping[str, str] | None = None,
-    backend: Backend = "auto",
+    backend: Backend | DeltaBackend = "auto",
 ) -> DataFrame:
     """A Delta table (or one of its versions) as a Spark DataFrame, read in parallel.
 
@@ -43,7 +43,8 @@ def read_delta(
         storage_options: the store's settings for the driver, which reads the log without
             Delta's jars (Spark reads the files with its own ``s3a`` settings).
         backend: ``"auto"`` (delta-spark when the session has Delta's jars, else the jar-free
-            path), ``"delta-rs"`` or ``"delta-spark"``.
+            path), ``"delta-rs"``, ``"delta-spark"`` or a resolved
+            [`DeltaBackend`][spark_mlt.storage.backends.DeltaBackend].
 
     Raises:
         MissingTableError: there is no Delta table at ``path`` (without Delta's jars), or no
@@ -57,17 +58,14 @@ def read_delta(
         ratings = read_delta(spark, "/data/ratings_mlt", version=3)
     """
     location = locate(resolve_location(path, spark=spark), storage_options)
-    if use_delta_spark(spark, backend):
-        reader = spark.read.format("delta")
-        if version is not None:
-            reader = reader.option("versionAsOf", version)
-        return reader.load(location.spark_path())
-    # Not storage's read_snapshot: reading rows does not need the codecs, so a table whose stored
-    # codec is corrupt can still be read (and repaired).
-    return scan_snapshot(spark, read_delta_snapshot(location, version))
+    # not storage's read_snapshot: reading rows does not need the codecs, so a table whose stored
+    # codec is corrupt can still be read (and repaired)
+    return resolve_backend(spark, backend).read_version(spark, location, version)
 
 
-def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot, *, backend: Backend = "auto") -> DataFrame:
+def read_snapshot_rows(
+    spark: SparkSession, snapshot: TableSnapshot, *, backend: Backend | DeltaBackend = "auto"
+) -> DataFrame:
     """The rows of the version a [`TableSnapshot`][spark_mlt.storage.table.TableSnapshot] read: a
     job that has the snapshot (its codecs, layouts, properties) reads the same version without
     reading the log again. ``backend`` as in [`read_delta`][spark_mlt.storage.reader.read_delta].
@@ -77,10 +75,7 @@ def read_snapshot_rows(spark: SparkSession, snapshot: TableSnapshot, *, backend:
         snapshot = read_snapshot("/data/ratings_mlt")
         ratings = read_snapshot_rows(spark, snapshot)
     """
-    if use_delta_spark(spark, backend):
-        location = locate(snapshot.path, snapshot.storage_options)
-        return spark.read.format("delta").option("versionAsOf", snapshot.version).load(location.spark_path())
-    return scan_snapshot(spark, snapshot.delta)
+    return resolve_backend(spark, backend).read(spark, snapshot)
 
 
 def read_appended(

@@ -28,8 +28,6 @@ A tokenized table records the vocabulary path of each string column in its table
 
 from __future__ import annotations
 
-import json
-import uuid
 from collections.abc import Mapping
 
 from pyspark.sql import DataFrame, SparkSession, Window
@@ -37,14 +35,12 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StructField, StructType
 
 from spark_mlt.delta.frames import local_frame
-from spark_mlt.delta.fs import locate
 from spark_mlt.delta.stats import column_bounds, parse_stats
 from spark_mlt.errors import CodecCapacityError, ConcurrentWriteError, VocabularyError
-from spark_mlt.storage.catalog import Backend, use_delta_spark
+from spark_mlt.storage.backends import Backend, DeltaBackend
 from spark_mlt.storage.properties import NEVER, AppTransaction
 from spark_mlt.storage.reader import read_delta
-from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
-from spark_mlt.storage.spark_sql import lost_race, path_target, statement_session, transaction_conf
+from spark_mlt.storage.replace import blank_keys, key_rows
 from spark_mlt.storage.table import TableSnapshot, read_snapshot, table_exists
 from spark_mlt.storage.writer import WriteOptions, write_delta
 
@@ -275,7 +271,7 @@ def erase_keys(
     keys: DataFrame,
     *,
     storage_options: Mapping[str, str] | None = None,
-    backend: Backend = "auto",
+    backend: Backend | DeltaBackend = "auto",
     snapshot: TableSnapshot | None = None,
 ) -> int:
     """Erase ``keys`` (a ``key`` column) from the vocabulary at ``path``: each one's row keeps
@@ -301,20 +297,14 @@ def erase_keys(
     """
     if snapshot is None:
         snapshot = read_snapshot(path, storage_options=storage_options)
-    kind: Backend = "delta-spark" if use_delta_spark(spark, backend) else "delta-rs"
-    keyed = key_rows(spark, snapshot, keys.select(F.col("key").cast("string").alias("key")), ["key"], backend=kind)
+    keyed = key_rows(spark, snapshot, keys.select(F.col("key").cast("string").alias("key")), ["key"], backend=backend)
     held = keyed.held.persist()
     try:
         erased = held.count()
         if not erased:
             return 0
         info = {"spark_mlt.vocabulary_of": path, "spark_mlt.operation": "erase", "spark_mlt.erased": erased}
-        transaction = next_change(snapshot)
-        if kind == "delta-spark":
-            _erase_merge(spark, keyed, info, transaction)
-        else:
-            tombstones = held.withColumn("key", F.lit(None).cast("string"))
-            replace_keys(tombstones, keyed, {}, transaction=transaction, commit_info=info)
+        blank_keys(keyed, transaction=next_change(snapshot), commit_info=info)
         return int(erased)
     finally:
         held.unpersist()
@@ -327,40 +317,3 @@ def next_change(snapshot: TableSnapshot | None) -> AppTransaction:
     held = None if snapshot is None else snapshot.transaction_version(VOCABULARY_APP)
     # not skippable: a vocabulary at that version took another run's change, not this one
     return AppTransaction(VOCABULARY_APP, (held or 0) + 1, after=NEVER if held is None else held, skippable=False)
-
-
-def _erase_merge(
-    spark: SparkSession, keyed: KeyedRows, info: Mapping[str, object], transaction: AppTransaction
-) -> None:
-    """``MERGE INTO`` the vocabulary: each matched key set to null (Delta's UPDATE takes no
-    subquery), as ``transaction`` (Delta's idempotent DML: refused by Delta when another change
-    of the vocabulary lands meanwhile; checked against the table just before, too).
-
-    Raises:
-        ConcurrentWriteError: another run changed the vocabulary since it was read.
-    """
-    snapshot = keyed.snapshot
-    location = locate(snapshot.path, snapshot.storage_options)
-    view = f"spark_mlt_erase_{uuid.uuid4().hex[:12]}"
-    now = read_snapshot(location.uri, storage_options=snapshot.storage_options)
-    transaction.check_base(now.transaction_version(transaction.app_id), location.uri)
-    conf = {
-        "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(info), sort_keys=True),
-        **transaction_conf(transaction, now),
-    }
-    try:
-        with statement_session(spark, conf, {view: keyed.keys}) as own:
-            own.sql(
-                f"MERGE INTO {path_target(location)} t USING {view} s ON t.key = s.key "
-                "WHEN MATCHED THEN UPDATE SET t.key = NULL"
-            ).collect()
-    except Exception as error:
-        if lost_race(error):
-            raise ConcurrentWriteError(
-                f"another run changed the vocabulary at {location.uri} while its erasure ran; nothing was erased: "
-                "run it again"
-            ) from error
-        raise
-    after = read_snapshot(location.uri, storage_options=snapshot.storage_options)
-    if after.transaction_version(transaction.app_id) != transaction.version:  # Delta skipped it
-        transaction.check_base(after.transaction_version(transaction.app_id), location.uri)

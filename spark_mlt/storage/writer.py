@@ -13,7 +13,7 @@ write: a job that has read it already
 * ``"delta-rs"`` otherwise, the embedded default that needs no jars: Spark writes Parquet in
   parallel, delta-rs commits exactly the files of Spark's job commit, atomically
   ([`spark_mlt.storage.backends.delta_rs`][spark_mlt.storage.backends.delta_rs]). An existing table's protocol is
-  checked first ([`check_jar_free_write`][spark_mlt.storage.writer.check_jar_free_write]: a feature
+  checked first ([`check_jar_free_write`][spark_mlt.storage.backends.delta_rs.check_jar_free_write]: a feature
   this path cannot keep is refused before any data moves), and its rules (constraints, NOT NULL,
   generated columns) are checked in Spark and its column mapping kept (`spark_mlt.delta.schema`).
 
@@ -48,29 +48,19 @@ from pyspark.sql.types import StructType
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import layout_of
 from spark_mlt.column.sqltext import identifier
-from spark_mlt.delta.features import check_writable
 from spark_mlt.delta.fs import Location, locate
-from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError, TableError, TableFeatureError
+from spark_mlt.errors import MissingTableError, MLTError, MLTTypeError
 from spark_mlt.options import check_choice
-from spark_mlt.storage import spark_sql
-from spark_mlt.storage.backends import delta_rs, delta_spark
+from spark_mlt.storage.backends import BACKENDS, Backend, DeltaBackend, resolve_backend
 from spark_mlt.storage.backends.plan import (
     DeltaWriteResult,
-    ReplacedFile,
     WriteMode,
     WritePlan,
     check_mode,
     refuse_existing_table,
     skipped_write,
 )
-from spark_mlt.storage.catalog import (
-    BACKENDS,
-    Backend,
-    is_table_name,
-    resolve_location,
-    table_location,
-    use_delta_spark,
-)
+from spark_mlt.storage.catalog import is_table_name, resolve_location, table_location
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
     AppTransaction,
@@ -88,10 +78,10 @@ __all__ = [
     "WriteMode",
     "WriteOptions",
     "check_data_page_version",
-    "check_jar_free_write",
     "snapshot_for_write",
     "token_write_options",
     "write_delta",
+    "write_plan",
 ]
 
 
@@ -106,7 +96,8 @@ class WriteOptions:
         partition_by: partition columns of a new table (an existing table keeps its own).
         parquet_options: options for Spark's Parquet writer (see
             [`token_write_options`][spark_mlt.storage.writer.token_write_options]).
-        backend: ``"auto"`` (delta-spark when the session has the jars, else delta-rs).
+        backend: ``"auto"`` (delta-spark when the session has the jars, else delta-rs), one of
+            them by name, or a resolved [`DeltaBackend`][spark_mlt.storage.backends.DeltaBackend].
         cluster_by: columns whose ranges the files hold: the rows are range-partitioned and
             sorted by them before the write (a mirror's key), so that each file's statistics
             span a narrow range.
@@ -114,22 +105,20 @@ class WriteOptions:
         resize: with ``mode="overwrite"`` on an existing table, replace its codecs and schema
             with the write's (every row re-tokenized with new codecs); its other properties and
             partitioning stay, and its older versions keep their codecs (time travel).
-        replaces: files of the table the same commit removes (jar-free only): the rows written
-            hold what stays of their rows (see `spark_mlt.storage.replace`).
     """
 
     commit_info: Mapping[str, Any] = field(default_factory=dict)
     properties: Mapping[str, str] = field(default_factory=dict)
     partition_by: Sequence[str] = ()
     parquet_options: Mapping[str, str] = field(default_factory=dict)
-    backend: Backend = "auto"
+    backend: Backend | DeltaBackend = "auto"
     cluster_by: Sequence[str] = ()
     max_file_rows: int | None = None
     resize: bool = False
-    replaces: Sequence[ReplacedFile] = ()
 
     def __post_init__(self) -> None:
-        check_choice("backend", self.backend, BACKENDS)
+        if isinstance(self.backend, str):
+            check_choice("backend", self.backend, BACKENDS)
         names = (self.partition_by,) if isinstance(self.partition_by, str) else tuple(self.partition_by)
         if not all(isinstance(name, str) and name for name in names):
             raise MLTTypeError(
@@ -153,7 +142,7 @@ def snapshot_for_write(
     *,
     storage_options: Mapping[str, str] | None = None,
     spark: SparkSession | None = None,
-    backend: Backend = "auto",
+    backend: Backend | DeltaBackend = "auto",
 ) -> TableSnapshot | None:
     """The table at ``path`` as a write with ``mode`` finds it: its snapshot, or None when there is
     no table yet. A job reads it once, before any Spark work, and hands it to
@@ -177,8 +166,8 @@ def snapshot_for_write(
         write_delta(tokens, "/data/ratings_mlt", codecs, mode="append", snapshot=snapshot)
     """
     snapshot = _snapshot(path, mode, storage_options)
-    if snapshot is not None and not use_delta_spark(spark or SparkSession.getActiveSession(), backend):
-        check_jar_free_write(snapshot, mode)
+    if snapshot is not None:
+        resolve_backend(spark or SparkSession.getActiveSession(), backend).check_writable(snapshot, mode)
     return snapshot
 
 
@@ -193,23 +182,6 @@ def _snapshot(
     if mode == "error" and not snapshot.created_empty:
         raise refuse_existing_table(os.fspath(path))
     return snapshot
-
-
-def check_jar_free_write(snapshot: TableSnapshot, mode: WriteMode) -> None:
-    """Refuses a jar-free write the table's protocol (or ``delta.appendOnly``) forbids.
-
-    Raises:
-        TableFeatureError: naming the feature and the way forward.
-    """
-    check_writable(snapshot.delta)
-    if mode == "overwrite" and snapshot.delta.config.append_only:
-        raise TableFeatureError(
-            f"mode='overwrite' would remove rows from the Delta table at {snapshot.path}, which is append-only "
-            "(delta.appendOnly = true); append instead, or turn it off: "
-            "ALTER TABLE ... SET TBLPROPERTIES ('delta.appendOnly' = 'false')",
-            feature="appendOnly",
-            parameter="mode",
-        )
 
 
 def write_delta(
@@ -262,9 +234,9 @@ def write_delta(
     if not isinstance(run_id, AppTransaction):
         check_run_id(run_id)
     txn = run_transaction(run_id) if isinstance(run_id, str) else run_id
-    backend: Backend = "delta-spark" if use_delta_spark(df.sparkSession, opts.backend) else "delta-rs"
-    call = _WriteCall(df, mode, dict(codecs or {}), opts, backend, storage_options)
-    location, snapshot = _open_table(call, path, snapshot)
+    backend = resolve_backend(df.sparkSession, opts.backend)
+    call = _WriteCall(df, mode, dict(codecs or {}), opts, storage_options)
+    location, snapshot = _open_table(call, backend, path, snapshot)
     resize = opts.resize and snapshot is not None
     if resize and mode != "overwrite":
         raise MLTError("resize: a re-size rewrites every row: it needs mode='overwrite'", parameter="resize")
@@ -274,8 +246,8 @@ def write_delta(
         return skipped_write(location.uri, snapshot.version, txn)
     if txn is not None and snapshot is not None:
         txn.check_base(snapshot.transaction_version(txn.app_id), location.uri)
-    if backend == "delta-rs" and snapshot is not None:
-        check_jar_free_write(snapshot, mode)
+    if snapshot is not None:
+        backend.check_writable(snapshot, mode)
     plan = _write_plan(call, location, snapshot, stored, run_id=run_id, txn=txn)
     if resize and snapshot is not None:
         kept = {k: v for k, v in snapshot.properties.items() if not k.startswith(CODEC_PROPERTY_PREFIX)}
@@ -285,16 +257,37 @@ def write_delta(
             partition_by=tuple(snapshot.partition_columns),
             properties={**kept, **plan.properties},
         )
-    if opts.replaces:
-        if backend != "delta-rs" or snapshot is None:
-            raise MLTError(
-                "replaces: files are replaced by the jar-free backend, in a table that exists", parameter="replaces"
-            )
-        plan = dataclasses.replace(plan, replaces=tuple(opts.replaces))
     if call.options.cluster_by:
         ranges = [identifier(name) for name in call.options.cluster_by]
         df = df.repartitionByRange(*ranges).sortWithinPartitions(*ranges)
-    return delta_spark.write(df, plan) if backend == "delta-spark" else delta_rs.write(df, plan)
+    return backend.write(df, plan)
+
+
+def write_plan(
+    rows: DataFrame,
+    snapshot: TableSnapshot,
+    codecs: Mapping[str, MLTCodec],
+    *,
+    mode: WriteMode,
+    run_id: AppTransaction | None,
+    options: WriteOptions,
+) -> WritePlan:
+    """The plan of a write of ``rows`` to the table version ``snapshot``, as
+    [`write_delta`][spark_mlt.storage.writer.write_delta] makes it (``codecs`` merged with the
+    table's, the commit's metadata), for a backend's own commit of them: a key replacement
+    ([`replace_keys`][spark_mlt.storage.replace.replace_keys]).
+
+    Raises:
+        CodecMismatchError: the table stores a different codec for one of the columns.
+
+    Example::
+
+        plan = write_plan(rows, snapshot, {}, mode="append", run_id=None, options=WriteOptions())
+    """
+    location = locate(snapshot.path, snapshot.storage_options)
+    call = _WriteCall(rows, mode, dict(codecs), options, snapshot.storage_options)
+    stored = merge_codecs(location.uri, snapshot.codecs, call.codecs)
+    return _write_plan(call, location, snapshot, stored, run_id=run_id, txn=run_id)
 
 
 @dataclass(frozen=True)
@@ -306,16 +299,18 @@ class _WriteCall:
     mode: WriteMode
     codecs: dict[str, MLTCodec]
     options: WriteOptions
-    backend: Backend
     storage_options: Mapping[str, str] | None
 
 
 def _open_table(
-    call: _WriteCall, path: str | os.PathLike[str], snapshot: TableSnapshot | Literal["read"] | None
+    call: _WriteCall,
+    backend: DeltaBackend,
+    path: str | os.PathLike[str],
+    snapshot: TableSnapshot | Literal["read"] | None,
 ) -> tuple[Location, TableSnapshot | None]:
     """Where the table is and its snapshot (None: no table yet), read unless the caller passed it."""
     if is_table_name(path):
-        named = _named_table(call, str(path), snapshot)
+        named = _named_table(call, backend, str(path), snapshot)
         return locate(named.path, call.storage_options), named
     location = locate(path, call.storage_options)
     if snapshot == "read":
@@ -356,10 +351,11 @@ def _write_plan(
     )
 
 
-def _named_table(call: _WriteCall, name: str, snapshot: TableSnapshot | Literal["read"] | None) -> TableSnapshot:
-    """The snapshot of the catalog table ``name``, created first (version 0: schema and
-    properties, no data) when the catalog has no such table. Creating a table in a catalog
-    takes Spark SQL, so a new named table needs delta-spark whatever the backend."""
+def _named_table(
+    call: _WriteCall, backend: DeltaBackend, name: str, snapshot: TableSnapshot | Literal["read"] | None
+) -> TableSnapshot:
+    """The snapshot of the catalog table ``name``, created first by ``backend`` (version 0:
+    schema and properties, no data) when the catalog has no such table (Spark SQL: delta-spark)."""
     spark = call.df.sparkSession
     if snapshot == "read":
         location = table_location(spark, name)
@@ -368,14 +364,8 @@ def _named_table(call: _WriteCall, name: str, snapshot: TableSnapshot | Literal[
         if call.mode == "error" and not snapshot.created_empty:
             raise refuse_existing_table(name)
         return snapshot
-    if call.backend != "delta-spark":
-        raise TableError(
-            f"path {name!r}: a new catalog table is created through delta-spark (Spark SQL); "
-            f"backend={call.backend!r} can only write to a catalog table that exists",
-            parameter="path",
-        )
     properties = {**call.options.properties, **codec_properties(call.codecs)}
-    spark_sql.create_table(spark, name, call.df.schema, tuple(call.options.partition_by), properties)
+    backend.create_table(spark, name, call.df.schema, tuple(call.options.partition_by), properties)
     created = read_snapshot(resolve_location(name, spark=spark), storage_options=call.storage_options)
     merge_codecs(name, created.codecs, call.codecs)  # another writer may have created it first
     return created

@@ -25,10 +25,19 @@ from spark_mlt.batch.write.tokenize import REASON_COLUMN, fit_job_codecs, job_to
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.steps import reached
-from spark_mlt.storage import AppTransaction, TableSnapshot, WriteOptions, token_write_options, write_delta
-from spark_mlt.storage.changes import FeedRange, check_feed, feed_rows, read_changes
+from spark_mlt.storage import (
+    AppTransaction,
+    KeyedRows,
+    TableSnapshot,
+    WriteOptions,
+    key_rows,
+    replace_keys,
+    token_write_options,
+    write_delta,
+)
+from spark_mlt.storage.changes import FeedRange, check_feed, read_changes
+from spark_mlt.storage.keys import held_keys
 from spark_mlt.storage.properties import NEVER
-from spark_mlt.storage.replace import KeyedRows, key_rows, replace_keys
 
 
 def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: TableSnapshot) -> JobReport:
@@ -54,7 +63,7 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
     tokens: DataFrame | None = None
     try:
         # jar-free, the feed's rows are counted from its files' footers (no Spark job)
-        window = read_window(changes, options.key, rows=feed_rows(feed) if run.backend == "delta-rs" else None)
+        window = read_window(changes, options.key, rows=run.backend.feed_rows(feed))
         keys = window.keys().persist(KEEP_LEVEL)
         # the rows of the files that can hold the keys
         values = window.values  # (built once: up to a million keys)
@@ -257,12 +266,12 @@ def _held_at(
 
 def _checked_keys(keyed: KeyedRows, quarantine: KeyedRows | None, values: list[Any] | None) -> DataFrame | pd.DataFrame:
     """What a window's key check counts: the keys the mirror and the quarantine held, read on
-    the driver where both can be (`KeyedRows.held_keys`), else their rows in Spark."""
+    the driver where both can be (`spark_mlt.storage.keys.held_keys`), else their rows in Spark."""
     k = [identifier(c) for c in keyed.key]
-    mine = keyed.held_keys(values)
+    mine = held_keys(keyed, values)
     if quarantine is None:
         return keyed.held.select(*k) if mine is None else mine
-    theirs = quarantine.held_keys(values) if mine is not None else None
+    theirs = held_keys(quarantine, values) if mine is not None else None
     if mine is not None and theirs is not None:
         return pd.concat([mine, theirs], ignore_index=True)
     return keyed.held.select(*k).unionByName(quarantine.held.select(*k))

@@ -22,11 +22,9 @@ from pyspark.sql import SparkSession
 
 from spark_mlt.batch.mirror.tables import Mirror
 from spark_mlt.delta.fs import locate
-from spark_mlt.errors import MLTError
 from spark_mlt.storage import read_snapshot, table_exists, vacuum
-from spark_mlt.storage.catalog import use_delta_spark
+from spark_mlt.storage.backends import resolve_backend
 from spark_mlt.storage.maintenance import check_short_retention, pending_erasures, retention_shortfall
-from spark_mlt.storage.spark_sql import path_target
 
 __all__ = ["erase_physically", "erased_tables"]
 
@@ -118,22 +116,14 @@ def _erase(
     before = pending_erasures(table, retention_hours=retention_hours, storage_options=storage_options)
     purged = False
     if apply and before["rows_in_deletion_vectors"]:
-        if spark is None or not use_delta_spark(spark):
-            raise MLTError(
-                f"{table} has {before['rows_in_deletion_vectors']} deleted rows in deletion vectors, whose bytes "
-                "stay in its data files until a purge rewrites them, and purging needs Delta's jars: run "
-                "REORG TABLE delta.`<path>` APPLY (PURGE) (or this command in a session with Delta's jars), then "
-                "this command again"
-            )
-        location = locate(table, storage_options)
-        spark.sql(f"REORG TABLE {path_target(location)} APPLY (PURGE)").collect()
+        resolve_backend(spark).purge(spark, locate(table, storage_options))
         purged = True
     files = vacuum(
         table,
         retention_hours=retention_hours,
         dry_run=not apply,
         allow_short_retention=allow_short_retention,
-        spark=spark if spark is not None and use_delta_spark(spark) else None,
+        spark=spark,
         storage_options=storage_options,
     )
     after = pending_erasures(table, retention_hours=retention_hours, storage_options=storage_options)

@@ -24,7 +24,7 @@ from spark_mlt.batch.write.tokenize import job_backend
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage import TableSnapshot, read_snapshot, table_exists
-from spark_mlt.storage.catalog import Backend
+from spark_mlt.storage.backends import DeltaBackend
 from spark_mlt.storage.properties import NEVER
 
 log = logging.getLogger("spark_mlt")
@@ -47,7 +47,7 @@ class SyncRun:
     #: the mirror's tables and names, bound to the source once a run has read it
     tables: Mirror
     #: the Delta backend every step reads and writes with, resolved once per run
-    backend: Backend
+    backend: DeltaBackend
 
     @classmethod
     def start(

@@ -159,7 +159,7 @@ def check_changes(
     quarantine) held that no row holds after the window (a key inserted and deleted within it
     was never held, so is not counted). ``held``: the mirror's (and quarantine's) rows of the
     window's keys, or, for a collected window, their key columns read already (a pandas frame:
-    `KeyedRows.held_keys`).
+    `spark_mlt.storage.keys.held_keys`).
 
     Raises:
         SourceError: naming the first broken key (null keys first, then by version) and version.

@@ -213,17 +213,8 @@ def publish_statements(
     if options.view:
         vocabularies = vocabulary_paths(snap.properties, location=snap.path)
         decoders = {item.column: item.name for item in items if item.role == "decode" and item.column}
-        view = _view(
-            input,
-            snap,
-            schema=options.schema,
-            prefix=prefix,
-            layouts=layouts,
-            vocabularies=vocabularies,
-            decoders=decoders,
-            origin=origin,
-        )
-        items.append(view)
+        body = _view_body(input, snap, layouts=layouts, vocabularies=vocabularies, decoders=decoders)
+        items.append(_view(_qualified(options.schema, f"{prefix}_decoded"), snap, body, bool(decoders), origin))
     names = [item.name for item in items]
     clashes = sorted({name for name in names if names.count(name) > 1})
     if clashes:
@@ -261,19 +252,17 @@ def _functions(
     return items
 
 
-def _view(
+def _view_body(
     input: str,
     snap: TableSnapshot,
     *,
-    schema: str,
-    prefix: str,
     layouts: Mapping[str, Layout],
     vocabularies: Mapping[str, str],
     decoders: Mapping[str, str],
-    origin: Mapping[str, Any],
-) -> CatalogObject:
-    """The view: each token column decoded by the decode function published with it (a short
-    text), or by its expression written in (where no function is: Spark 3.5)."""
+) -> str:
+    """The view's query: each token column decoded by the decode function published with it (a
+    short text), or by its expression written in (where no function is: Spark 3.5), and joined
+    to its vocabulary where it has one."""
     names = list(snap.schema.names)
     taken = {name.lower() for name in names}  # Spark's names are case-insensitive
 
@@ -294,12 +283,13 @@ def _view(
         if column is None:
             shown.append(f"t.{sql.identifier(name)}")
             continue
-        codec = snap.codecs[column]
         if column in decoders:
             decoded = f"{decoders[column]}({sql.identifier(name)})"
         else:
             layout = LAYOUT[layouts[column]]
-            decoded = decode_expr(sql.identifier(name), codec, layout=layout, handle_invalid="error", sql_name=column)
+            decoded = decode_expr(
+                sql.identifier(name), snap.codecs[column], layout=layout, handle_invalid="error", sql_name=column
+            )
         alias = unique(column if column.lower() not in taken else f"{column}_decoded")
         id_column = unique(f"__mlt_id_{len(ids)}")
         ids.append(f"{decoded} AS {sql.identifier(id_column)}")
@@ -314,14 +304,17 @@ def _view(
         shown.append(f"t.{sql.identifier(name)}")
     inner = ", ".join(["*", *ids])
     body = f"SELECT {', '.join(shown)} FROM (SELECT {inner} FROM {_table_reference(input, snap.path)}) t"
-    if joins:
-        body += " " + " ".join(joins)
-    qualified = _qualified(schema, f"{prefix}_decoded")
+    return " ".join([body, *joins])
+
+
+def _view(qualified: str, snap: TableSnapshot, body: str, functions: bool, origin: Mapping[str, Any]) -> CatalogObject:
+    """The view ``qualified`` of ``body`` (`_view_body`), recording ``origin``, whether it calls
+    published ``functions``, and the codecs it decodes."""
     codecs = json.dumps({column: codec.fingerprint for column, codec in sorted(snap.codecs.items())})
     record = {
         **origin,
         "role": "view",
-        "functions": bool(decoders),
+        "functions": functions,
         "codecs": codecs,
         "digest": _digest(f"{qualified} {codecs} AS {body}"),  # the codecs: a re-size renews its record
     }

@@ -61,7 +61,6 @@ from spark_mlt.storage import (
     read_snapshot,
     snapshot_for_write,
     table_exists,
-    use_delta_spark,
 )
 
 __all__ = [
@@ -358,7 +357,7 @@ def tokenize_stream(
     check_stream_job(options)
     options = resolve_input(input, options)  # a Delta table streams as one, never as its files
     report = JobReport(capabilities=Capabilities.of(spark))  # once: the loop and every batch read it
-    if options.input_format == "delta" and not use_delta_spark(report.capabilities):
+    if options.input_format == "delta" and not (report.capabilities and report.capabilities.delta_jars):
         _follow_delta(spark, input, output, columns, options, stream=stream, report=report)
         return _checked(report, output, options)
     query = start_stream(spark, input, output, columns, options, stream=stream, report=report)

@@ -51,7 +51,8 @@ from spark_mlt.storage import (
     vocabulary_property_value,
     write_delta,
 )
-from spark_mlt.storage.catalog import Backend, is_table_name, use_delta_spark
+from spark_mlt.storage.backends import DeltaBackend, resolve_backend
+from spark_mlt.storage.catalog import is_table_name
 from spark_mlt.storage.properties import id_type_properties, id_types
 
 __all__ = [
@@ -132,10 +133,10 @@ def _invalid_reason(source: str, column: str, codec: MLTCodec) -> Column:
     )
 
 
-def job_backend(capabilities: Capabilities) -> Backend:
+def job_backend(capabilities: Capabilities) -> DeltaBackend:
     """The Delta backend a job writes with in a session with ``capabilities``: delta-spark where
     it has Delta's jars, else the jar-free path."""
-    return "delta-spark" if use_delta_spark(capabilities) else "delta-rs"
+    return resolve_backend(capabilities)
 
 
 def tokenize_dataframe(

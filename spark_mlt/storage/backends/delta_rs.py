@@ -32,70 +32,69 @@ import json
 import random
 import time
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Literal
-from urllib.parse import unquote
 
 import deltalake
 import pyarrow as pa
-import pyarrow.parquet as pq
 from deltalake import Schema
 from deltalake.exceptions import CommitFailedError, DeltaError
 from deltalake.transaction import AddAction, CommitProperties, PostCommitHookProperties, Transaction
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
-from pyspark.sql.types import TimestampType
+from pyspark.sql.types import StructType, TimestampType
 
-from spark_mlt.column.sqltext import identifier
 from spark_mlt.delta import rs
 from spark_mlt.delta.config import TableConfig
 from spark_mlt.delta.features import check_writable
 from spark_mlt.delta.fs import Location, redact
 from spark_mlt.delta.log import DeltaLog
-from spark_mlt.delta.partitions import utc_timestamp
-from spark_mlt.delta.schema import RULE_MARKER, TableLayout, enforce_rules, layout_of, physical_columns
+from spark_mlt.delta.read.changes import FeedRange, feed_rows, read_feed
+from spark_mlt.delta.read.scan import scan_snapshot
+from spark_mlt.delta.schema import TableLayout, enforce_rules, layout_of, physical_columns
 from spark_mlt.delta.snapshot import Snapshot
 from spark_mlt.delta.snapshot import read_snapshot as read_delta_snapshot
-from spark_mlt.delta.stats import StatsSpec, file_stats, stats_spec
+from spark_mlt.delta.stats import StatsSpec, stats_spec
+from spark_mlt.delta.vacuum import check_short_retention, retention_ms, vacuum_files
 from spark_mlt.errors import (
     ConcurrentWriteError,
-    ConstraintViolationError,
     IncompleteWriteError,
     MLTError,
     StorageError,
+    TableError,
     TableFeatureError,
 )
 from spark_mlt.steps import reached
+from spark_mlt.storage.backends.base import BackendName, KeyedRows
 from spark_mlt.storage.backends.plan import (
     DeltaWriteResult,
+    Vacuumed,
+    WriteMode,
     WritePlan,
     check_schema,
     refuse_existing_table,
     skipped_write,
     spark_arrow_schema,
 )
+from spark_mlt.storage.backends.staging import (
+    STAGING_PREFIX,
+    PartitionValues,
+    StagedFiles,
+    add_actions,
+    instants_staged_in_utc,
+    write_staging,
+)
+from spark_mlt.storage.keys import candidate_files, rewrite_rows, scan_files
 from spark_mlt.storage.properties import NEVER, AppTransaction, merge_codecs
-from spark_mlt.storage.spark_sql import TIMESTAMP_TYPE, session_conf
-from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, snapshot_of
+from spark_mlt.storage.table import CREATE_MARKER, WRITE_ID, TableSnapshot, snapshot_of
 
 if TYPE_CHECKING:  # newer deltalake (1.6.6) exports it; spark-mlt only names it in hints
     from deltalake import DeltaTable
     from deltalake.transaction import RemoveAction
 
-__all__ = ["STAGING_PREFIX", "write"]
-
-STAGING_PREFIX = "mlt-"
-_HIVE_NULL = "__HIVE_DEFAULT_PARTITION__"
-
-
-@dataclass(frozen=True)
-class _Files:
-    """The committed files of one staging write, as Delta add actions."""
-
-    actions: list[AddAction | RemoveAction]
-    rows: int
+__all__ = ["DELTA_RS", "DeltaRs", "check_jar_free_write", "write"]
 
 
 def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
@@ -126,7 +125,7 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
     names = layout.physical_names
     stored_partitions = [names.get(column, column) for column in partition_by]
     timestamps = {names.get(c, c) for c in partition_by if isinstance(layout.logical[c].dataType, TimestampType)}
-    stored = _instants_staged_in_utc(stored, timestamps)
+    stored = instants_staged_in_utc(stored, timestamps)
     write_id = uuid.uuid4().hex
     staging = f"{STAGING_PREFIX}{time.strftime('%Y%m%dT%H%M%S')}-{write_id[:12]}"
     location = plan.location
@@ -134,9 +133,9 @@ def write(df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
         write_staging(stored, plan, staging, stored_partitions)
     try:
         with _timed(timings, "footers"):
-            values = _PartitionValues(stored_partitions, timestamps)
+            values = PartitionValues(stored_partitions, timestamps)
             files = add_actions(location, staging, values, spec, keep_empty=snapshot is None)
-            files = _Files([*files.actions, *_remove_actions(plan)], files.rows)
+            files = StagedFiles([*files.actions, *_remove_actions(plan)], files.rows)
         with _timed(timings, "commit"):
             metadata = {**plan.commit_info, "spark_mlt.rows": files.rows, WRITE_ID: write_id}
             version, committed = commit(
@@ -255,92 +254,6 @@ def _timed(timings: dict[str, float], name: str) -> Iterator[None]:
     timings[name] = time.perf_counter() - started
 
 
-def write_staging(df: DataFrame, plan: WritePlan, staging: str, partition_by: list[str]) -> None:
-    """Spark writes ``df`` as Parquet into the staging folder; removed again if the job fails.
-
-    Timestamps are written as Parquet's ``TIMESTAMP(MICROS)`` (INT64, the protocol's type) unless
-    the session sets ``spark.sql.parquet.outputTimestampType``: Spark's default, INT96, keeps no
-    minimum or maximum in a footer, so a file with a timestamp would get no bounds in the log, of
-    any column (see `spark_mlt.delta.stats.footer`), and every filter would scan it."""
-    location = plan.location
-    spark = df.sparkSession
-    key, value = TIMESTAMP_TYPE
-    conf = {} if spark.conf.get(key, None) is not None else {key: value}
-    try:
-        writer = df.write.mode("errorifexists").options(**plan.parquet_options)
-        if partition_by:
-            writer = writer.partitionBy(*partition_by)
-        with session_conf(spark, conf):
-            writer.parquet(location.spark_path(staging))
-    except BaseException as error:
-        location.remove_folder(staging)
-        broken = _broken_rule(error)
-        if broken is not None:
-            raise ConstraintViolationError(f"{broken}; nothing was written to {location.uri}") from None
-        raise
-    if not location.exists(f"{staging}/_SUCCESS"):
-        location.remove_folder(staging)
-        raise MLTError(
-            f"Spark did not commit the write to {location.spark_path(staging)} (no _SUCCESS marker); "
-            "nothing was committed"
-        )
-
-
-def _broken_rule(error: BaseException) -> str | None:
-    """The broken rule's message in a failed write job's error (see ``enforce_rules``), or None."""
-    text = str(error)
-    start = text.find(RULE_MARKER)
-    if start < 0:
-        return None
-    line = text[start + len(RULE_MARKER) :].split("\n", 1)[0]
-    return line.split(" SQLSTATE:", 1)[0].strip()
-
-
-def _hidden(relative: str, partitions: _PartitionValues) -> bool:
-    """Whether a staged path is not table data: a name starting with ``_`` or ``.`` (Spark's
-    ``_temporary`` and ``_SUCCESS``, ``.crc`` files) other than a partition folder, which is named
-    ``<column>=<value>`` whatever its column's name starts with (a column ``_p`` has folders ``_p=0``)."""
-    *folders, name = relative.split("/")
-    return name.startswith(("_", ".")) or any(
-        folder.startswith(("_", ".")) and partitions.key(folder) is None for folder in folders
-    )
-
-
-def add_actions(
-    location: Location, staging: str, partitions: _PartitionValues, spec: StatsSpec, *, keep_empty: bool = True
-) -> _Files:
-    """Add actions for the data files of Spark's committed job, with the statistics ``spec``
-    names read from their footers; a file of no rows is removed instead unless ``keep_empty``
-    (Spark writes one for a job without rows; a table that exists needs none).
-
-    Hidden paths (``_temporary`` of a straggling task attempt, ``.crc`` files) are skipped, as
-    Hadoop's input formats skip them.
-    """
-    actions: list[AddAction | RemoveAction] = []
-    rows = 0
-    for info in location.files(staging):
-        relative = location.relative(info.path)
-        if not relative.endswith(".parquet") or _hidden(relative, partitions):
-            continue
-        with location.filesystem.open_input_file(info.path) as source:
-            metadata = pq.read_metadata(source)
-        if not metadata.num_rows and not keep_empty:
-            location.remove_file(info.path)
-            continue
-        rows += metadata.num_rows
-        actions.append(
-            AddAction(
-                path=relative,  # raw: delta-rs percent-encodes it itself
-                size=info.size,
-                partition_values=partitions.of(relative),
-                modification_time=info.mtime_ns // 1_000_000,
-                data_change=True,
-                stats=file_stats(metadata, spec),
-            )
-        )
-    return _Files(actions, rows)
-
-
 def _stats_spec(layout: TableLayout, snapshot: Snapshot) -> StatsSpec:
     """The statistics the files of ``snapshot``'s table record, for files written with ``layout``."""
     features = snapshot.features
@@ -384,59 +297,6 @@ def _check_replaced(plan: WritePlan, current: Snapshot) -> None:
             f"rewrites (e.g. {gone[0]}) while it ran; nothing of it was committed (its files are orphans for "
             "vacuum): run it again"
         )
-
-
-def _instants_staged_in_utc(df: DataFrame, timestamps: set[str]) -> DataFrame:
-    """``df`` with each timestamp partition column as its UTC wall clock (a TIMESTAMP_NTZ).
-
-    Spark names a partition folder after the value as its session shows it, a timestamp in the
-    session's time zone, where the hour a fall-back to standard time repeats names two instants
-    alike (01:30 in New York is 05:30Z and 06:30Z on 2024-11-03): no parser can tell them apart.
-    The UTC wall clock names each instant once, in any session (and is what readers that take
-    partition values from folder names, as Polars does, read as the instant); it is computed
-    from the instant's microseconds, so the session's time zone is not touched (the user's own
-    expressions in ``df`` compute as they did). The files do not hold partition columns. The
-    microseconds are added as a day-time interval: Spark 3.5's ``timestampadd`` takes an INT
-    count, and wrapped them (2024-01-01 became 1970-01-01T00:04:30)."""
-    if not timestamps:
-        return df
-    micros = "CAST(unix_micros({}) AS DECIMAL(38, 0)) / 1000000"
-    utc = f"TIMESTAMP_NTZ'1970-01-01 00:00:00' + make_dt_interval(0, 0, 0, {micros})"
-    return df.select(
-        *(
-            F.expr(utc.format(identifier(name))).alias(name) if name in timestamps else F.col(identifier(name))
-            for name in df.columns
-        )
-    )
-
-
-@dataclass(frozen=True)
-class _PartitionValues:
-    """How a file's partition values are read from its folders (Spark's ``key=value``, both
-    escaped; ``__HIVE_DEFAULT_PARTITION__`` for null) and serialised for the log: by physical
-    name, a timestamp staged as its UTC wall clock (see ``_instants_staged_in_utc``) in the
-    protocol's UTC form (see `spark_mlt.delta.partitions`)."""
-
-    columns: list[str]
-    timestamps: set[str]
-
-    def key(self, folder: str) -> str | None:
-        """The partition column a folder is named after (``<column>=<value>``), or None."""
-        key = unquote(folder.split("=", 1)[0]) if "=" in folder else None
-        return key if key in self.columns else None
-
-    def of(self, relative: str) -> dict[str, str | None]:
-        values: dict[str, str | None] = {}
-        for folder in relative.split("/")[:-1]:
-            key = self.key(folder)
-            if key is None:
-                continue
-            value = unquote(folder.split("=", 1)[1])
-            if value == _HIVE_NULL:
-                values[key] = None
-            else:
-                values[key] = utc_timestamp(value) if key in self.timestamps else value
-        return values
 
 
 #: The modes of a delta-rs commit: an overwrite of a table this write created is an append.
@@ -731,3 +591,118 @@ def _remove_spark_markers(location: Location, staging: str) -> None:
         name = info.path.rsplit("/", 1)[-1]
         if name == "_SUCCESS" or name.endswith(".crc"):
             location.remove_file(info.path)
+
+
+def check_jar_free_write(snapshot: TableSnapshot, mode: WriteMode) -> None:
+    """Refuses a jar-free write the table's protocol (or ``delta.appendOnly``) forbids.
+
+    Raises:
+        TableFeatureError: naming the feature and the way forward.
+    """
+    check_writable(snapshot.delta)
+    if mode == "overwrite" and snapshot.delta.config.append_only:
+        raise TableFeatureError(
+            f"mode='overwrite' would remove rows from the Delta table at {snapshot.path}, which is append-only "
+            "(delta.appendOnly = true); append instead, or turn it off: "
+            "ALTER TABLE ... SET TBLPROPERTIES ('delta.appendOnly' = 'false')",
+            feature="appendOnly",
+            parameter="mode",
+        )
+
+
+class DeltaRs:
+    """The jar-free [`DeltaBackend`][spark_mlt.storage.backends.base.DeltaBackend]: Spark reads and
+    writes the Parquet files, spark-mlt's Delta core reads the log, delta-rs commits; a key
+    replacement rewrites the candidate files the statistics name (`spark_mlt.storage.keys`)."""
+
+    name: BackendName = "delta-rs"
+
+    def check_writable(self, snapshot: TableSnapshot, mode: WriteMode) -> None:
+        check_jar_free_write(snapshot, mode)
+
+    def create_table(
+        self,
+        spark: SparkSession,
+        name: str,
+        schema: StructType,
+        partition_by: Sequence[str],
+        properties: Mapping[str, str],
+    ) -> None:
+        raise TableError(
+            f"path {name!r}: a new catalog table is created through delta-spark (Spark SQL); "
+            "backend='delta-rs' can only write to a catalog table that exists",
+            parameter="path",
+        )
+
+    def write(self, df: DataFrame, plan: WritePlan) -> DeltaWriteResult:
+        return write(df, plan)
+
+    def read(self, spark: SparkSession, snapshot: TableSnapshot, *, files: Sequence[str] | None = None) -> DataFrame:
+        chosen = None if files is None else [snapshot.delta.files[path] for path in files]
+        return scan_snapshot(spark, snapshot.delta, files=chosen)
+
+    def read_version(self, spark: SparkSession, location: Location, version: int | None) -> DataFrame:
+        return scan_snapshot(spark, read_delta_snapshot(location, version))
+
+    def read_changes(self, spark: SparkSession, feed: FeedRange) -> DataFrame:
+        return read_feed(spark, feed)
+
+    def feed_rows(self, feed: FeedRange) -> int | None:
+        return feed_rows(feed)  # from the feed files' footers
+
+    def key_rows(
+        self,
+        spark: SparkSession,
+        snapshot: TableSnapshot,
+        keys: DataFrame,
+        key: tuple[str, ...],
+        *,
+        values: Any,
+        few: bool,
+    ) -> KeyedRows:
+        candidates = candidate_files(spark, snapshot, keys, key, values)  # (a search needs no distinct keys)
+        return KeyedRows(
+            snapshot, key, keys.distinct(), scan_files(spark, snapshot, candidates), candidates, self, few=few
+        )
+
+    def replace_keys(
+        self, rows: DataFrame, keyed: KeyedRows, plan: WritePlan, *, max_file_rows: int | None, row_count: int | None
+    ) -> DeltaWriteResult:
+        rewritten = rewrite_rows(rows.select(*keyed.rows.columns), keyed, max_file_rows, row_count)
+        return write(rewritten, replace(plan, replaces=tuple(keyed.candidates or ())))
+
+    def blank_keys(self, keyed: KeyedRows, plan: WritePlan) -> None:
+        blanked = keyed.held.withColumn(keyed.key[0], F.lit(None).cast("string"))
+        self.replace_keys(blanked, keyed, plan, max_file_rows=None, row_count=None)
+
+    def purge(self, spark: SparkSession | None, location: Location) -> None:
+        raise MLTError(
+            f"{location.uri} has deleted rows in deletion vectors, whose bytes stay in its data files until a purge "
+            "rewrites them, and purging needs Delta's jars: run REORG TABLE delta.`<path>` APPLY (PURGE) (or this "
+            "command in a session with Delta's jars), then this command again"
+        )
+
+    def vacuum(
+        self,
+        spark: SparkSession | None,
+        location: Location,
+        *,
+        retention_hours: float | None,
+        dry_run: bool,
+        allow_short_retention: bool,
+    ) -> Vacuumed:
+        snapshot = read_delta_snapshot(location)
+        check_writable(snapshot, operation="vacuum")
+        kept_ms = retention_ms(retention_hours, snapshot.config)
+        if not dry_run:
+            own = snapshot.config.deleted_file_retention_ms
+            check_short_retention(location.uri, kept_ms, own, allow=allow_short_retention)
+        files = vacuum_files(snapshot, retention_ms=kept_ms, now_ms=int(time.time() * 1000))
+        if not dry_run:
+            for name in files:
+                location.remove_file(location.path(name))
+        return Vacuumed(files, kept_ms)
+
+
+#: The jar-free backend.
+DELTA_RS = DeltaRs()

@@ -30,6 +30,7 @@ __all__ = [
     "WRITE_MODES",
     "DeltaWriteResult",
     "ReplacedFile",
+    "Vacuumed",
     "WriteMode",
     "WritePlan",
     "check_mode",
@@ -116,6 +117,15 @@ class ReplacedFile:
     path: str
     size: int
     partition_values: Mapping[str, str | None]
+
+
+@dataclass(frozen=True)
+class Vacuumed:
+    """What a vacuum deleted (or, in a dry run, would delete): paths relative to the table, and
+    the retention it kept removed files for, in milliseconds."""
+
+    files: list[str]
+    retention_ms: int
 
 
 def skipped_write(path: str, version: int, transaction: AppTransaction | None) -> DeltaWriteResult:
