@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 from spark_mlt import MLTCodec
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table
 from spark_mlt.batch.cli import EXIT_REJECTED, EXIT_USAGE, main
-from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.write.tokenize import tokenize_table
 from spark_mlt.column.sizing import DEFAULT_HEADROOM, room_for

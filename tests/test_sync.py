@@ -8,6 +8,7 @@ job), so that the Spark work of a test is its syncs'.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import shutil
@@ -30,8 +31,8 @@ import spark_mlt.storage.keys as keys_module
 from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import DecodeOptions, TokenizeOptions, decode_table
 from spark_mlt.batch.cli import main
-from spark_mlt.batch.job.options import SyncOptions
 from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.mirror.tables import COUNTS_SUFFIX, SYNC_APP_PREFIX
 from spark_mlt.batch.write.tokenize import tokenize_table
@@ -668,17 +669,24 @@ def test_the_mirrors_files_are_key_ranges_of_at_most_file_rows_rows(spark: Spark
     [
         ({}, "key"),
         ({"key": ("k",), "input_format": "parquet"}, "input_format"),
-        ({"key": ("k",), "mode": "append"}, "mode"),
-        ({"key": ("k",), "run_id": "nightly"}, "run_id"),
-        ({"key": ("k",), "dry_run": True}, "dry_run"),
         ({"key": ("k",), "file_rows": 0}, "file_rows"),
+        ({"key": ("k",), "resize": True}, "resize"),
     ],
 )
-def test_sync_options_refuse_batch_settings(options: dict[str, Any], parameter: str) -> None:
+def test_sync_options_refuse_bad_values_naming_the_field(options: dict[str, Any], parameter: str) -> None:
     with pytest.raises(MLTError) as error:
         SyncOptions(**options)
     assert error.value.parameter == parameter
-    assert str(error.value).startswith(f"{parameter}:")
+    assert str(error.value).startswith(f"{parameter}")
+
+
+@pytest.mark.parametrize("setting", ["mode", "run_id", "dry_run", "read_options"])
+def test_sync_options_have_no_batch_settings(setting: str) -> None:
+    """A sync's commits are idempotent by the source version they reach: its options are
+    composed without a batch run's settings, so there is nothing to refuse."""
+    assert setting not in {f.name for f in dataclasses.fields(SyncOptions)}
+    with pytest.raises(TypeError, match=setting):
+        SyncOptions(key=("k",), **{setting: None})
 
 
 def test_the_cli_syncs_a_mirror(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

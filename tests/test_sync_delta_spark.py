@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 import spark_mlt.storage.keys as keys_module
 from spark_mlt.batch import TokenizeOptions, tokenize_table
-from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.mirror.tables import SYNC_APP_PREFIX
 from spark_mlt.batch.read.decode import unpack_token_columns

@@ -19,7 +19,7 @@ from pyspark.sql.types import LongType, StringType, StructField, StructType
 import spark_mlt.batch.mirror.sync as sync_module
 import spark_mlt.storage.keys as keys_module
 import spark_mlt.storage.vocabulary as vocabulary_module
-from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.mirror.window import check_changes, last_rows, read_window
 from spark_mlt.delta.schema import TableLayout

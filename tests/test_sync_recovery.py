@@ -20,7 +20,7 @@ from deltalake import DeltaTable, Field, write_deltalake
 from pyspark.sql import SparkSession
 
 from spark_mlt.batch import TokenizeOptions, tokenize_table
-from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.read.inspect import inspect_table
 from spark_mlt.column import mlt_decode, token_layouts

@@ -32,7 +32,7 @@ from pyspark.sql import DataFrame, SparkSession
 import spark_mlt
 from spark_mlt import MLTCodec
 from spark_mlt.batch.cli import main
-from spark_mlt.batch.job.options import TokenizeOptions
+from spark_mlt.batch.write.options import TokenizeOptions
 from spark_mlt.batch.write.stream import check_checkpoint
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode, mlt_encode

@@ -5,11 +5,11 @@ One folder per role, in the order a run goes through them:
 * ``cli``: the front door, the ``spark-mlt`` command; its flags and conf keys derived from the
   options' fields; ``jobs/*.py`` are spark-submit entry points over it.
 * ``job``: what every job shares: its typed options
-  ([`TokenizeOptions`][spark_mlt.batch.job.options.TokenizeOptions],
-  [`StreamOptions`][spark_mlt.batch.job.options.StreamOptions],
-  [`SyncOptions`][spark_mlt.batch.job.options.SyncOptions],
-  [`MovieLensOptions`][spark_mlt.batch.job.options.MovieLensOptions],
-  [`DecodeOptions`][spark_mlt.batch.job.options.DecodeOptions]), checked when built, each field's
+  ([`TokenizeOptions`][spark_mlt.batch.write.options.TokenizeOptions],
+  [`StreamOptions`][spark_mlt.batch.write.options.StreamOptions],
+  [`SyncOptions`][spark_mlt.batch.mirror.options.SyncOptions],
+  [`MovieLensOptions`][spark_mlt.batch.write.options.MovieLensOptions],
+  [`DecodeOptions`][spark_mlt.batch.read.options.DecodeOptions]), checked when built, each field's
   help in its metadata; [`JobReport`][spark_mlt.batch.job.report.JobReport], what a run did, and
   its phase timings; local sessions; its input; the capacity and rejection thresholds.
 * ``write``: the jobs that write tokens:
@@ -42,20 +42,14 @@ Example::
 
 from __future__ import annotations
 
-from spark_mlt.batch.job.options import (
-    DecodeOptions,
-    JobOptions,
-    MovieLensOptions,
-    PublishOptions,
-    StreamOptions,
-    SyncOptions,
-    TokenizeOptions,
-)
+from spark_mlt.batch.job.options import JobOptions
 from spark_mlt.batch.job.report import JobReport
 from spark_mlt.batch.job.session import job_session, local_session, spark_defaults
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.read.decode import decode_table, unpack_token_columns
 from spark_mlt.batch.read.inspect import inspect_table
+from spark_mlt.batch.read.options import DecodeOptions, PublishOptions
 from spark_mlt.batch.read.paper import reproduce_paper
 from spark_mlt.batch.read.publish import catalog_objects, publish_table
 from spark_mlt.batch.write.movielens import (
@@ -65,6 +59,7 @@ from spark_mlt.batch.write.movielens import (
     read_ratings,
     tokenize_movielens,
 )
+from spark_mlt.batch.write.options import MovieLensOptions, StreamOptions, TokenizeOptions
 from spark_mlt.batch.write.stream import tokenize_stream
 from spark_mlt.batch.write.tokenize import split_invalid, tokenize_dataframe, tokenize_table
 from spark_mlt.options import TOKEN_SUFFIX

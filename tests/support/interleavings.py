@@ -38,7 +38,7 @@ import pyarrow as pa
 from deltalake import DeltaTable, write_deltalake
 from pyspark.sql import SparkSession
 
-from spark_mlt.batch.job.options import SyncOptions
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.errors import ConcurrentWriteError, IncompleteWriteError
 from spark_mlt.steps import watch_steps

@@ -29,8 +29,8 @@ from typing import Any
 import deltalake
 
 from spark_mlt.batch import local_session
-from spark_mlt.batch.job.options import SyncOptions
 from spark_mlt.batch.mirror import sync as sync_module
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.steps import watch_steps
 
 #: the sync every run makes

@@ -21,7 +21,7 @@ from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from spark_mlt.batch.job.options import DecodeOptions
+from spark_mlt.batch.read.options import DecodeOptions
 
 
 class UsageError(ValueError):
@@ -113,14 +113,11 @@ def _default_text(field: dataclasses.Field[Any]) -> str:
 
 
 def option_flags(options: type[Any]) -> list[Flag]:
-    """The flags of an options dataclass: one per field, help from ``metadata["help"]``, but the
-    fields the class says its job never takes (``NOT_FLAGS``)."""
+    """The flags of an options dataclass: one per field, help from ``metadata["help"]``."""
     hints = get_type_hints(options)
-    hidden = set(getattr(options, "NOT_FLAGS", ()))
     return [
         Flag(f.name, hints[f.name], str(f.metadata.get("help", "")) + _default_text(f))
         for f in dataclasses.fields(options)
-        if f.name not in hidden
     ]
 
 

@@ -35,14 +35,15 @@ from spark_mlt.batch.cli.flags import (
     spark_level,
     unwrap_optional,
 )
-from spark_mlt.batch.job.inputs import resolve_input
-from spark_mlt.batch.job.options import DecodeOptions, MovieLensOptions, StreamOptions, SyncOptions, TokenizeOptions
 from spark_mlt.batch.job.report import JobReport
 from spark_mlt.batch.job.session import job_session
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.read.decode import decode_table
+from spark_mlt.batch.read.options import DecodeOptions
 from spark_mlt.batch.read.paper import reproduce_paper
 from spark_mlt.batch.write.movielens import tokenize_movielens
+from spark_mlt.batch.write.options import MovieLensOptions, StreamOptions, TokenizeOptions, resolve_input
 from spark_mlt.batch.write.stream import check_stream_job, tokenize_stream
 from spark_mlt.batch.write.tokenize import check_names, tokenize_table
 from spark_mlt.errors import MLTError, SourceError

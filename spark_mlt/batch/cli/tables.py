@@ -15,11 +15,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from spark_mlt.batch.cli.flags import EXIT_OK, OptionsError, UsageError, parse_pairs, spark_level
-from spark_mlt.batch.job.options import PublishOptions
 from spark_mlt.batch.job.session import job_session
 from spark_mlt.batch.mirror.erase import erase_physically
 from spark_mlt.batch.read.find import find_value
 from spark_mlt.batch.read.inspect import inspect_table
+from spark_mlt.batch.read.options import PublishOptions
 from spark_mlt.batch.read.publish import catalog_objects, publish_table
 from spark_mlt.errors import MLTError
 from spark_mlt.jars import JVM_EXTENSION, jvm_jar

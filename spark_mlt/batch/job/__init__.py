@@ -3,6 +3,6 @@ thresholds and capacity checks it runs before and after its write.
 
 Example::
 
-    from spark_mlt.batch.job.options import TokenizeOptions
-    TokenizeOptions(mode="append", handle_invalid="quarantine")
+    from spark_mlt.batch.job.options import RunOptions
+    RunOptions(mode="append", run_id="2026-11-22")
 """

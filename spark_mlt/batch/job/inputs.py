@@ -31,7 +31,6 @@ file formats.
 
 from __future__ import annotations
 
-import dataclasses
 import glob
 import os
 import posixpath
@@ -39,13 +38,13 @@ from collections.abc import Iterable, Mapping
 
 import pyarrow as pa
 
-from spark_mlt.batch.job.options import InputFormat, TokenizeOptions
+from spark_mlt.batch.job.options import InputFormat
 from spark_mlt.delta.fs import Location, locate, redact, storage_options_of
 from spark_mlt.delta.log import LOG_FOLDER, holds_log
 from spark_mlt.errors import InputFormatError, StorageError
 from spark_mlt.storage.catalog import is_table_name
 
-__all__ = ["GLOB_CHARACTERS", "delta_table_of", "input_format_of", "resolve_input"]
+__all__ = ["GLOB_CHARACTERS", "delta_table_of", "input_format_of"]
 
 #: The characters that make a path a pattern for Spark's (Hadoop's) file listing.
 GLOB_CHARACTERS = "*?[{"
@@ -163,19 +162,3 @@ def input_format_of(
         "included; pass input_format='delta' (or 'auto', the default, which reads a Delta table as one)",
         parameter="input_format",
     )
-
-
-def resolve_input(input: str, options: TokenizeOptions) -> TokenizeOptions:
-    """``options`` with the format ``input`` is read with
-    ([`input_format_of`][spark_mlt.batch.job.inputs.input_format_of]): a job resolves it once, at its
-    start, and every step after it reads a concrete format.
-
-    Raises:
-        InputFormatError: as ``input_format_of``.
-
-    Example::
-
-        options = resolve_input("/lake/orders", TokenizeOptions())  # input_format="delta"
-    """
-    found = input_format_of(input, options.input_format, storage_options=options.storage_options)
-    return options if found == options.input_format else dataclasses.replace(options, input_format=found)

@@ -11,7 +11,7 @@ import logging
 from collections.abc import Mapping
 
 from spark_mlt.batch.job.capacity import capacity_usage
-from spark_mlt.batch.job.options import TokenizeOptions, rejected_limit
+from spark_mlt.batch.job.options import InvalidRowOptions, rejected_limit
 from spark_mlt.batch.job.report import JobReport
 from spark_mlt.errors import MLTError, RejectedRowsError
 from spark_mlt.storage import read_snapshot
@@ -21,7 +21,7 @@ __all__ = ["check_rejected", "warn_capacity"]
 log = logging.getLogger("spark_mlt")
 
 
-def check_rejected(report: JobReport, options: TokenizeOptions) -> None:
+def check_rejected(report: JobReport, options: InvalidRowOptions) -> None:
     """Fails a run that rejected more rows than ``options.max_rejected`` allows (a count, or a
     share of ``report.rows_in``).
 
@@ -30,7 +30,7 @@ def check_rejected(report: JobReport, options: TokenizeOptions) -> None:
 
     Example::
 
-        check_rejected(report, TokenizeOptions(handle_invalid="quarantine", max_rejected="0.1%"))
+        check_rejected(report, InvalidRowOptions(handle_invalid="quarantine", max_rejected="0.1%"))
     """
     count, share = rejected_limit(options.max_rejected)
     rejected = report.rows_rejected

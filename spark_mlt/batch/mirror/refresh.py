@@ -14,11 +14,13 @@ from collections.abc import Sequence
 
 from pyspark.sql import DataFrame
 
-from spark_mlt.batch.job.options import SyncOptions, TokenizeOptions
+from spark_mlt.batch.job.options import TokenizingOptions, part_values
 from spark_mlt.batch.job.report import JobReport, phase
 from spark_mlt.batch.mirror.counting import counted_version, finish_erasure, recount, string_columns
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.run import KEEP_LEVEL, SyncRun, add_erased, held_version, quarantine_table
 from spark_mlt.batch.mirror.tables import FULL_REFRESH_MARK, KEY_PROPERTY
+from spark_mlt.batch.write.options import TokenizeOptions
 from spark_mlt.batch.write.tokenize import FrameTarget, QuarantineWrite, tokenize_frame
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import MLTError, SourceError
@@ -146,9 +148,9 @@ def _check_columns(mirror: TableSnapshot, source: TableSnapshot, columns: Sequen
 
 
 def _tokenize_options(options: SyncOptions, mode: WriteMode) -> TokenizeOptions:
-    """The batch job's options of a sync's full refresh: its own, writing with ``mode``."""
-    fields = {f.name: getattr(options, f.name) for f in dataclasses.fields(TokenizeOptions)}
-    return TokenizeOptions(**{**fields, "mode": mode})
+    """The batch job's options of a sync's full refresh: the tokenizing ones the sync has, writing
+    with ``mode``."""
+    return TokenizeOptions(**part_values(options, TokenizingOptions), mode=mode, input_format=options.input_format)
 
 
 def _check_unique(rows: DataFrame, key: Sequence[str], where: str) -> None:

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_mlt.batch.job.options import SyncOptions
 from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.tables import Mirror
 from spark_mlt.batch.write.tokenize import job_backend
 from spark_mlt.capabilities import Capabilities

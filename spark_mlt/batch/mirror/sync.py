@@ -64,11 +64,11 @@ from collections.abc import Sequence
 
 from pyspark.sql import SparkSession
 
-from spark_mlt.batch.job.options import SyncOptions
 from spark_mlt.batch.job.report import JobReport, counted_jobs
 from spark_mlt.batch.job.thresholds import check_rejected, warn_capacity
 from spark_mlt.batch.mirror.apply import apply_window
 from spark_mlt.batch.mirror.counting import finish_erasure
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.refresh import refresh_mirror
 from spark_mlt.batch.mirror.run import SyncRun
 from spark_mlt.batch.mirror.tables import KEY_PROPERTY

@@ -18,7 +18,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 
-from spark_mlt.batch.job.options import TokenizeOptions, quarantine_path
+from spark_mlt.batch.job.options import InvalidRowOptions, quarantine_path
 from spark_mlt.batch.write.tokenize import QUARANTINE_APP_SUFFIX, vocabulary_path
 from spark_mlt.storage import TableSnapshot, vocabulary_paths
 from spark_mlt.storage.counts import counts_path
@@ -81,7 +81,7 @@ class Mirror:
         """Where the value counts of its string key column ``column`` live."""
         return counts_path(self.path, column)
 
-    def vocabulary(self, column: str, options: TokenizeOptions) -> str:
+    def vocabulary(self, column: str, options: InvalidRowOptions) -> str:
         """Where the vocabulary of its string key column ``column`` lives, under ``options``."""
         return vocabulary_path(self.path, column, options)
 

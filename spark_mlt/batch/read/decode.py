@@ -21,8 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_mlt.batch.job.options import DecodeOptions
 from spark_mlt.batch.job.report import JobReport, phase
+from spark_mlt.batch.read.options import DecodeOptions
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import mlt_decode, mlt_unpack, token_layouts
 from spark_mlt.delta.fs import spark_uri

@@ -17,8 +17,8 @@ from collections.abc import Callable
 
 from pyspark.sql import SparkSession
 
-from spark_mlt.batch.job.options import MovieLensOptions
 from spark_mlt.batch.write.movielens import detect_release, tokenize_movielens
+from spark_mlt.batch.write.options import MovieLensOptions
 from spark_mlt.errors import MissingTableError
 from spark_mlt.paper import PaperOptions, PaperReport, reproduce
 from spark_mlt.paper.models import keras_module

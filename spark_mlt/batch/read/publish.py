@@ -48,7 +48,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StructType
 
 from spark_mlt import __version__
-from spark_mlt.batch.job.options import PublishOptions
+from spark_mlt.batch.read.options import PublishOptions
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import sqltext as sql

@@ -31,8 +31,8 @@ import numpy as np
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_mlt.batch.job.options import MovieLensOptions
 from spark_mlt.batch.job.report import JobReport, phase
+from spark_mlt.batch.write.options import MovieLensOptions
 from spark_mlt.batch.write.tokenize import check_output, fit_job_codecs, tokenize_dataframe, write_tokens
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.paper.data import LABEL_RULE_PROPERTY
@@ -150,7 +150,7 @@ def tokenize_movielens(
     label_threshold``, 4 by default as the paper's code labels it) and ``userId_mlt`` /
     ``movieId_mlt``; both codecs and the label's rule (``mlt.label.rule``) are stored in its
     properties, the release in the commit info (``spark_mlt.release``). Options as
-    [`MovieLensOptions`][spark_mlt.batch.job.options.MovieLensOptions]. The output table is opened once,
+    [`MovieLensOptions`][spark_mlt.batch.write.options.MovieLensOptions]. The output table is opened once,
     before any Spark work.
 
     Raises:

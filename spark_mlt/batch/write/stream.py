@@ -46,10 +46,9 @@ from pyspark.sql.streaming.query import StreamingQuery
 from pyspark.sql.streaming.readwriter import DataStreamReader
 from pyspark.sql.types import StructType
 
-from spark_mlt.batch.job.inputs import resolve_input
-from spark_mlt.batch.job.options import StreamOptions, TokenizeOptions
 from spark_mlt.batch.job.report import JobReport
 from spark_mlt.batch.job.thresholds import check_rejected, warn_capacity
+from spark_mlt.batch.write.options import StreamOptions, TokenizeOptions, resolve_input
 from spark_mlt.batch.write.tokenize import FrameTarget, job_backend, tokenize_frame
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.delta.fs import locate, spark_uri

@@ -25,10 +25,10 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_mlt.batch.job.inputs import resolve_input
-from spark_mlt.batch.job.options import JobOptions, TokenizeOptions, quarantine_path
+from spark_mlt.batch.job.options import InvalidRowOptions, JobOptions, TokenizingOptions, quarantine_path, sizing_of
 from spark_mlt.batch.job.report import JobReport, phase
 from spark_mlt.batch.job.thresholds import check_rejected, warn_capacity
+from spark_mlt.batch.write.options import BatchOptions, TokenizeOptions, resolve_input
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import DEFAULT_SEED, MLTCodec
 from spark_mlt.column import fit_codecs, mlt_encode
@@ -248,7 +248,7 @@ def check_output(
             "others to a new table)",
             parameter="columns",
         )
-    resize = getattr(options, "resize", False)
+    resize = sizing_of(options).resize
     for column, codec in snapshot.codecs.items():
         wanted = {"p": options.p, "n": options.n, "seed": options.seed if options.seed != DEFAULT_SEED else None}
         for name, value in wanted.items():
@@ -293,7 +293,7 @@ def check_id_types(snapshot: TableSnapshot | None, df: DataFrame, columns: Seque
         TableSchemaError: naming the column, both types and the way forward.
     """
     recorded = id_types(snapshot.properties) if snapshot is not None else {}
-    if snapshot is None or not recorded or getattr(options, "resize", False):
+    if snapshot is None or not recorded or sizing_of(options).resize:
         return
     given = dict(df.dtypes)
     for column in columns:
@@ -319,7 +319,7 @@ def fit_job_codecs(
     ``resize`` it, else sized from ``df``'s column or its ``sources[column]`` with the options'
     ``headroom``) and ``report.layouts``
     ([`resolve_layouts`][spark_mlt.batch.write.tokenize.resolve_layouts])."""
-    kept = snapshot is not None and not getattr(options, "resize", False)
+    kept = snapshot is not None and not sizing_of(options).resize
     codecs = snapshot.codecs if kept and snapshot is not None else {}
     layouts = token_layouts(from_arrow_schema(snapshot.schema), codecs) if kept and snapshot is not None else {}
     source = {c: (sources or {}).get(c, c) for c in columns}
@@ -331,7 +331,7 @@ def fit_job_codecs(
             n=options.n,
             seed=options.seed,
             existing={source[c]: codec for c, codec in codecs.items() if c in source},
-            headroom=getattr(options, "headroom", 1.0),
+            headroom=sizing_of(options).headroom,
         )
         report.codecs = {c: sized[source[c]] for c in columns}
         report.layouts = dict(resolve_layouts(report.codecs, options.layout, layouts))
@@ -341,7 +341,7 @@ def write_tokens(
     tokens: DataFrame,
     output: str,
     report: JobReport,
-    options: JobOptions,
+    options: BatchOptions,
     *,
     snapshot: TableSnapshot | None,
     write: WriteOptions,
@@ -374,7 +374,7 @@ def write_tokens(
             partition_by=options.partition_by,
             parquet_options=parquet,
             backend=backend,
-            resize=getattr(options, "resize", False),
+            resize=sizing_of(options).resize,
         ),
         storage_options=options.storage_options,
     )
@@ -399,7 +399,7 @@ def key_ids(
     df: DataFrame,
     columns: Sequence[str],
     output: str,
-    options: TokenizeOptions,
+    options: TokenizingOptions,
     *,
     codecs: Mapping[str, MLTCodec] | None = None,
 ) -> tuple[DataFrame, dict[str, str], dict[str, str]]:
@@ -443,7 +443,7 @@ def _planned_key_ids(
     return df, sources
 
 
-def vocabulary_path(output: str, column: str, options: TokenizeOptions) -> str:
+def vocabulary_path(output: str, column: str, options: InvalidRowOptions) -> str:
     """Where the vocabulary of key column ``column`` lives: ``<vocabulary_dir>/<column>``, by
     default ``<output>_vocab/<column>``; for a catalog table ``output`` the table
     ``<output>_vocab_<column>`` next to it."""
@@ -520,7 +520,7 @@ def _write_counting_rejected(
     tokens: DataFrame,
     output: str,
     report: JobReport,
-    options: JobOptions,
+    options: BatchOptions,
     *,
     snapshot: TableSnapshot | None,
     write: WriteOptions,
@@ -561,7 +561,7 @@ def tokenize_table(
     (``vocabulary_dir/<column>``, default ``<output>_vocab/<column>``) to a dense id, which is
     tokenized; the table property ``mlt.vocabulary.<column>`` names the vocabulary, and decoding
     returns the original keys. Invalid ids are handled as ``options.handle_invalid`` says (see
-    [`TokenizeOptions`][spark_mlt.batch.job.options.TokenizeOptions]). With ``options.dry_run`` it sizes
+    [`TokenizeOptions`][spark_mlt.batch.write.options.TokenizeOptions]). With ``options.dry_run`` it sizes
     the codecs and layouts (``report.codecs``, ``report.layouts``) and returns before writing
     anything.
 
@@ -608,7 +608,7 @@ def tokenize_table(
     return report
 
 
-def job_tokens(df: DataFrame, report: JobReport, options: TokenizeOptions, sources: Mapping[str, str]) -> DataFrame:
+def job_tokens(df: DataFrame, report: JobReport, options: TokenizingOptions, sources: Mapping[str, str]) -> DataFrame:
     """``df``'s id columns tokenized as a job tokenizes them: with the report's codecs and layouts
     and the job's engine and ``handle_invalid``, a string key from its vocabulary id column
     (``sources``: column -> id column, dropped after).
