@@ -37,7 +37,7 @@ from spark_mlt.column.sqltext import identifier, string
 from spark_mlt.delta.config import TableConfig
 from spark_mlt.delta.fs import Location
 from spark_mlt.delta.read.changes import FeedRange, read_feed
-from spark_mlt.delta.vacuum import check_short_retention
+from spark_mlt.delta.vacuum import check_short_retention, retention_ms
 from spark_mlt.errors import ConcurrentWriteError, MLTError
 from spark_mlt.storage.backends.base import BackendName, KeyedRows
 from spark_mlt.storage.backends.plan import (
@@ -210,23 +210,21 @@ def _merge(rows: DataFrame, keyed: KeyedRows, plan: WritePlan) -> DeltaWriteResu
             {**plan.commit_info, WRITE_ID: write_id}, sort_keys=True
         ),
     }
-    try:
-        now = snapshot
-        if transaction is not None:  # the table as the merge is about to read it (Delta checks its txn from there)
-            now = read_snapshot(location.uri, storage_options=snapshot.storage_options)
-            if now.holds(transaction):
-                return skipped_write(location.uri, now.version, transaction)
-            transaction.check_base(now.transaction_version(transaction.app_id), location.uri)
-        conf.update(transaction_conf(transaction, now))  # Delta's idempotent DML
-        with statement_session(rows.sparkSession, conf, {view: source}) as own:
-            own.sql(_merge_sql(keyed, location, view, columns)).collect()
-    except Exception as error:
-        if lost_race(error):
-            raise ConcurrentWriteError(
-                f"another writer committed to {location.uri} while the merge ran; nothing of it was committed: "
-                "run it again"
-            ) from error
-        raise
+    now = snapshot
+    if transaction is not None:  # the table as the merge is about to read it (Delta checks its txn from there)
+        now = read_snapshot(location.uri, storage_options=snapshot.storage_options)
+        if now.holds(transaction):
+            return skipped_write(location.uri, now.version, transaction)
+        transaction.check_base(now.transaction_version(transaction.app_id), location.uri)
+    conf.update(transaction_conf(transaction, now))  # Delta's idempotent DML
+    _run_merge(
+        rows.sparkSession,
+        conf,
+        {view: source},
+        _merge_sql(keyed, location, view, columns),
+        lost=f"another writer committed to {location.uri} while the merge ran; nothing of it was committed: "
+        "run it again",
+    )
     after = read_snapshot(location.uri, storage_options=snapshot.storage_options)
     commit = after.commit_of(write_id, after=snapshot.version)
     if commit is None:
@@ -242,6 +240,24 @@ def _merge(rows: DataFrame, keyed: KeyedRows, plan: WritePlan) -> DeltaWriteResu
     changed = sum(int(metrics.get(name, "0")) for name in ("numTargetRowsInserted", "numTargetRowsUpdated"))
     files = int(metrics.get("numTargetFilesAdded", "0"))
     return DeltaWriteResult(location.uri, int(commit["version"]), changed, files, "delta-spark")
+
+
+def _run_merge(
+    spark: SparkSession, conf: Mapping[str, str], views: Mapping[str, DataFrame], sql: str, *, lost: str
+) -> None:
+    """Run the ``MERGE`` ``sql`` in a session of its own with ``conf`` and ``views`` (Delta's
+    session-wide write settings stay with this one statement).
+
+    Raises:
+        ConcurrentWriteError: saying ``lost``, when Delta refused the commit to another writer's.
+    """
+    try:
+        with statement_session(spark, conf, views) as own:
+            own.sql(sql).collect()
+    except Exception as error:
+        if lost_race(error):
+            raise ConcurrentWriteError(lost) from error
+        raise
 
 
 def _merge_sql(keyed: KeyedRows, location: Location, view: str, columns: Sequence[str]) -> str:
@@ -277,28 +293,23 @@ def _blank_merge(keyed: KeyedRows, plan: WritePlan) -> None:
         "spark.databricks.delta.commitInfo.userMetadata": json.dumps(dict(plan.commit_info), sort_keys=True),
         **transaction_conf(transaction, now),
     }
-    try:
-        with statement_session(keyed.keys.sparkSession, conf, {view: keyed.keys}) as own:
-            own.sql(
-                f"MERGE INTO {path_target(location)} t USING {view} s ON t.{column} = s.{column} "
-                f"WHEN MATCHED THEN UPDATE SET t.{column} = NULL"
-            ).collect()
-    except Exception as error:
-        if lost_race(error):
-            raise ConcurrentWriteError(
-                f"another run changed the table at {location.uri} while its erasure ran; nothing was erased: "
-                "run it again"
-            ) from error
-        raise
+    _run_merge(
+        keyed.keys.sparkSession,
+        conf,
+        {view: keyed.keys},
+        f"MERGE INTO {path_target(location)} t USING {view} s ON t.{column} = s.{column} "
+        f"WHEN MATCHED THEN UPDATE SET t.{column} = NULL",
+        lost=f"another run changed the table at {location.uri} while its erasure ran; nothing was erased: run it again",
+    )
     after = read_snapshot(location.uri, storage_options=snapshot.storage_options)
     if transaction is not None and after.transaction_version(transaction.app_id) != transaction.version:
         transaction.check_base(after.transaction_version(transaction.app_id), location.uri)  # Delta skipped it
 
 
-def _delta_retention_ms(spark: SparkSession, location: Location) -> int:
-    """The table's deleted-file retention in milliseconds, as Delta's ``VACUUM`` reads it."""
+def _delta_config(spark: SparkSession, location: Location) -> TableConfig:
+    """The table's configuration (its deleted-file retention among it), as Delta's ``VACUUM`` reads it."""
     shown = spark.sql(f"SHOW TBLPROPERTIES {path_target(location)}").collect()
-    return TableConfig.of({str(row[0]): str(row[1]) for row in shown}).deleted_file_retention_ms
+    return TableConfig.of({str(row[0]): str(row[1]) for row in shown})
 
 
 def _delta_vacuum(
@@ -416,10 +427,10 @@ class DeltaSpark:
     ) -> Vacuumed:
         if spark is None:
             raise MLTError("vacuum: delta-spark's VACUUM needs a session with Delta's jars", parameter="spark")
-        table_ms = _delta_retention_ms(spark, location)
-        kept_ms = table_ms if retention_hours is None else round(retention_hours * 3_600_000)
+        config = _delta_config(spark, location)
+        kept_ms = retention_ms(retention_hours, config)
         if not dry_run:
-            check_short_retention(location.uri, kept_ms, table_ms, allow=allow_short_retention)
+            check_short_retention(location.uri, kept_ms, config.deleted_file_retention_ms, allow=allow_short_retention)
         return Vacuumed(_delta_vacuum(spark, location, retention_hours=retention_hours, dry_run=dry_run), kept_ms)
 
 
