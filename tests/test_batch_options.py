@@ -17,10 +17,12 @@ import pytest
 from spark_mlt import MLTError, __version__
 from spark_mlt.batch import DecodeOptions, MovieLensOptions, TokenizeOptions
 from spark_mlt.batch.cli import (
+    COMMANDS,
     ERROR_PREFIX,
     EXIT_MISMATCH,
     EXIT_USAGE,
     JOBS,
+    Job,
     UsageError,
     add_flags,
     build_parser,
@@ -101,23 +103,28 @@ def _parser_of(command: str) -> argparse.ArgumentParser:
     return parser
 
 
-@pytest.mark.parametrize("command", sorted(JOBS))
-def test_every_options_field_is_a_flag_of_its_name_with_the_fields_choices(command: str) -> None:
-    job = JOBS[command]
-    actions = {action.dest: action for action in _parser_of(command)._actions}
-    hints = get_type_hints(job.options)
-    for field in dataclasses.fields(job.options):
-        action = actions[field.name]
-        assert action.option_strings[0] == flag_of(field.name) == "--" + field.name.replace("_", "-")
-        if getattr(hints[field.name], "__origin__", None) is Literal:
-            assert tuple(action.choices or ()) == get_args(hints[field.name])
-    assert {"input"} <= set(actions)  # every job reads its input from input
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_flag_of_a_command_is_an_argument_or_options_field_of_its_name(command: str) -> None:
+    """Every command is built alike: its flags are its arguments and its options' fields (a job's
+    other form's too), with the fields' choices, beside how it runs and its verbosity."""
+    spec = COMMANDS[command]
+    actions = {action.dest: action for action in _parser_of(command)._actions if action.dest != "help"}
+    options = [spec.options, *([spec.form.options] if isinstance(spec, Job) and spec.form else [])]
+    for kind in options:
+        hints = get_type_hints(kind)
+        for field in dataclasses.fields(kind):
+            action = actions[field.name]
+            assert action.option_strings[0] == flag_of(field.name) == "--" + field.name.replace("_", "-")
+            if getattr(hints[field.name], "__origin__", None) is Literal:
+                assert tuple(action.choices or ()) == get_args(hints[field.name])
+    derived = {flag.name for flag in spec.flags()}
+    assert set(actions) - derived == {*spec.run_flags, "verbose", "quiet", *(["json"] if spec.report else [])}
 
 
-@pytest.mark.parametrize("command", sorted(JOBS))
-def test_every_flag_of_a_job_says_what_it_does(command: str) -> None:
-    """``spark-mlt <job> --help`` describes each flag: every options field has its help."""
-    for field in dataclasses.fields(JOBS[command].options):
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_every_flag_of_a_command_says_what_it_does(command: str) -> None:
+    """``spark-mlt <command> --help`` describes each flag: every options field has its help."""
+    for field in dataclasses.fields(COMMANDS[command].options):
         assert str(field.metadata.get("help", "")).strip(), f"{command}: {field.name} has no help"
 
 
@@ -126,6 +133,12 @@ def test_flags_parse_to_the_fields_types() -> None:
     args = parse(["tokenize", "--data-page-version", "1", "--partition-by", "a,b", "c", "--read-options", "sep=;"])
     assert (args.data_page_version, args.partition_by, args.read_options) == (1, ["a,b", "c"], ["sep=;"])
     assert parse(["decode", "--verify"]).verify is True
+    repeated = parse(
+        ["tokenize", "--columns", "a", "--columns", "b,c", "--storage-options", "A=1", "--storage-options", "B=2"]
+    )
+    assert (repeated.columns, repeated.storage_options) == (["a", "b,c"], ["A=1", "B=2"])  # given twice: adds up
+    publish = parse(["publish", "--input", "t", "--schema", "s", "--no-view", "--print-only"])
+    assert (publish.functions, publish.view, publish.print_only) == (None, False, True)  # None: the field's default
     assert parse(["paper", "--epochs", "mlt=3", "--limit", "9"]).limit == 9
     with pytest.raises(SystemExit):
         parse(["movielens", "--layout", "struct"])

@@ -239,7 +239,7 @@ def test_the_printed_ddl_is_what_a_run_creates(
     if not (functions or view):
         pytest.skip("this session can create neither the functions (Spark 3.5) nor the view (no Delta)")
     flags = [*([] if functions else ["--no-functions"]), *([] if view else ["--no-view"])]
-    assert run(["publish", "--input", table, "--schema", schema, "--print", *flags]) == 0
+    assert run(["publish", "--input", table, "--schema", schema, "--print-only", *flags]) == 0
     printed = capsys.readouterr().out
     statements = [
         item.ddl for item in publish_statements(table, PublishOptions(schema, functions=functions, view=view))

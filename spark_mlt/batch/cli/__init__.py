@@ -1,7 +1,7 @@
 """The ``spark-mlt`` command: the jobs ``movielens``, ``tokenize``, ``sync``, ``decode`` and
-``paper``, the table commands ``inspect``, ``vacuum`` and ``erase``, and ``jar``
-([`JOBS`][spark_mlt.batch.cli.JOBS] and [`build_parser`][spark_mlt.batch.cli.build_parser] list
-them; the CLI reference page is generated from the parser).
+``paper``, the table commands ``inspect``, ``vacuum``, ``erase``, ``find`` and ``publish``, and
+``jar`` ([`COMMANDS`][spark_mlt.batch.cli.COMMANDS] lists them; the CLI reference page is
+generated from the parser).
 
 The same flags work as ``spark-submit jobs/<job>.py ...``. Exit codes:
 [`EXIT_OK`][spark_mlt.batch.cli.EXIT_OK] (0), [`EXIT_FAILURE`][spark_mlt.batch.cli.EXIT_FAILURE] (1,
@@ -14,15 +14,17 @@ than ``--max-rejected`` allows; the rows and quarantine are committed) and
 take (other columns, key, codec or layout than they hold; a column the input lacks) is a usage
 error too: exit 2, before anything is written.
 
-One vocabulary, derived: a job command's flags come from its job function's arguments (``input``,
-``output``, ``columns``) and its options dataclass's fields
+One vocabulary, derived: every command's flags come from its arguments (a job's from its
+function's: ``input``, ``output``, ``columns``) and its options dataclass's fields
 ([`spark_mlt.batch.job.options`][spark_mlt.batch.job.options], `spark_mlt.paper.PaperOptions`), walked by
 [`add_flags`][spark_mlt.batch.cli.flags.add_flags]: the flag of ``data_page_version`` is
 ``--data-page-version``, its conf-file key ``data_page_version`` (dashes accepted too), its type and
 choices those of the field's annotation (a ``Literal``'s values become the choices), its help the
 field's ``metadata["help"]``. Options can come from a YAML or JSON file (``--config
 conf/movielens.yaml``); flags given on the command line win; a key that is no flag of the command is
-refused by name. A job argument is a required flag unless the conf file gives it.
+refused by name. A job argument is a required flag unless the conf file gives it. A
+[`Job`][spark_mlt.batch.cli.Job] and a [`TableCommand`][spark_mlt.batch.cli.TableCommand] are
+built into the parser alike.
 
 How to run, beside what to run: ``--master`` (default: the ``spark.master`` of the
 ``spark-defaults.conf`` that ``pyspark`` reads, else ``local[2]``; a local master also gets
@@ -66,9 +68,11 @@ from spark_mlt.batch.cli.flags import (
 )
 from spark_mlt.batch.cli.jobs import JOBS, Job, JobForm
 from spark_mlt.batch.cli.main import main, run
-from spark_mlt.batch.cli.parser import build_parser, command_parsers
+from spark_mlt.batch.cli.parser import COMMANDS, build_parser, command_parsers
+from spark_mlt.batch.cli.tables import TABLE_COMMANDS, TableCommand
 
 __all__ = [
+    "COMMANDS",
     "ERROR_PREFIX",
     "EXIT_FAILURE",
     "EXIT_INTERRUPTED",
@@ -77,9 +81,11 @@ __all__ = [
     "EXIT_REJECTED",
     "EXIT_USAGE",
     "JOBS",
+    "TABLE_COMMANDS",
     "Job",
     "JobForm",
     "OptionsError",
+    "TableCommand",
     "UsageError",
     "add_flags",
     "build_parser",

@@ -1,5 +1,6 @@
 """The vocabulary every command shares: a Python name's flag, the flags derived from an options
-dataclass's fields, a conf file's values, the exit codes and the verbosity.
+dataclass's fields and the options built from them, a conf file's values, the exit codes and
+the verbosity.
 
 Example::
 
@@ -17,11 +18,11 @@ import types
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
+from typing import Any, Literal, Protocol, Union, get_args, get_origin, get_type_hints
 
 import yaml
 
-from spark_mlt.batch.read.options import DecodeOptions
+from spark_mlt.errors import MLTError
 
 
 class UsageError(ValueError):
@@ -49,6 +50,45 @@ class Flag:
     required: bool = False
 
 
+class Command(Protocol):
+    """A ``spark-mlt`` command as the parser builds it: its flags, help and examples.
+
+    Attributes:
+        help: its one-line help.
+        examples: command lines shown in its ``--help``.
+        run_flags: the flags of how it runs (names of `RUN_FLAGS`), beside what it does.
+        report: whether it prints a job's report (``--json`` prints it as JSON).
+    """
+
+    @property
+    def help(self) -> str: ...
+
+    @property
+    def examples(self) -> tuple[str, ...]: ...
+
+    @property
+    def run_flags(self) -> tuple[str, ...]: ...
+
+    @property
+    def report(self) -> bool: ...
+
+    def own_flags(self) -> list[Flag]:
+        """Its flags, but those of another form it may have."""
+
+    def flags(self) -> list[Flag]:
+        """All its flags."""
+
+
+#: The flags of how a command runs, not what it does, and their help.
+RUN_FLAGS: dict[str, str] = {
+    "config": "YAML or JSON file of options, keys as the flags (flags override it)",
+    "master": "Spark master (default: spark.master of spark-defaults.conf under SPARK_CONF_DIR or SPARK_HOME/conf, "
+    "else local[2]; a local master gets local defaults)",
+    "conf": "a Spark setting for the session this command starts (repeatable; a catalog's, e.g. "
+    "spark.sql.catalogImplementation=hive); wins over the defaults",
+}
+
+
 def unwrap_optional(hint: Any) -> Any:
     if get_origin(hint) in (Union, types.UnionType):
         args = [arg for arg in get_args(hint) if arg is not type(None)]
@@ -72,11 +112,12 @@ def add_flags(
     required: argparse._ArgumentGroup | None = None,
     given: Iterable[str] = (),
 ) -> None:
-    """Add one ``--flag`` per [`Flag`][spark_mlt.batch.cli.Flag], typed by its annotation: a ``Literal`` gives the
-    choices, ``bool`` ``--x/--no-x``, a sequence ``x [x ...]`` (or ``a,b``), a mapping
-    ``key=value`` words. Every default is None, so an absent flag leaves the conf file's
-    value (or the dataclass default) in place. A required flag goes to the ``required``
-    group, and is required unless its name is in ``given`` (the conf file's keys)."""
+    """Add one ``--flag`` per [`Flag`][spark_mlt.batch.cli.Flag], typed by its annotation: a
+    ``Literal`` gives the choices, ``bool`` ``--x/--no-x``, a sequence ``x [x ...]`` (or ``a,b``),
+    a mapping ``key=value`` words (a sequence's or mapping's flag given twice adds up). Every
+    default is None, so an absent flag leaves the conf file's value (or the dataclass default)
+    in place. A required flag goes to the ``required`` group, and is required unless its name
+    is in ``given`` (the conf file's keys)."""
     for flag in flags:
         hint = unwrap_optional(flag.hint)
         kwargs: dict[str, Any] = {
@@ -90,9 +131,9 @@ def add_flags(
         elif hint is bool:
             kwargs["action"] = argparse.BooleanOptionalAction
         elif is_mapping(hint):
-            kwargs.update(nargs="+", metavar="KEY=VALUE")
+            kwargs.update(action="extend", nargs="+", metavar="KEY=VALUE")
         elif _is_sequence(hint):
-            kwargs.update(nargs="+")
+            kwargs.update(action="extend", nargs="+")
         elif hint in (int, float, str):
             kwargs["type"] = hint
         elif get_origin(hint) in (Union, types.UnionType) and set(get_args(hint)) - {type(None)} <= {int, float, str}:
@@ -112,13 +153,44 @@ def _default_text(field: dataclasses.Field[Any]) -> str:
     return f" (default: {' '.join(map(str, default)) if isinstance(default, tuple) else default})"
 
 
+def _required(field: dataclasses.Field[Any]) -> bool:
+    return field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING
+
+
 def option_flags(options: type[Any]) -> list[Flag]:
-    """The flags of an options dataclass: one per field, help from ``metadata["help"]``."""
+    """The flags of an options dataclass: one per field, help from ``metadata["help"]``,
+    required where the field has no default."""
     hints = get_type_hints(options)
     return [
-        Flag(f.name, hints[f.name], str(f.metadata.get("help", "")) + _default_text(f))
+        Flag(f.name, hints[f.name], str(f.metadata.get("help", "")) + _default_text(f), required=_required(f))
         for f in dataclasses.fields(options)
     ]
+
+
+def build_options(options: type[Any], values: Mapping[str, Any]) -> Any:
+    """An options dataclass from the values of its fields (the options check them).
+
+    Raises:
+        UsageError: a field without a default is missing.
+        OptionsError: the options refused a value.
+    """
+    fields = dataclasses.fields(options)
+    missing = [flag_of(f.name) for f in fields if f.name not in values and _required(f)]
+    if missing:
+        raise UsageError(f"missing required option(s) {', '.join(missing)}")
+    try:
+        return options(**{f.name: values[f.name] for f in fields if f.name in values})
+    except MLTError as exc:
+        raise OptionsError(str(exc)) from exc
+
+
+def given_values(flags: Iterable[Flag], args: argparse.Namespace) -> dict[str, Any]:
+    """The values of the flags given on the command line, each as its field takes it."""
+    return {
+        flag.name: flag_value(flag, getattr(args, flag.name))
+        for flag in flags
+        if getattr(args, flag.name, None) is not None
+    }
 
 
 #: Exit codes of ``spark-mlt``.
@@ -127,13 +199,6 @@ EXIT_OK, EXIT_FAILURE, EXIT_USAGE, EXIT_MISMATCH, EXIT_REJECTED, EXIT_INTERRUPTE
 
 #: What starts every error line the command prints on stderr.
 ERROR_PREFIX = "spark-mlt: error: "
-
-
-#: ``--storage-options`` of ``inspect`` and ``vacuum``: the jobs' field, the same flag
-STORAGE_FLAG = next(flag for flag in option_flags(DecodeOptions) if flag.name == "storage_options")
-
-#: flags of every job command that are no job argument or option: how to run, not what
-RUN_FLAGS = ("config", "master", "conf")
 
 
 def load_config(path: str | None) -> dict[str, Any]:

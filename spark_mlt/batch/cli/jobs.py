@@ -27,6 +27,7 @@ from spark_mlt.batch.cli.flags import (
     Flag,
     OptionsError,
     UsageError,
+    build_options,
     flag_of,
     flag_value,
     is_mapping,
@@ -73,8 +74,10 @@ class JobForm:
     check: Callable[[Any], None] | None = None
 
     def flags(self) -> list[Flag]:
-        """Its flags: the one that picks it, then its options' (valid with that flag only)."""
-        return [Flag(self.name, bool, self.help), *option_flags(self.options)]
+        """Its flags: the one that picks it, then its options' (valid with that flag only, so
+        none is required of the command: its options say what is missing with the flag)."""
+        options = [dataclasses.replace(flag, required=False) for flag in option_flags(self.options)]
+        return [Flag(self.name, bool, self.help), *options]
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,9 @@ class Job:
         arguments: the function's arguments that become required flags, and their help.
         help: the command's one-line help.
         examples: command lines shown in its ``--help``.
-        spark: whether ``run`` takes the Spark session first.
+        spark: whether ``run`` takes the Spark session first (and returns a report).
         form: another form of the job that a flag picks, if it has one.
+        run_flags: how it runs: a conf file, the Spark master and settings.
     """
 
     run: Callable[..., Any]
@@ -99,6 +103,12 @@ class Job:
     examples: tuple[str, ...] = ()
     spark: bool = True
     form: JobForm | None = None
+    run_flags: tuple[str, ...] = ("config", "master", "conf")
+
+    @property
+    def report(self) -> bool:
+        """Whether it prints a job's report (``--json``)."""
+        return self.spark
 
     def own_flags(self) -> list[Flag]:
         """The flags of its own form: the job function's arguments (typed by its signature),
@@ -273,33 +283,12 @@ def _check_names(values: Mapping[str, Any], options: Any) -> None:
     check_names(getattr(options, "key", ()), names, "key", where)
 
 
-def _build_options(options: type[Any], values: Mapping[str, Any]) -> Any:
-    """An options dataclass from the values of its fields (the options check them).
-
-    Raises:
-        UsageError: a field without a default is missing.
-        OptionsError: the options refused a value.
-    """
-    fields = dataclasses.fields(options)
-    missing = [
-        flag_of(f.name)
-        for f in fields
-        if f.name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
-    ]
-    if missing:
-        raise UsageError(f"missing required option(s) {', '.join(missing)}")
-    try:
-        return options(**{f.name: values[f.name] for f in fields if f.name in values})
-    except MLTError as exc:
-        raise OptionsError(str(exc)) from exc
-
-
 def job_call(job: Job, values: Mapping[str, Any]) -> tuple[Callable[..., Any], dict[str, Any]]:
     """The function that runs the job as the values ask, and its keyword arguments: the job's
     function, or its other form's when the form's flag is given (the form's options are refused
     without it)."""
     arguments = {name: values[name] for name in job.arguments}
-    call = {**arguments, "options": _build_options(job.options, values)}
+    call = {**arguments, "options": build_options(job.options, values)}
     form = job.form
     if form is None:
         return job.run, call
@@ -313,7 +302,7 @@ def job_call(job: Job, values: Mapping[str, Any]) -> tuple[Callable[..., Any], d
             form.check(call["options"])
         except MLTError as exc:
             raise OptionsError(str(exc)) from exc
-    return form.run, {**call, form.name: _build_options(form.options, values)}
+    return form.run, {**call, form.name: build_options(form.options, values)}
 
 
 def run_job(args: argparse.Namespace, config: Mapping[str, Any]) -> int:

@@ -31,8 +31,8 @@ from spark_mlt.batch.cli.flags import (
     verbosity_of,
 )
 from spark_mlt.batch.cli.jobs import JOBS, print_report, run_job
-from spark_mlt.batch.cli.parser import build_parser
-from spark_mlt.batch.cli.tables import run_erase, run_find, run_inspect, run_jar, run_publish, run_vacuum
+from spark_mlt.batch.cli.parser import COMMANDS, build_parser
+from spark_mlt.batch.cli.tables import run_table_command
 from spark_mlt.batch.job.capacity import RESIZE_FLAGS
 from spark_mlt.batch.job.report import JobReport
 from spark_mlt.errors import MLTError, OptionError, RejectedRowsError
@@ -40,15 +40,7 @@ from spark_mlt.storage import redact
 
 
 def _handler(command: str) -> Callable[[argparse.Namespace, Mapping[str, Any]], int]:
-    handlers = {
-        "inspect": run_inspect,
-        "vacuum": run_vacuum,
-        "erase": run_erase,
-        "find": run_find,
-        "publish": run_publish,
-        "jar": run_jar,
-    }
-    return handlers.get(command, run_job)
+    return run_job if command in JOBS else run_table_command
 
 
 def parse_command_line(argv: Sequence[str] | None) -> tuple[argparse.Namespace, dict[str, Any]]:
@@ -72,11 +64,7 @@ def run(argv: Sequence[str] | None = None) -> int:
 
 def _command_names(command: str) -> set[str]:
     """The Python names that are flags of ``command``."""
-    if command in JOBS:
-        return {flag.name for flag in JOBS[command].flags()}
-    if command == "find":
-        return {"input", "column", "value", "quarantine", "storage_options"}
-    return {"input", "retention_hours", "allow_short_retention", "storage_options"}
+    return {flag.name for flag in COMMANDS[command].flags()}
 
 
 #: What Spark's launcher raises when its JVM does not start (no Java, a Java it cannot run).
@@ -116,11 +104,16 @@ def failure_reason(exc: BaseException, command: str) -> str:
             reason = f"{flag}: {reason}"
     if "outside the codec's domain" in reason and command in ("tokenize", "sync"):
         reason += f"; if ids outgrew the table's codec, re-size it: {RESIZE_FLAGS[command]}"
-    switch = re.compile(r"\b([a-z_]+)=True\b")  # a boolean option in Python's words: its flag
-    reason = switch.sub(lambda m: flag_of(m[1]) if m[1] in names else m[0], reason)
+    switch = re.compile(r"\b([a-z_]+)=(True|False)\b")  # a boolean option in Python's words: its flag
+    reason = switch.sub(lambda m: _switch(m[1], m[2] == "True") if m[1] in names else m[0], reason)
     advice = re.compile(r"\b(pass|use|or|set) ([a-z_]+)='([^' ]*)'")
     reason = advice.sub(lambda m: f"{m[1]} {flag_of(m[2])} {m[3]}" if m[2] in names else m[0], reason)
     return f"{type(exc).__name__}: {reason}"
+
+
+def _switch(name: str, on: bool) -> str:
+    """A boolean option's flag: ``--view``, or ``--no-view`` for ``view=False``."""
+    return flag_of(name) if on else flag_of(f"no_{name}")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

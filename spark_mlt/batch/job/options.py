@@ -14,7 +14,9 @@ the parts here, each part a group of fields and their checks:
 * [`InvalidRowOptions`][spark_mlt.batch.job.options.InvalidRowOptions]: what becomes of invalid rows;
 * [`SizingOptions`][spark_mlt.batch.job.options.SizingOptions]: the codecs' room to grow and re-sizing;
 * [`TokenizingOptions`][spark_mlt.batch.job.options.TokenizingOptions]: the last three and the first
-  two, what tokenizing rows takes (the batch job's and the sync's).
+  two, what tokenizing rows takes (the batch job's and the sync's);
+* [`RetentionOptions`][spark_mlt.batch.job.options.RetentionOptions]: which files a vacuum or an
+  erasure deletes, and whether it does.
 
 A verb takes the parts it has and no other (a sync has no ``mode``: nothing is refused), and
 its own fields. Each field carries its help in ``metadata["help"]``: the ``spark-mlt``
@@ -63,14 +65,17 @@ __all__ = [
     "InvalidRowOptions",
     "JobOptions",
     "OutputOptions",
+    "RetentionOptions",
     "RunOptions",
     "SizingOptions",
     "TokenizingOptions",
     "WriteMode",
+    "check_flag",
     "check_positive",
     "column_names",
     "hint",
     "part_values",
+    "quarantine_field",
     "quarantine_path",
     "rejected_limit",
     "sizing_of",
@@ -168,6 +173,12 @@ def check_positive(name: str, value: int | None) -> None:
         raise MLTError(f"{name} must be a positive whole number or None; got {value!r}", parameter=name)
 
 
+def check_flag(name: str, value: Any) -> None:
+    """Refuses ``value`` unless it is True or False, naming ``name``."""
+    if not isinstance(value, bool):
+        raise MLTTypeError(f"{name} must be True or False; got {value!r}", parameter=name)
+
+
 _STORAGE_OPTIONS_HELP = (
     "settings of the tables' object store, KEY=VALUE with delta-rs' names (AWS_ENDPOINT_URL=..., "
     "AWS_REGION=..., AWS_ALLOW_HTTP=true); the environment fills the gaps. For delta-rs and the driver's "
@@ -178,6 +189,11 @@ _STORAGE_OPTIONS_HELP = (
 def storage_field() -> Any:
     """The ``storage_options`` field of a job's options (a mapping, checked as `StorageOptions`)."""
     return field(default_factory=StorageOptions, metadata=hint(_STORAGE_OPTIONS_HELP))
+
+
+def quarantine_field() -> Any:
+    """The ``quarantine`` field of a command that reads a mirror's quarantine (None: beside it)."""
+    return field(default=None, metadata=hint("the mirror's quarantine table (default: <input>_quarantine)"))
 
 
 def column_names(name: str, value: str | Sequence[str]) -> tuple[str, ...]:
@@ -264,8 +280,7 @@ class OutputOptions(_Part):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
-        if not isinstance(self.drop_ids, bool):
-            raise MLTTypeError(f"drop_ids must be True or False; got {self.drop_ids!r}", parameter="drop_ids")
+        check_flag("drop_ids", self.drop_ids)
         check_choice("engine", self.engine, ENGINES)
         check_choice("layout", self.layout, STORAGE_LAYOUTS)
         check_data_page_version(self.data_page_version)
@@ -312,8 +327,7 @@ class RunOptions(_Part):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not isinstance(self.dry_run, bool):
-            raise MLTTypeError(f"dry_run must be True or False; got {self.dry_run!r}", parameter="dry_run")
+        check_flag("dry_run", self.dry_run)
         check_mode(self.mode)
         check_run_id(self.run_id)
 
@@ -385,8 +399,7 @@ class SizingOptions(_Part):
         room = self.headroom
         if isinstance(room, bool) or not isinstance(room, int | float) or not math.isfinite(room) or room < 1:
             raise MLTError(f"headroom must be a number >= 1 (1: no room); got {room!r}", parameter="headroom")
-        if not isinstance(self.resize, bool):
-            raise MLTTypeError(f"resize must be True or False; got {self.resize!r}", parameter="resize")
+        check_flag("resize", self.resize)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -400,6 +413,45 @@ class TokenizingOptions(SizingOptions, InvalidRowOptions, JobOptions):
 
         TokenizingOptions(handle_invalid="quarantine", headroom=4.0)
     """
+
+
+@dataclass(frozen=True, kw_only=True)
+class RetentionOptions(_Part):
+    """Which of a table's files a vacuum or an erasure deletes: those no version younger than
+    ``retention_hours`` needs; and whether it deletes them (``apply``) or only lists them.
+
+    Example::
+
+        RetentionOptions(retention_hours=24, apply=True)
+    """
+
+    retention_hours: float | None = field(
+        default=None,
+        metadata=hint(
+            "keep files younger than this (default: the table's delta.deletedFileRetentionDuration, "
+            "168 hours unless it sets one)"
+        ),
+    )
+    apply: bool = field(default=False, metadata=hint("delete the files (default: only list them)"))
+    allow_short_retention: bool = field(
+        default=False,
+        metadata=hint(
+            "let --apply delete with a --retention-hours shorter than a table's own, files that time travel and "
+            "running readers still need included (Delta's retentionDurationCheck off; refused without it)"
+        ),
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        hours = self.retention_hours
+        if hours is not None and (isinstance(hours, bool) or not isinstance(hours, int | float) or not hours >= 0):
+            raise MLTError(
+                f"retention_hours must be a number of hours >= 0 (or None: the table's "
+                f"delta.deletedFileRetentionDuration), got {hours!r}",
+                parameter="retention_hours",
+            )
+        check_flag("apply", self.apply)
+        check_flag("allow_short_retention", self.allow_short_retention)
 
 
 #: The sizing of a job without a sizing of its own (the MovieLens job): no room, no re-size.

@@ -1,4 +1,4 @@
-"""The options of the sync: how a mirror follows its source.
+"""The options of the mirror's commands: how a sync follows its source, and what an erasure deletes.
 
 Composed of the job framework's parts ([`spark_mlt.batch.job.options`][spark_mlt.batch.job.options])
 and the sync's own fields; ``spark-mlt sync`` derives its flags from them.
@@ -6,19 +6,25 @@ and the sync's own fields; ``spark-mlt sync`` derives its flags from them.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from spark_mlt.batch.job.options import (
     AVAILABLE_NOW,
     InputFormat,
+    RetentionOptions,
     TokenizingOptions,
+    check_flag,
     column_names,
     hint,
+    quarantine_field,
+    storage_field,
     trigger_seconds,
 )
-from spark_mlt.errors import MLTError, MLTTypeError
+from spark_mlt.errors import MLTError
+from spark_mlt.storage import StorageOptions
 
-__all__ = ["SyncOptions"]
+__all__ = ["EraseOptions", "SyncOptions"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -76,10 +82,7 @@ class SyncOptions(TokenizingOptions):
                 f"table); got {self.input_format!r}",
                 parameter="input_format",
             )
-        if not isinstance(self.full_refresh, bool):
-            raise MLTTypeError(
-                f"full_refresh must be True or False; got {self.full_refresh!r}", parameter="full_refresh"
-            )
+        check_flag("full_refresh", self.full_refresh)
         trigger_seconds(self.trigger)
         if self.resize and not self.full_refresh:
             raise MLTError(
@@ -97,3 +100,22 @@ class SyncOptions(TokenizingOptions):
     def interval(self) -> float | None:
         """The seconds between syncs, or None for ``available-now``."""
         return trigger_seconds(self.trigger)
+
+
+@dataclass(frozen=True, kw_only=True)
+class EraseOptions(RetentionOptions):
+    """Options of ``spark-mlt erase``
+    ([`erase_physically`][spark_mlt.batch.mirror.erase.erase_physically]): the mirror's
+    quarantine, and which files the vacuum of each of its tables deletes.
+
+    Example::
+
+        EraseOptions(retention_hours=0, apply=True, allow_short_retention=True)
+    """
+
+    quarantine: str | None = quarantine_field()
+    storage_options: Mapping[str, str] = storage_field()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))

@@ -1,4 +1,4 @@
-"""The options of the read-back commands: decode and publish.
+"""The options of the read-back commands: decode, inspect, find, vacuum and publish.
 
 Built from the job framework's helpers ([`spark_mlt.batch.job.options`][spark_mlt.batch.job.options]);
 ``spark-mlt`` derives the commands' flags from them.
@@ -11,12 +11,29 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from spark_mlt.batch.job.options import ENGINE_HELP, WriteMode, hint, storage_field
-from spark_mlt.errors import MLTTypeError, OptionError
+from spark_mlt.batch.job.options import (
+    ENGINE_HELP,
+    RetentionOptions,
+    WriteMode,
+    check_flag,
+    column_names,
+    hint,
+    quarantine_field,
+    storage_field,
+)
+from spark_mlt.errors import OptionError
 from spark_mlt.options import ENGINES, Engine, check_choice
 from spark_mlt.storage import StorageOptions, check_mode
 
-__all__ = ["DECODE_FORMATS", "DecodeFormat", "DecodeOptions", "PublishOptions"]
+__all__ = [
+    "DECODE_FORMATS",
+    "DecodeFormat",
+    "DecodeOptions",
+    "FindOptions",
+    "InspectOptions",
+    "PublishOptions",
+    "VacuumOptions",
+]
 
 DecodeFormat = Literal["delta", "parquet"]
 DECODE_FORMATS: tuple[DecodeFormat, ...] = get_args(DecodeFormat)
@@ -46,8 +63,67 @@ class DecodeOptions:
         check_choice("output_format", self.output_format, DECODE_FORMATS)
         check_mode(self.mode)
         check_choice("engine", self.engine, ENGINES)
-        if not isinstance(self.verify, bool):
-            raise MLTTypeError(f"verify must be True or False; got {self.verify!r}", parameter="verify")
+        check_flag("verify", self.verify)
+
+
+@dataclass(frozen=True, kw_only=True)
+class InspectOptions:
+    """Options of ``spark-mlt inspect`` ([`inspect_table`][spark_mlt.batch.read.inspect.inspect_table],
+    and [`catalog_objects`][spark_mlt.batch.read.publish.catalog_objects] per schema).
+
+    Example::
+
+        InspectOptions(schema=("analytics",))
+    """
+
+    quarantine: str | None = quarantine_field()
+    schema: tuple[str, ...] = field(
+        default=(),
+        metadata=hint(
+            "also list the functions and views spark-mlt published for the table in these catalog schemas "
+            "(a b, or a,b; starts Spark: the session's catalog, --conf for its settings)"
+        ),
+    )
+    storage_options: Mapping[str, str] = storage_field()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
+        object.__setattr__(self, "schema", column_names("schema", self.schema))
+
+
+@dataclass(frozen=True, kw_only=True)
+class FindOptions:
+    """Options of ``spark-mlt find`` ([`find_value`][spark_mlt.batch.read.find.find_value]).
+
+    Example::
+
+        FindOptions(quarantine="lake/customers_rejected")
+    """
+
+    quarantine: str | None = quarantine_field()
+    storage_options: Mapping[str, str] = storage_field()
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
+
+
+@dataclass(frozen=True, kw_only=True)
+class VacuumOptions(RetentionOptions):
+    """Options of ``spark-mlt vacuum`` ([`vacuum`][spark_mlt.storage.vacuum], or
+    [`orphan_files`][spark_mlt.storage.orphan_files] with ``orphans``).
+
+    Example::
+
+        VacuumOptions(retention_hours=24, apply=True)
+    """
+
+    orphans: bool = field(default=False, metadata=hint("list the files no table version references, now"))
+    storage_options: Mapping[str, str] = storage_field()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
+        check_flag("orphans", self.orphans)
 
 
 #: a catalog schema's or object name's part
@@ -72,13 +148,22 @@ class PublishOptions:
     prefix: str | None = field(
         default=None, metadata=hint("the start of the objects' names (default: the table's name)")
     )
-    functions: bool = field(default=True, metadata=hint("create the decode and encode SQL functions"))
+    functions: bool = field(
+        default=True, metadata=hint("create the decode and encode SQL functions (Spark 3.5 has none: --no-functions)")
+    )
     view: bool = field(default=True, metadata=hint("create the decoded view"))
-    print_only: bool = field(default=False, metadata=hint("print the DDL, run nothing"))
+    print_only: bool = field(
+        default=False,
+        metadata=hint(
+            "print the DDL (the statements a run executes) instead of running it (no Spark for a table at a path)"
+        ),
+    )
     storage_options: Mapping[str, str] = storage_field()
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "storage_options", StorageOptions(self.storage_options))
+        for name in ("functions", "view", "print_only"):
+            check_flag(name, getattr(self, name))
         parts = self.schema.split(".") if isinstance(self.schema, str) else []
         if not 1 <= len(parts) <= 2 or not all(_CATALOG_NAME.fullmatch(part) for part in parts):
             raise OptionError(

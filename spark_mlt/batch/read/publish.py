@@ -481,14 +481,14 @@ def publish_table(spark: SparkSession | None, input: str, options: PublishOption
     if options.functions and not caps.sql_functions:
         raise OptionError(
             f"Spark {caps.spark_version} has no SQL functions (they need Spark 4.0): publish the view alone "
-            "(functions=False, --no-functions), or print the DDL (print_only) for a catalog that has them",
+            "(functions=False), or print the DDL (print_only=True) for a catalog that has them",
             parameter="functions",
         )
     if options.view and not caps.delta_jars:
         raise OptionError(
             "the view reads the table through Delta, and this session has no Delta reader (delta-spark's "
-            "jars): run with them, publish the functions alone (view=False, --no-view), or print the DDL "
-            "(print_only) and run it where Delta is",
+            "jars): run with them, publish the functions alone (view=False), or print the DDL "
+            "(print_only=True) and run it where Delta is",
             parameter="view",
         )
     if str(spark.conf.get("spark.sql.parser.escapedStringLiterals", "false")).lower() == "true":
