@@ -30,6 +30,7 @@ from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingJarsError
 from spark_mlt.jars import delta_session_conf, spark_jars
 from tests.support import s3 as local_s3
+from tests.support.backends import BACKEND_PARAMS, DELTA_SPARK_ENV, delta_spark_requested, on_backend
 from tests.support.zoo import Zoo, find_zoo
 
 if TYPE_CHECKING:
@@ -42,8 +43,6 @@ if TYPE_CHECKING:
 settings.register_profile("ci", max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
-
-DELTA_SPARK_ENV = "SPARK_MLT_TEST_DELTA_SPARK"
 
 #: JVM options for short-lived JVMs (see the module's notes).
 FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
@@ -86,10 +85,6 @@ _DELTA_TEST_CONF = {
     "spark.databricks.delta.snapshotPartitions": "2",
     "spark.sql.sources.parallelPartitionDiscovery.parallelism": "2",
 }
-
-
-def delta_spark_requested() -> bool:
-    return os.environ.get(DELTA_SPARK_ENV) == "1"
 
 
 def _s3_jars() -> str | None:
@@ -146,6 +141,14 @@ def _delta_spark_only_with_its_jars(request: pytest.FixtureRequest) -> None:
         )
     if not Capabilities.of(request.getfixturevalue("spark")).delta_jars:  # asked for, and cannot run
         pytest.fail(f"{DELTA_SPARK_ENV}=1 but the session has no Delta jars: run `make jars JARS_GROUPS=delta` first")
+
+
+@pytest.fixture(scope="module", params=BACKEND_PARAMS)
+def backend(request: pytest.FixtureRequest, spark: SparkSession) -> Iterator[str]:
+    """The Delta backend the jobs of a test (and of its module's fixtures) run on: a test that
+    takes it runs on both (:mod:`tests.support.backends`)."""
+    with on_backend(request.param, spark):
+        yield request.param
 
 
 @pytest.fixture(scope="session")

@@ -16,7 +16,7 @@ from spark_mlt.column.engine import POLICY, Situation
 from spark_mlt.column.layouts import LAYOUT
 from spark_mlt.errors import JarLineError, JarVersionError
 from spark_mlt.storage import resolve_backend
-from tests.conftest import delta_spark_requested
+from tests.support.backends import delta_spark_requested
 from tests.support.spark_lines import HAS_ARROW_UDFS, HAS_JVM_JAR, capabilities
 
 pytestmark = pytest.mark.compat

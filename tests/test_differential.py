@@ -34,7 +34,7 @@ from deltalake import write_deltalake
 from pyspark.sql import SparkSession
 from pyspark.sql.types import DoubleType, LongType, StringType, StructField, StructType, TimestampType
 
-from tests.conftest import delta_spark_requested
+from tests.support.backends import delta_spark_requested
 from tests.support.differential import (
     Case,
     Column,

@@ -1,5 +1,7 @@
-"""A tokenized mirror that follows its source Delta table (``spark-mlt sync``), jar-free: the
-change data feed read from the log, each key's last change applied, erasure, gaps and refusals.
+"""A tokenized mirror that follows its source Delta table (``spark-mlt sync``): the change data
+feed read from the log, each key's last change applied, erasure, gaps and refusals; the cases of
+a whole sync on both backends (the ``backend`` fixture: delta-spark's in a ``delta_spark`` run),
+the jar-free path's own (its key checks, file ranges, value counts) on delta-rs.
 
 The sources are written and changed through delta-rs (``write_deltalake``, ``DeltaTable``'s DML),
 with the change data feed on; the tables written are read back through delta-rs too (no Spark
@@ -39,6 +41,7 @@ from spark_mlt.batch.write.tokenize import tokenize_table
 from spark_mlt.storage.changes import ChangeFeedError, check_feed, feed_rows, read_changes
 from spark_mlt.storage.replace import replace_keys
 from spark_mlt.storage.vocabulary import check_vocabulary
+from tests.support.backends import on_backend
 from tests.support.settings import session_settings
 
 CDF = {"delta.enableChangeDataFeed": "true"}
@@ -213,17 +216,26 @@ def _step(spark: SparkSession, report: JobReport, source: str, mirror: str, fres
     )
 
 
-@pytest.fixture(scope="module", params=["small windows", pytest.param("large windows", marks=pytest.mark.slow)])
+@pytest.fixture(
+    scope="module",
+    params=[
+        "delta-rs, small windows",
+        pytest.param("delta-rs, large windows", marks=pytest.mark.slow),
+        pytest.param("delta-spark, small windows", marks=pytest.mark.delta_spark),
+    ],
+)
 def customers(
     request: pytest.FixtureRequest, spark: SparkSession, tmp_path_factory: pytest.TempPathFactory
 ) -> list[_Step]:
     """A customers table synced three times: created; a window of updates, deletes, an upsert,
     an insert deleted again, a double update, an id leaving the codec's range and one coming
-    back; a window that overwrites the table (and a sync with nothing new). With "large
-    windows", each window takes the path of a window too large for the driver: its changes
-    checked and its keys searched in Spark, and joined by a shuffle."""
-    with pytest.MonkeyPatch.context() as patch:
-        if request.param == "large windows":
+    back; a window that overwrites the table (and a sync with nothing new). On each backend;
+    with "large windows", each window takes the path of a window too large for the driver: its
+    changes checked and its keys searched in Spark, and joined by a shuffle (jar-free: the path
+    is the backends' common part)."""
+    backend, windows = request.param.split(", ")
+    with on_backend(backend, spark), pytest.MonkeyPatch.context() as patch:
+        if windows == "large windows":
             patch.setattr(window_module, "LOCAL_WINDOW_ROWS", 0)
             patch.setattr(keys_module, "BROADCAST_KEYS", 0)
         return _customer_steps(spark, tmp_path_factory.mktemp("customers"))
@@ -381,6 +393,7 @@ def test_the_feed_refuses_a_range_it_cannot_cover(tmp_path: Path) -> None:
     _refused_at(error, 1)
 
 
+@pytest.mark.usefixtures("backend")
 def test_a_gap_stops_the_sync_until_a_full_refresh_rebuilds_the_mirror(spark: SparkSession, tmp_path: Path) -> None:
     """A column added, a log entry gone: the sync stops at the version; a full refresh rebuilds
     the mirror and its quarantine in one commit each, or, when the source's columns changed,
@@ -452,6 +465,7 @@ def test_a_small_windows_key_check_reads_the_mirrors_and_quarantines_held_keys_o
     assert checked == ["pandas", "pandas"]
 
 
+@pytest.mark.usefixtures("backend")
 def test_a_key_that_is_not_the_sources_primary_key_is_refused(spark: SparkSession, tmp_path: Path) -> None:
     source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 2)])
     mirror = str(tmp_path / "mirror")
@@ -470,6 +484,7 @@ def test_a_key_that_is_not_the_sources_primary_key_is_refused(spark: SparkSessio
     assert _read(mirror, drop=["cid_mlt", "email_mlt"]) == [(1, "a@x", 1), (2, "b@x", 2)]  # as at version 0
 
 
+@pytest.mark.usefixtures("backend")
 def test_an_invalid_id_fails_a_window_under_error_and_commits_nothing_until_it_is_fixed(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -539,6 +554,7 @@ def _counts(mirror: str) -> dict[str, int]:
     return {row["key"]: row["rows"] for row in DeltaTable(f"{mirror}_counts/email").to_pyarrow_table().to_pylist()}
 
 
+@pytest.mark.usefixtures("backend")
 def test_a_window_decides_erasure_from_value_counts_without_reading_the_other_rows(
     spark: SparkSession, tmp_path: Path
 ) -> None:
@@ -689,6 +705,7 @@ def test_sync_options_have_no_batch_settings(setting: str) -> None:
         SyncOptions(key=("k",), **{setting: None})
 
 
+@pytest.mark.usefixtures("backend")
 def test_the_cli_syncs_a_mirror(spark: SparkSession, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     source = _create(tmp_path / "customers", [(1, "a@x", 1), (2, "b@x", 2)])
     argv = ["sync", "--input", source, "--output", str(tmp_path / "mirror"), "--columns", "cid", "--key", "k"]
@@ -711,6 +728,7 @@ class _StoppedError(Exception):
     """The sync stopped before the mirror's commit."""
 
 
+@pytest.mark.usefixtures("backend")
 def test_a_sync_stopped_between_the_quarantines_commit_and_the_mirrors_resumes(
     spark: SparkSession, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

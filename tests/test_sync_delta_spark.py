@@ -20,8 +20,7 @@ import dataclasses
 import itertools
 import json
 import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +41,7 @@ from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import AppTransaction, read_snapshot, vocabulary_paths
 from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, read_changes
 from spark_mlt.storage.replace import key_rows, replace_keys
+from tests.support.backends import on_backend
 from tests.support.frames import assert_same_rows
 
 pytestmark = pytest.mark.delta_spark
@@ -140,23 +140,6 @@ def _jar_free_rewrites() -> bool:
     return True
 
 
-@contextmanager
-def _backend(backend: str) -> Iterator[None]:
-    """The block's jobs as a session with Delta's jars runs them (``delta-spark``) or as one
-    without (``delta-rs``: every step asks ``Capabilities.of``, which then says no jars)."""
-    if backend == "delta-spark":
-        yield
-        return
-    real = Capabilities.of
-
-    def of(cls: type[Capabilities], spark: SparkSession) -> Capabilities:
-        return dataclasses.replace(real(spark), delta_jars=False)
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(Capabilities, "of", classmethod(of))
-        yield
-
-
 def _decoded(spark: SparkSession, path: str, at: tuple[int, int] | None = None) -> DataFrame:
     """A tokenized table as delta-spark reads it (at ``at``: its version and its vocabulary's;
     None: the latest), comparable across tables: integer token columns as arrays of tokens, the
@@ -240,7 +223,7 @@ def history(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> Hi
         done = until
         assert read_snapshot(source).version == until
         for name, path in mirrors.items():
-            with _backend(MIRRORS[name][window]):
+            with on_backend(MIRRORS[name][window], spark):
                 report = sync_table(spark, source, path, COLUMNS, OPTIONS)
             assert report.source_version == until
             made.states[name].append(_state(path))

@@ -67,7 +67,7 @@ if [[ $delta_spark_depth == smoke ]]; then
     # back by another line's plain PySpark and through a Spark Connect server (tests/test_publish.py)
     [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or publish" tests/test_delta_spark.py tests/test_publish.py)
 else
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py tests/test_publish.py
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync.py tests/test_sync_delta_spark.py tests/test_publish.py
         tests/test_sync_overlap.py tests/test_sync_recovery.py)
 fi
 echo "== compat tests ($depth)"
