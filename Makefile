@@ -159,7 +159,7 @@ test-compat: check-java jvm ## Run the compatibility tests on older PySpark line
 	@for line in $(COMPAT_LINES); do \
 	    started=$$SECONDS; \
 	    COMPAT_DEPTH=$(call depth,$(FULL_LINES)) DELTA_SPARK_DEPTH=$(call depth,$(DELTA_SPARK_FULL_LINES)) CATALOG=$(call depth,$(CATALOG_LINES)) \
-	        DELTA_SPARK_LINES="$(DELTA_SPARK_LINES)" DELTA_SPARK_READER_LINES="$(DELTA_SPARK_LINES)" \
+	        DELTA_SPARK_LINES="$(DELTA_SPARK_LINES)" \
 	        PYTHON=$(PYTHON) PYTEST_WORKERS=$(PYTEST_WORKERS) tests/compat/run-line.sh $$line $(PYTEST_ARGS) || exit 1; \
 	    echo "== pyspark $$line: $$((SECONDS - started)) s"; \
 	done

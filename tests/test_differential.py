@@ -53,6 +53,9 @@ from tests.support.differential import (
     write_twin,
 )
 
+#: run on their own beside the delta-spark tests where a line has delta-spark (tests/compat/run-line.sh)
+pytestmark = pytest.mark.differential
+
 EXAMPLES = int(os.environ.get("SPARK_MLT_DIFF_EXAMPLES", "4"))
 FIRST_SEED = int(os.environ.get("SPARK_MLT_DIFF_SEED", "0"))
 PREDICATES = int(os.environ.get("SPARK_MLT_DIFF_PREDICATES", "48"))

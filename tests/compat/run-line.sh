@@ -3,11 +3,12 @@
 # tests/compat/venv.sh (that pyspark and stack first, then spark-mlt, which must replace
 # none of them), runs the tests marked compat (the jobs on a local S3 server among them) on its
 # release's table zoo, the differential statistics harness (30 cases written on a full line, 10
-# on a smoke line, read by every reader the line has, delta-spark on DELTA_SPARK_READER_LINES:
-# SPARK_MLT_DIFF_EXAMPLES), the engine-differential harness (60 cases, 20 on a smoke line:
-# SPARK_MLT_ENGINE_EXAMPLES), then on DELTA_SPARK_LINES (this line when unset) the delta-spark
-# tests (local disk, catalog tables, S3). The jars come from `make jars` (make test-compat runs
-# it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
+# on a smoke line, read by every reader the line has: SPARK_MLT_DIFF_EXAMPLES), the
+# engine-differential harness (60 cases, 20 on a smoke line: SPARK_MLT_ENGINE_EXAMPLES), and on
+# DELTA_SPARK_LINES (this line when unset) the delta-spark tests (local disk, catalog tables, S3)
+# with delta-spark reading the differential harness's cases. Two test runs, one per kind of
+# session: jar-free, then with Delta's jars. The jars come from `make jars` (make test-compat
+# runs it first). Usage: tests/compat/run-line.sh 3.5.0 [pytest args...]
 #
 # COMPAT_DEPTH=full (the default) runs every compat test but the exhaustive ones
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
@@ -60,79 +61,88 @@ if [[ $depth == smoke ]]; then
 else
     tests=(tests/test_*.py)
 fi
-delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
-if [[ $delta_spark_depth == smoke ]]; then
-    delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended" tests/test_delta_spark.py)
-    # CATALOG=full: also what a catalog's metastore holds of a table (functions and view), read
-    # back by another line's plain PySpark and through a Spark Connect server (tests/test_publish.py)
-    [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or publish" tests/test_delta_spark.py tests/test_publish.py)
-else
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync.py tests/test_sync_delta_spark.py tests/test_publish.py
-        tests/test_sync_overlap.py tests/test_sync_recovery.py)
-fi
-echo "== compat tests ($depth)"
-started=$SECONDS
-# the generated statistics tables (tests/test_stats.py); the differential harness runs on its own below
-PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-4} \
-    "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" \
-    --ignore=tests/test_differential.py --ignore=tests/test_engine_differential.py "${tests[@]}"
-echo "== compat tests on Spark $line: $((SECONDS - started)) s"
 # the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases written
 # on this line, each read by every reader the line has: the cheap ones every case, the others in
-# turn; two shards side by side (pytest-xdist's --dist load)
-# (10 on a smoke line: the newest line writes 60 on CI, and the full line 30)
+# turn (10 on a smoke line: the newest line writes 60 on CI, and the full line 30)
 cases=30
 [[ $depth == smoke ]] && cases=10
 differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-$cases}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
-    SPARK_MLT_DIFF_PREDICATES="${SPARK_MLT_DIFF_PREDICATES:-16}" SPARK_MLT_DIFF_SPARK_PREDICATES="${SPARK_MLT_DIFF_SPARK_PREDICATES:-4}")
-# delta-spark reads the cases on one line of each Delta release (DELTA_SPARK_READER_LINES, this
-# line when unset; make test-compat names the first of each): its skipping is that release's
-# code on each line of it, and its five jobs a case cost more than the writer and the other
-# readers together
-[[ -f .jars/spark-$line/delta/.complete && " ${DELTA_SPARK_READER_LINES:-$version} " == *" $version "* ]] &&
-    differential+=(SPARK_MLT_TEST_DELTA_SPARK=1)
-echo "== differential statistics harness on Spark $line"
-started=$SECONDS
-mkdir -p .differential && rm -f ".differential/pyspark-$version.txt".*
-status=0
-env "${differential[@]}" SPARK_MLT_DIFF_REPORT=".differential/pyspark-$version.txt" PYSPARK_PYTHON="$venv/bin/python" \
-    PYARROW_IGNORE_TIMEZONE=1 "$venv/bin/python" -m pytest -p no:cacheprovider -q -n 2 --dist load "$@" \
-    tests/test_differential.py || status=$?
-grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:" ".differential/pyspark-$version.txt".* 2>/dev/null || true
-echo "== differential statistics harness on Spark $line: $((SECONDS - started)) s"
-((status == 0)) || exit "$status"
+    SPARK_MLT_DIFF_PREDICATES="${SPARK_MLT_DIFF_PREDICATES:-16}" SPARK_MLT_DIFF_SPARK_PREDICATES="${SPARK_MLT_DIFF_SPARK_PREDICATES:-4}"
+    SPARK_MLT_DIFF_REPORT=".differential/pyspark-$version.txt")
 # the engine-differential harness (tests/test_engine_differential.py): SPARK_MLT_ENGINE_EXAMPLES
 # generated cases (60 on a full line, 20 on a smoke line; the newest line runs 120 on CI, 500
 # in make test-engines), every engine the line has (no SQL functions before 4.0) against the
-# NumPy codec; two shards side by side
+# NumPy codec
 engine_cases=60
 [[ $depth == smoke ]] && engine_cases=20
-echo "== engine-differential harness on Spark $line"
-started=$SECONDS
-rm -f ".differential/engines-pyspark-$version.txt".*
-status=0
-SPARK_MLT_ENGINE_EXAMPLES="${SPARK_MLT_ENGINE_EXAMPLES:-$engine_cases}" SPARK_MLT_ENGINE_SHARDS=2 \
-    SPARK_MLT_ENGINE_REPORT=".differential/engines-pyspark-$version.txt" PYSPARK_PYTHON="$venv/bin/python" \
-    PYARROW_IGNORE_TIMEZONE=1 "$venv/bin/python" -m pytest -p no:cacheprovider -q -n 2 --dist load "$@" \
-    tests/test_engine_differential.py || status=$?
-grep -h "^engines:\|^skipped:\|^seconds per case:" ".differential/engines-pyspark-$version.txt".* 2>/dev/null || true
-echo "== engine-differential harness on Spark $line: $((SECONDS - started)) s"
-((status == 0)) || exit "$status"
+engines=(SPARK_MLT_ENGINE_EXAMPLES="${SPARK_MLT_ENGINE_EXAMPLES:-$engine_cases}" SPARK_MLT_ENGINE_SHARDS=2
+    SPARK_MLT_ENGINE_REPORT=".differential/engines-pyspark-$version.txt")
+mkdir -p .differential && rm -f ".differential/pyspark-$version.txt".* ".differential/engines-pyspark-$version.txt".*
 # delta-spark on DELTA_SPARK_LINES (this line when unset; make test-compat names one line of
 # each Delta release: the lines of one release run the same Delta code), with the jars `make
-# jars` copied
-if [[ -f .jars/spark-$line/delta/.complete && " ${DELTA_SPARK_LINES:-$version} " != *" $version "* ]]; then
-    echo "== delta-spark on Spark $line: Delta $delta's delta-spark tests run on one line of its release (DELTA_SPARK_LINES=${DELTA_SPARK_LINES})"
-elif [[ -f .jars/spark-$line/delta/.complete ]]; then
-    echo "== delta-spark on Spark $line ($delta_spark_depth)"
+# jars` copied; its run also has delta-spark read the differential harness's cases (its
+# skipping is that release's code on each line of it, and its five jobs a case cost more than
+# the writer and the other readers together)
+delta_spark_here=0
+[[ -f .jars/spark-$line/delta/.complete && " ${DELTA_SPARK_LINES:-$version} " == *" $version "* ]] && delta_spark_here=1
+# One test run per session kind: the jar-free one (the compat tests, the engine harness and,
+# on a line without delta-spark, the differential harness), then the one with Delta's jars
+# (the delta-spark tests and the differential harness). Each run's processes start Spark once
+# for all of its suites.
+jar_free=(tests/test_engine_differential.py)
+((delta_spark_here)) || jar_free+=(tests/test_differential.py)
+[[ $depth == smoke ]] || jar_free=()  # tests/test_*.py has them
+ignored=()
+((delta_spark_here)) && ignored=(--ignore=tests/test_differential.py)
+
+# the summary lines of the harnesses' reports (their prefixes: differential, engines-)
+harness_lines() {
+    local prefix
+    for prefix in "$@"; do
+        grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:\|^engines:" \
+            ".differential/${prefix}pyspark-$version.txt".* 2>/dev/null || true
+    done
+}
+
+echo "== compat tests ($depth) and the jar-free harnesses"
+started=$SECONDS
+status=0
+# the generated statistics tables (tests/test_stats.py): SPARK_MLT_STATS_EXAMPLES
+env "${differential[@]}" "${engines[@]}" PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
+    SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-4} \
+    "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" \
+    "${ignored[@]}" "${tests[@]}" "${jar_free[@]}" || status=$?
+if ((delta_spark_here)); then harness_lines engines-; else harness_lines "" engines-; fi
+echo "== compat tests on Spark $line: $((SECONDS - started)) s"
+((status == 0)) || exit "$status"
+
+delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
+if [[ $delta_spark_depth == smoke ]]; then
+    delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or test_differential" tests/test_delta_spark.py)
+    # CATALOG=full: also what a catalog's metastore holds of a table (functions and view), read
+    # back by another line's plain PySpark and through a Spark Connect server (tests/test_publish.py)
+    [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or publish or test_differential"
+        tests/test_delta_spark.py tests/test_publish.py)
+else
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync.py tests/test_sync_delta_spark.py
+        tests/test_publish.py tests/test_sync_overlap.py tests/test_sync_recovery.py)
+fi
+if ((delta_spark_here)); then
+    echo "== delta-spark on Spark $line ($delta_spark_depth) and the differential harness read by it"
     started=$SECONDS
+    status=0
     # the sync's interleavings and stops (step_points tests): one of the 12 pairs, at one step
     # point each, drawn afresh each run (a delta-spark run of a point costs a minute or more)
-    SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
+    env "${differential[@]}" SPARK_MLT_TEST_DELTA_SPARK=1 PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
         SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-2} SPARK_MLT_STEP_TESTS=${SPARK_MLT_STEP_TESTS:-1} \
         SPARK_MLT_STEP_POINTS=${SPARK_MLT_STEP_POINTS:-1} SPARK_MLT_STEP_SEED=${SPARK_MLT_STEP_SEED:-$RANDOM} \
-        "$venv/bin/python" -m pytest -m delta_spark -p no:cacheprovider -q "${xdist[@]}" "$@" "${delta_spark[@]}"
+        "$venv/bin/python" -m pytest -m "delta_spark or differential" -p no:cacheprovider -q "${xdist[@]}" "$@" \
+        "${delta_spark[@]}" tests/test_differential.py || status=$?
+    harness_lines ""
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
+    ((status == 0)) || exit "$status"
+elif [[ -f .jars/spark-$line/delta/.complete ]]; then
+    echo "== delta-spark on Spark $line: Delta $delta's delta-spark tests run on one line of its release (DELTA_SPARK_LINES=${DELTA_SPARK_LINES})"
 else
     echo "== no delta-spark for Spark $line: Delta publishes none for it (spark_mlt.jars.LINE_GROUPS)"
 fi

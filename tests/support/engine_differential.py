@@ -36,6 +36,7 @@ import math
 import os
 import random
 import time
+import uuid
 from collections import Counter, defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -387,6 +388,8 @@ class Runner:
         self.registered: dict[tuple[Any, ...], tuple[str, str]] = {}
         self.published: dict[str, str] = {}
         self.schema_made = False
+        # the runner's own names: the shards of a test process share its session and catalog
+        self.token = uuid.uuid4().hex[:8]
 
     # -- what a case needs --------------------------------------------------------------------
 
@@ -407,7 +410,7 @@ class Runner:
         key = (codec.fingerprint, case.layout, case.handle_invalid, case.engine)
         if key not in self.registered:
             started = time.perf_counter()
-            name = f"e{len(self.registered)}"
+            name = f"e{len(self.registered)}_{self.token}"
             self.registered[key] = register_mlt_functions(
                 self.spark,
                 codec,
@@ -428,7 +431,7 @@ class Runner:
         if not self.schema_made:
             self.spark.sql(f"CREATE SCHEMA IF NOT EXISTS {PUBLISH_SCHEMA}")
             self.schema_made = True
-        prefix = f"c{len(self.published)}"
+        prefix = f"c{len(self.published)}_{self.token}"
         path = os.path.join(self.root, prefix)
         fields = [pa.field("a_mlt", pa.list_(pa.int32()))]
         codecs = {"a": codec}
