@@ -14,8 +14,9 @@
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
 # Delta round trips, the stream, the file statistics and the catalog functions. DELTA_SPARK_DEPTH=full (the default)
 # runs every delta_spark test (the sync's runs interleaved and stopped at each step point among
-# them); smoke, delta-spark writing, and reading our tables of each feature
-# (CATALOG=full adds the catalog functions and views of tests/test_publish.py).
+# them) but the whole-sync cases of tests/test_sync.py; smoke, delta-spark writing, reading our
+# tables of each feature, and those sync cases (CATALOG=full adds the catalog functions and
+# views of tests/test_publish.py).
 # PYTEST_WORKERS (default 2) test processes (pytest-xdist) share each run, whole modules each.
 set -euo pipefail
 version=$1
@@ -118,13 +119,17 @@ echo "== compat tests on Spark $line: $((SECONDS - started)) s"
 
 delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
 if [[ $delta_spark_depth == smoke ]]; then
-    delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or test_differential" tests/test_delta_spark.py)
+    # delta-spark writing and reading our tables of each feature, and the sync's cases
+    # (tests/test_sync.py: a whole sync through delta-spark's MERGE)
+    picked="both_backends or reads_what_the_jar_free_writer_appended or test_sync.py or test_differential"
+    delta_spark=(-k "$picked" tests/test_delta_spark.py tests/test_sync.py)
     # CATALOG=full: also what a catalog's metastore holds of a table (functions and view), read
     # back by another line's plain PySpark and through a Spark Connect server (tests/test_publish.py)
-    [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "both_backends or reads_what_the_jar_free_writer_appended or publish or test_differential"
-        tests/test_delta_spark.py tests/test_publish.py)
+    [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "$picked or publish" tests/test_delta_spark.py tests/test_sync.py tests/test_publish.py)
 else
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync.py tests/test_sync_delta_spark.py
+    # every delta_spark test but the sync's whole-sync cases (tests/test_sync.py), which the
+    # smoke run has: here the sync through MERGE is test_sync_delta_spark.py's history
+    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py
         tests/test_publish.py tests/test_sync_overlap.py tests/test_sync_recovery.py)
 fi
 if ((delta_spark_here)); then
