@@ -56,7 +56,7 @@ from spark_mlt.storage.backends.base import KeyedRows
 from spark_mlt.storage.backends.plan import WRITE_MODES, DeltaWriteResult, WriteMode, check_mode, nullable_type
 from spark_mlt.storage.catalog import is_table_name
 from spark_mlt.storage.changes import check_feed, read_changes
-from spark_mlt.storage.maintenance import orphan_files, pending_erasures, vacuum
+from spark_mlt.storage.maintenance import check_retention, orphan_files, pending_erasures, vacuum
 from spark_mlt.storage.properties import (
     CODEC_PROPERTY_PREFIX,
     FORMAT_PROPERTY,
@@ -125,6 +125,7 @@ __all__ = [
     "check_data_page_version",
     "check_feed",
     "check_mode",
+    "check_retention",
     "check_run_id",
     "check_vocabulary",
     "erase_keys",

@@ -101,7 +101,7 @@ def vacuum(
 
         vacuum("/data/ratings_mlt", retention_hours=200, dry_run=False)
     """
-    _check_retention(retention_hours)
+    check_retention(retention_hours)
     location = locate(resolve_location(path, spark=spark), storage_options)
     vacuumed = resolve_backend(spark).vacuum(
         spark, location, retention_hours=retention_hours, dry_run=dry_run, allow_short_retention=allow_short_retention
@@ -123,14 +123,17 @@ def retention_shortfall(
     """
     if retention_hours is None:
         return None
-    _check_retention(retention_hours)
+    check_retention(retention_hours)
     config = read_delta_snapshot(locate(resolve_location(path), storage_options)).config
     kept = config.deleted_file_retention_ms
     return kept / 3_600_000 if round(retention_hours * 3_600_000) < kept else None
 
 
-def _check_retention(retention_hours: float | None) -> None:
-    if retention_hours is not None and not retention_hours >= 0:
+def check_retention(retention_hours: float | None) -> None:
+    """Refuses a retention that is no number of hours >= 0 (None: the table's own), naming
+    ``retention_hours``: the one check a vacuum and the commands' options make."""
+    hours = retention_hours
+    if hours is not None and (isinstance(hours, bool) or not isinstance(hours, int | float) or not hours >= 0):
         raise MLTError(
             f"retention_hours must be a number of hours >= 0 (or None: the table's "
             f"delta.deletedFileRetentionDuration), got {retention_hours!r}",
@@ -171,7 +174,7 @@ def pending_erasures(
 
         pending_erasures("/data/customers_mlt")["removed_files"]  # [{"path": ..., "deletable_after": ...}]
     """
-    _check_retention(retention_hours)
+    check_retention(retention_hours)
     location = locate(resolve_location(path), storage_options)
     snapshot = read_snapshot(location.uri, storage_options=storage_options)
     still = removed_files(snapshot.delta, history=ERASURE_HISTORY).items()

@@ -51,6 +51,7 @@ from spark_mlt.storage import (
     WriteMode,
     check_data_page_version,
     check_mode,
+    check_retention,
     check_run_id,
 )
 
@@ -443,13 +444,7 @@ class RetentionOptions(_Part):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        hours = self.retention_hours
-        if hours is not None and (isinstance(hours, bool) or not isinstance(hours, int | float) or not hours >= 0):
-            raise MLTError(
-                f"retention_hours must be a number of hours >= 0 (or None: the table's "
-                f"delta.deletedFileRetentionDuration), got {hours!r}",
-                parameter="retention_hours",
-            )
+        check_retention(self.retention_hours)
         check_flag("apply", self.apply)
         check_flag("allow_short_retention", self.allow_short_retention)
 
