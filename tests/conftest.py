@@ -26,11 +26,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from spark_mlt.batch import local_session
-from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import MissingJarsError
 from spark_mlt.jars import delta_session_conf, spark_jars
 from tests.support import s3 as local_s3
-from tests.support.backends import BACKEND_PARAMS, DELTA_SPARK_ENV, delta_spark_requested, on_backend
+from tests.support.backends import BACKEND_PARAMS, delta_spark_requested, on_backend, require_delta_spark
 from tests.support.zoo import Zoo, find_zoo
 
 if TYPE_CHECKING:
@@ -133,14 +132,8 @@ def where(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, StorageO
 def _delta_spark_only_with_its_jars(request: pytest.FixtureRequest) -> None:
     """Skips a ``delta_spark`` test unless it was asked for; fails it when it was and the session
     has no Delta jars."""
-    if request.node.get_closest_marker("delta_spark") is None:
-        return
-    if not delta_spark_requested():
-        pytest.skip(
-            f"needs Delta's jars: run with {DELTA_SPARK_ENV}=1 after `make jars` (tests/compat/run-line.sh does)"
-        )
-    if not Capabilities.of(request.getfixturevalue("spark")).delta_jars:  # asked for, and cannot run
-        pytest.fail(f"{DELTA_SPARK_ENV}=1 but the session has no Delta jars: run `make jars JARS_GROUPS=delta` first")
+    if request.node.get_closest_marker("delta_spark") is not None:
+        require_delta_spark(request.getfixturevalue("spark"))
 
 
 @pytest.fixture(scope="module", params=BACKEND_PARAMS)

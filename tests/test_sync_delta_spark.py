@@ -19,7 +19,6 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -35,13 +34,12 @@ from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.mirror.tables import SYNC_APP_PREFIX
 from spark_mlt.batch.read.decode import unpack_token_columns
-from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_decode
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import AppTransaction, read_snapshot, vocabulary_paths
 from spark_mlt.storage.changes import CHANGE_TYPE, COMMIT_VERSION, read_changes
 from spark_mlt.storage.replace import key_rows, replace_keys
-from tests.support.backends import on_backend
+from tests.support.backends import on_backend, require_delta_spark
 from tests.support.frames import assert_same_rows
 
 pytestmark = pytest.mark.delta_spark
@@ -201,15 +199,9 @@ class History:
 OPTIONS = SyncOptions(key=("id",), p=P, n=N)
 
 
-def _needs_delta_jars(spark: SparkSession) -> None:
-    """A module fixture is set up before the autouse skip of a ``delta_spark`` test: it skips itself."""
-    if os.environ.get("SPARK_MLT_TEST_DELTA_SPARK") != "1" or not Capabilities.of(spark).delta_jars:
-        pytest.skip("needs Delta's jars: run with SPARK_MLT_TEST_DELTA_SPARK=1 after `make jars`")
-
-
 @pytest.fixture(scope="module")
 def history(spark: SparkSession, tmp_path_factory: pytest.TempPathFactory) -> History:
-    _needs_delta_jars(spark)
+    require_delta_spark(spark)
     root = tmp_path_factory.mktemp("sync")
     source = str(root / "source")
     _create(spark, source, dvs=True, partitioned=True)
@@ -327,7 +319,7 @@ def sources(spark: SparkSession, history: History, tmp_path_factory: pytest.Temp
     """Sources that delta-spark wrote with the whole history: the sync tests' (deletion
     vectors on, partitioned: an UPDATE moves keys to another partition) and one with deletion
     vectors off (so ``cdc`` files), not partitioned."""
-    _needs_delta_jars(spark)
+    require_delta_spark(spark)
     path = str(tmp_path_factory.mktemp("sources") / "cdc")
     _create(spark, path, dvs=False)
     for step in _history(spark, path):

@@ -31,16 +31,23 @@ def delta_spark_requested() -> bool:
     return os.environ.get(DELTA_SPARK_ENV) == "1"
 
 
+def require_delta_spark(spark: SparkSession) -> None:
+    """Skips the test unless a run asked for Delta's jars; fails it when one did and the session
+    has none (a suite asked for never skips green)."""
+    if not delta_spark_requested():
+        pytest.skip(
+            f"needs Delta's jars: run with {DELTA_SPARK_ENV}=1 after `make jars` (tests/compat/run-line.sh does)"
+        )
+    if not Capabilities.of(spark).delta_jars:
+        pytest.fail(f"{DELTA_SPARK_ENV}=1 but the session has no Delta jars: run `make jars JARS_GROUPS=delta` first")
+
+
 @contextmanager
 def on_backend(backend: str, spark: SparkSession) -> Iterator[None]:
-    """The block's jobs on ``backend``. ``delta-spark`` skips the test where no run asked for
-    Delta's jars, and fails it where one did and the session has none (a module fixture is
-    built before the autouse check of the ``delta_spark`` mark: it checks here)."""
+    """The block's jobs on ``backend``; ``delta-spark`` only as `require_delta_spark` allows (a
+    module fixture is built before the autouse check of the ``delta_spark`` mark: it checks here)."""
     if backend == "delta-spark":
-        if not delta_spark_requested():
-            pytest.skip(f"needs Delta's jars: run with {DELTA_SPARK_ENV}=1 after `make jars`")
-        if not Capabilities.of(spark).delta_jars:
-            pytest.fail(f"{DELTA_SPARK_ENV}=1 but the session has no Delta jars: run `make jars JARS_GROUPS=delta`")
+        require_delta_spark(spark)
         yield
         return
     real = Capabilities.of
