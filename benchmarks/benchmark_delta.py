@@ -46,7 +46,7 @@ from pyspark.sql import functions as F
 
 from spark_mlt import MLTCodec
 from spark_mlt.batch import TokenizeOptions, local_session, tokenize_dataframe
-from spark_mlt.batch.write.tokenize import tokenize_frame
+from spark_mlt.batch.write.pipeline import TableSink, tokenize_frame
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.delta.fs import spark_uri
 from spark_mlt.errors import MissingJarsError
@@ -149,7 +149,7 @@ def run_job(kind: str, spark: SparkSession, source: str, codecs: dict[str, MLTCo
     handle = kind.removeprefix("job-")
     users = codecs["userId"]  # the job's options take one p and n: the larger codec's, for both columns
     options = TokenizeOptions(p=users.p, n=users.n, layout="packed", handle_invalid=handle)  # type: ignore[arg-type]
-    tokenize_frame(spark.read.parquet(source), f"{root}/{kind}", ["userId", "movieId"], options, snapshot=None)
+    tokenize_frame(spark.read.parquet(source), ["userId", "movieId"], TableSink(f"{root}/{kind}", None, options))
 
 
 def write_case(case: Case, ratings: DataFrame, codecs: dict[str, MLTCodec], root: str) -> dict[str, float] | None:

@@ -42,7 +42,7 @@ from spark_mlt.batch import (
 )
 from spark_mlt.batch.cli import run
 from spark_mlt.batch.read.inspect import inspect_table
-from spark_mlt.batch.write.tokenize import FrameTarget, tokenize_frame
+from spark_mlt.batch.write.pipeline import TableSink, tokenize_frame
 from spark_mlt.column import mlt_decode, mlt_encode
 from spark_mlt.delta.fs import locate
 from spark_mlt.errors import TableOptionError
@@ -583,10 +583,13 @@ def test_a_stream_follows_a_delta_table_through_deltas_source_and_commits_throug
     (stream,) = inspect_table(output)["streams"]
     replay = tokenize_frame(
         _ratings(spark, 10, 5).drop("userId_mlt"),
-        output,
         ["userId"],
-        TokenizeOptions(p=13, n=3, mode="append"),
-        FrameTarget(read_snapshot(output), transaction=AppTransaction(stream["writer"], stream["last_batch"])),
+        TableSink(
+            output,
+            read_snapshot(output),
+            TokenizeOptions(p=13, n=3, mode="append"),
+            transaction=AppTransaction(stream["writer"], stream["last_batch"]),
+        ),
     )
     assert replay.write is not None
     assert replay.write.skipped

@@ -36,7 +36,7 @@ from spark_mlt.batch import (
 from spark_mlt.batch.cli import main
 from spark_mlt.batch.cli.flags import names_of
 from spark_mlt.batch.job.inputs import input_format_of
-from spark_mlt.batch.write.tokenize import FrameTarget, counts_with_the_write, tokenize_frame
+from spark_mlt.batch.write.pipeline import TableSink, counts_with_the_write, tokenize_frame
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import mlt_encode
 from spark_mlt.errors import InputFormatError, TableSchemaError
@@ -411,10 +411,10 @@ def test_a_skip_rerun_with_its_run_id_writes_nothing_and_counts_no_rejected_row(
     df = spark.createDataFrame([(1,), (-5,), (2,)], "customer_id bigint")
     output = str(tmp_path / "out")
     options = TokenizeOptions(p=13, n=3, handle_invalid="skip", mode="append", run_id="2026-11-27")
-    first = tokenize_frame(df, output, ["customer_id"], options, FrameTarget(None))
+    first = tokenize_frame(df, ["customer_id"], TableSink(output, None, options))
     assert (first.rows_out, first.rows_rejected) == (2, 1)
     snapshot = snapshot_for_write(output, "append", spark=spark)
-    again = tokenize_frame(df, output, ["customer_id"], options, FrameTarget(snapshot))
+    again = tokenize_frame(df, ["customer_id"], TableSink(output, snapshot, options))
     assert again.write is not None
     assert again.write.skipped
     assert (again.rows_in, again.rows_out, again.rows_rejected) == (0, 0, 0)
@@ -455,7 +455,7 @@ def test_each_handle_invalid_reads_each_input_row_once(
     df = spark.createDataFrame([(i,) for i in ids], "customer_id bigint").repartition(2)
     df = df.select(logged("customer_id").alias("customer_id"))
     options = TokenizeOptions(p=13, n=3, handle_invalid=handle_invalid)
-    report = tokenize_frame(df, str(tmp_path / "out"), ["customer_id"], options, FrameTarget(None))
+    report = tokenize_frame(df, ["customer_id"], TableSink(str(tmp_path / "out"), None, options))
     assert report.rows_in == len(ids)
     assert sorted(int(name.name.split("-")[0]) for name in log.iterdir()) == sorted(ids)
 

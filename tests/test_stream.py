@@ -23,8 +23,8 @@ from spark_mlt.batch import StreamOptions, TokenizeOptions, inspect_table
 from spark_mlt.batch.cli import main
 from spark_mlt.batch.job.options import trigger_seconds
 from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.write.pipeline import TableSink, Tokenized, tokenize_frame
 from spark_mlt.batch.write.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream, tokenize_stream
-from spark_mlt.batch.write.tokenize import FrameTarget, tokenize_frame
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import InputFormatError
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
@@ -85,10 +85,10 @@ def test_a_replayed_batch_is_recognised_and_not_written_again(spark: SparkSessio
     df = spark.createDataFrame([(1, "a"), (9_999, "b")], "customer_id bigint, sku string")
     options = TokenizeOptions(p=13, n=3, handle_invalid="quarantine", mode="append")
 
-    def batch(batch_id: int) -> JobReport:
+    def batch(batch_id: int) -> Tokenized:
         snapshot = read_snapshot(str(output)) if output.exists() else None
         transaction = AppTransaction("spark-mlt-stream:w", batch_id)
-        return tokenize_frame(df, str(output), ["customer_id"], options, FrameTarget(snapshot, transaction=transaction))
+        return tokenize_frame(df, ["customer_id"], TableSink(str(output), snapshot, options, transaction=transaction))
 
     first = batch(0)
     assert (first.rows_out, first.rows_rejected) == (1, 1)

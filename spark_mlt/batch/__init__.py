@@ -13,7 +13,7 @@ One folder per role, in the order a run goes through them:
   help in its metadata; [`JobReport`][spark_mlt.batch.job.report.JobReport], what a run did, and
   its phase timings; local sessions; its input; the capacity and rejection thresholds.
 * ``write``: the jobs that write tokens:
-  [`tokenize_dataframe`][spark_mlt.batch.write.tokenize.tokenize_dataframe],
+  [`tokenize_dataframe`][spark_mlt.batch.write.frames.tokenize_dataframe],
   [`tokenize_table`][spark_mlt.batch.write.tokenize.tokenize_table],
   [`tokenize_stream`][spark_mlt.batch.write.stream.tokenize_stream] (the same work on the input's
   new rows as they land; it builds on ``tokenize``, never the other way round) and
@@ -52,6 +52,7 @@ from spark_mlt.batch.read.inspect import inspect_table
 from spark_mlt.batch.read.options import DecodeOptions, PublishOptions
 from spark_mlt.batch.read.paper import reproduce_paper
 from spark_mlt.batch.read.publish import catalog_objects, publish_table
+from spark_mlt.batch.write.frames import split_invalid, tokenize_dataframe
 from spark_mlt.batch.write.movielens import (
     MovieLensRelease,
     detect_release,
@@ -61,7 +62,7 @@ from spark_mlt.batch.write.movielens import (
 )
 from spark_mlt.batch.write.options import MovieLensOptions, StreamOptions, TokenizeOptions
 from spark_mlt.batch.write.stream import tokenize_stream
-from spark_mlt.batch.write.tokenize import split_invalid, tokenize_dataframe, tokenize_table
+from spark_mlt.batch.write.tokenize import tokenize_table
 from spark_mlt.options import TOKEN_SUFFIX
 
 __all__ = [

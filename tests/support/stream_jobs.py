@@ -23,8 +23,8 @@ from typing import Any
 import deltalake
 
 from spark_mlt.batch import StreamOptions, TokenizeOptions, local_session
+from spark_mlt.batch.write import pipeline as pipeline_module
 from spark_mlt.batch.write import stream as stream_module
-from spark_mlt.batch.write import tokenize as tokenize_module
 
 
 def _die() -> None:
@@ -34,13 +34,13 @@ def _die() -> None:
 
 def _arm(kill_at: str, output: str) -> None:
     if kill_at == "vocabulary":
-        key_ids = tokenize_module.key_ids
+        key_ids = pipeline_module.key_ids
 
         def key_ids_then_die(*args: Any, **kwargs: Any) -> Any:
             key_ids(*args, **kwargs)
             _die()
 
-        tokenize_module.key_ids = key_ids_then_die  # type: ignore[assignment]
+        pipeline_module.key_ids = key_ids_then_die  # type: ignore[assignment]
     elif kill_at == "before-commit":
         commit = deltalake.DeltaTable.create_write_transaction
 

@@ -43,10 +43,11 @@ from spark_mlt.batch.mirror.sync import sync_table
 from spark_mlt.batch.read.decode import decode_table
 from spark_mlt.batch.read.options import DecodeOptions
 from spark_mlt.batch.read.paper import reproduce_paper
+from spark_mlt.batch.write.checks import check_names
 from spark_mlt.batch.write.movielens import tokenize_movielens
 from spark_mlt.batch.write.options import MovieLensOptions, StreamOptions, TokenizeOptions, resolve_input
 from spark_mlt.batch.write.stream import check_stream_job, tokenize_stream
-from spark_mlt.batch.write.tokenize import check_names, tokenize_table
+from spark_mlt.batch.write.tokenize import tokenize_table
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.paper import PaperOptions, PaperReport
 from spark_mlt.storage import read_snapshot, s3a_conf

@@ -177,17 +177,23 @@ def codec_summary(codec: MLTCodec, layout: Layout | None) -> dict[str, Any]:
 
 
 @contextmanager
-def phase(report: JobReport, name: str) -> Iterator[None]:
-    """Log a job phase with its duration and add the duration to ``report.seconds`` (a phase
-    entered twice, as a sync window's per column, counts both times)."""
+def phase(seconds: dict[str, float], name: str) -> Iterator[None]:
+    """Log a job phase with its duration and add the duration to ``seconds`` (a report's, or a
+    step's own; a phase entered twice, as a sync window's per column, counts both times).
+
+    Example::
+
+        with phase(report.seconds, "read"):
+            df = spark.read.parquet(input)
+    """
     log.info("%s ...", name)
     start = time.perf_counter()
     try:
         yield
     finally:
-        seconds = time.perf_counter() - start
-        report.seconds[name] = report.seconds.get(name, 0.0) + seconds
-        log.info("%s done in %.2f s", name, seconds)
+        took = time.perf_counter() - start
+        seconds[name] = seconds.get(name, 0.0) + took
+        log.info("%s done in %.2f s", name, took)
 
 
 #: How long the count of a block's Spark jobs waits for Spark's listener to catch up.

@@ -10,29 +10,29 @@ Example::
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
-from pyspark.sql import functions as F
 
 from spark_mlt._classic import clone_session
 from spark_mlt.batch.job.report import JobReport, phase
 from spark_mlt.batch.mirror.counting import count_window, finish_erasure, window_counts, window_end
+from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.run import KEEP_LEVEL, SyncRun, add_erased, quarantine_at, quarantine_table
 from spark_mlt.batch.mirror.window import check_changes, last_rows, read_window
-from spark_mlt.batch.write.tokenize import REASON_COLUMN, fit_job_codecs, job_tokens, key_ids, split_invalid
+from spark_mlt.batch.write.pipeline import Sized, stored_tokens, tokenize_frame
 from spark_mlt.column.sqltext import identifier
-from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.steps import reached
 from spark_mlt.storage import (
     AppTransaction,
+    DeltaWriteResult,
     KeyedRows,
     TableSnapshot,
     WriteOptions,
     key_rows,
     replace_keys,
-    token_write_options,
     write_delta,
 )
 from spark_mlt.storage.changes import FeedRange, check_feed, read_changes
@@ -55,12 +55,11 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
     # what a stopped run left, erased before this one reads a vocabulary or the counts (the
     # erasure rewrites them: counts read before it would plan the window's change on stale files)
     report.erased = finish_erasure(run, source, held=after, report=report)
-    with phase(report, "count values"):
+    with phase(report.seconds, "count values"):
         counts = window_counts(run, mirror, quarantine, source, after=after)
     until = window_end(counts, counts_app=run.tables.counts_app, after=after, latest=source.version)
     feed, changes = _read_feed(run, source, after, until)
     keys: DataFrame | None = None
-    tokens: DataFrame | None = None
     try:
         # jar-free, the feed's rows are counted from its files' footers (no Spark job)
         window = read_window(changes, options.key, rows=run.backend.feed_rows(feed))
@@ -76,7 +75,7 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
             if quarantine is not None
             else None
         )
-        with phase(report, "check the changes"):
+        with phase(report.seconds, "check the changes"):
             held_side = _held_at(run, side, keys, after=after, values=values)
             deleted = check_changes(
                 window,
@@ -85,23 +84,22 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
                 skipped_rows=options.handle_invalid == "skip",
             )
         final = last_rows(window, names=source.schema.names)
-        tokens, good, rejected = _tokens(run, final, mirror, counted=window.final_rows is not None)
-        if counts:
-            count_window(run, counts, changes, after=after, until=until, key_count=window.rows)
-            reached("counts committed")
-        written = _written(tokens, window.final_rows)
-        if own is not None:  # from here on, the files read are the rewrite's
-            _file_per_task(own)
-        with phase(report, "commit"):
-            _commit_window(run, good, rejected, keyed, side, after=after, until=until, written=written)
-        _count(report, written, deleted)
+
+        def count_values() -> None:
+            if counts:
+                count_window(run, counts, changes, after=after, until=until, key_count=window.rows)
+                reached("counts committed")
+
+        sink = WindowSink(run, keyed, side, after=after, until=until, counted=count_values, own=own)
+        done = tokenize_frame(final, run.columns, sink, capabilities=report.capabilities, row_count=window.final_rows)
+        report.add(done.report())
+        if not done.write.skipped:
+            report.rows_deleted = deleted
         report.source_version = until
     finally:
         changes.unpersist()
         if keys is not None:
             keys.unpersist()
-        if tokens is not None:
-            tokens.unpersist()
     add_erased(report, finish_erasure(run, source, held=until, report=report))
     return report
 
@@ -110,7 +108,7 @@ def _read_feed(run: SyncRun, source: TableSnapshot, after: int, until: int) -> t
     """The change data feed of the source's versions ``after + 1 .. until``: checked first (a
     gap stops it, with the way forward), then its rows, kept for the window's steps."""
     spark, options = run.spark, run.options
-    with phase(run.report, "read the feed"):
+    with phase(run.report.seconds, "read the feed"):
         feed = check_feed(
             source.path, after, until, storage_options=options.storage_options, spark_version=spark.version
         )
@@ -128,28 +126,6 @@ def _window_info(run: SyncRun, after: int, until: int) -> dict[str, str]:
         "spark_mlt.source_version": str(until),
         "spark_mlt.source_versions": f"{after + 1}-{until}",
     }
-
-
-def _tokens(
-    run: SyncRun, final: DataFrame, mirror: TableSnapshot, *, counted: bool
-) -> tuple[DataFrame, DataFrame, DataFrame | None]:
-    """A window's resulting rows tokenized with the mirror's codecs (string keys through its
-    vocabularies, new keys appended first): all of them, the valid ones, and the rejected ones
-    (None without a quarantine column). Kept where a job will count them before the write
-    (`_written`); not where the window ``counted`` its resulting rows and none is set aside, so
-    that the rewrite's job tokenizes them (and fails on an invalid id, under ``error``)."""
-    spark, options, report = run.spark, run.options, run.report
-    with phase(report, "vocabularies"):
-        with_ids, sources, _ = key_ids(spark, final, run.columns, run.output, options, codecs=mirror.codecs)
-    fit_job_codecs(report, with_ids, run.columns, options, mirror, sources=sources)
-    tokens = job_tokens(with_ids, report, options, sources)
-    if REASON_COLUMN not in tokens.columns:
-        if not counted:
-            tokens = tokens.persist(KEEP_LEVEL)
-        return tokens, tokens, None
-    tokens = tokens.persist(KEEP_LEVEL)
-    good, rejected = split_invalid(tokens, report.codecs)
-    return tokens, good, rejected
 
 
 #: A window of at most this many change rows, whose mirror files hold at most
@@ -188,65 +164,92 @@ def _file_per_task(spark: SparkSession) -> None:
     spark.conf.set("spark.sql.files.openCostInBytes", most)
 
 
-def _commit_window(
-    run: SyncRun,
-    good: DataFrame,
-    rejected: DataFrame | None,
-    keyed: KeyedRows,
-    side: KeyedRows | None,
-    *,
-    after: int,
-    until: int,
-    written: tuple[int, int],
-) -> None:
-    """A window's two commits: the quarantine's rows of its keys replaced (or its first rows),
-    then the mirror's, each with its transaction at source version ``until``, each only while
-    its table still records what the window was planned from (the mirror: source version
-    ``after``; the quarantine: the version it held then), so that of two runs planned from one
-    version, the second commits nothing. The quarantine commits with every window, rows or not:
-    its version moves in step with the mirror's, so a run that lost the mirror to another one
-    planned from the same version (which then committed no quarantine rows) cannot commit its
-    own quarantine rows after. ``written``: the window's rows and, of them, the rejected ones
-    (the mirror's rewrite writes the others sorted in one file when they fit)."""
-    options, report, output = run.options, run.report, run.output
-    backend = run.backend
-    info = _window_info(run, after, until)
-    side_path = run.tables.quarantine
-    transaction = AppTransaction(run.tables.app, until, after=after)
-    if options.handle_invalid == "quarantine" and rejected is not None:
-        q_info = {**info, "spark_mlt.quarantine_of": output}
-        q_app = run.tables.quarantine_app
-        q_held = side.snapshot.transaction_version(q_app) if side is not None else None
-        q_transaction = AppTransaction(q_app, until, after=NEVER if q_held is None else q_held)
+@dataclasses.dataclass(frozen=True)
+class WindowSink:
+    """A window's commits, as the tokenize pipeline makes them: after its vocabularies, the value
+    counts (``counted``); then the quarantine's rows of its keys replaced (or its first rows), then
+    the mirror's, each with its transaction at source version ``until``, each only while its table
+    still records what the window was planned from (the mirror: source version ``after``; the
+    quarantine: the version it held then), so that of two runs planned from one version, the
+    second commits nothing. The quarantine commits with every window, rows or not: its version
+    moves in step with the mirror's, so a run that lost the mirror to another one planned from the
+    same version (which then committed no quarantine rows) cannot commit its own quarantine rows
+    after. The mirror's rewrite is given the window's rows counted (it writes them sorted in one
+    file when they fit); ``own``: the window's session, whose files are read a file per task
+    from the first commit on."""
+
+    run: SyncRun
+    keyed: KeyedRows
+    side: KeyedRows | None
+    after: int
+    until: int
+    counted: Callable[[], None]
+    own: SparkSession | None = None
+
+    @property
+    def output(self) -> str:
+        return self.run.output
+
+    @property
+    def snapshot(self) -> TableSnapshot:
+        return self.keyed.snapshot
+
+    @property
+    def options(self) -> SyncOptions:
+        return self.run.options
+
+    @property
+    def counts_first(self) -> bool:
+        return True
+
+    def check(self, df: DataFrame, columns: Sequence[str]) -> None:
+        return None  # the sync checked the source and the mirror before its first step (check_sync)
+
+    def prepare(self) -> None:
+        self.counted()
+
+    def _rewriting(self) -> None:
+        if self.own is not None:  # from here on, the files read are the rewrite's
+            _file_per_task(self.own)
+
+    def commit_rejected(self, rows: DataFrame) -> int:
+        self._rewriting()
+        run, side = self.run, self.side
+        info = {**_window_info(run, self.after, self.until), "spark_mlt.quarantine_of": run.output}
+        app = run.tables.quarantine_app
+        held = side.snapshot.transaction_version(app) if side is not None else None
+        transaction = AppTransaction(app, self.until, after=NEVER if held is None else held)
         if side is not None:
-            replace_keys(rejected, side, {}, transaction=q_transaction, commit_info=q_info)
-        else:
-            write_delta(
-                rejected,
-                side_path,
-                {},
-                mode="append",
-                run_id=q_transaction,
-                options=WriteOptions(commit_info=q_info, backend=backend),
-                storage_options=options.storage_options,
-            )
-        reached("quarantine committed")
-    if options.drop_ids:
-        good = good.drop(*(c for c in report.codecs if c not in options.key))
-    parquet = token_write_options(
-        good, [f"{c}{TOKEN_SUFFIX}" for c in report.codecs], data_page_version=options.data_page_version
-    )
-    report.write = replace_keys(
-        good,
-        keyed,
-        report.codecs,
-        transaction=transaction,
-        commit_info=info,
-        parquet_options=parquet,
-        max_file_rows=options.file_rows,
-        row_count=written[0] - written[1],
-    )
-    reached("mirror committed")
+            return replace_keys(rows, side, {}, transaction=transaction, commit_info=info).rows
+        written = write_delta(
+            rows,
+            run.tables.quarantine,
+            {},
+            mode="append",
+            run_id=transaction,
+            options=WriteOptions(commit_info=info, backend=run.backend),
+            storage_options=run.options.storage_options,
+        )
+        return written.rows
+
+    def commit_rows(
+        self, rows: DataFrame, sized: Sized, *, vocabularies: Mapping[str, str], row_count: int | None
+    ) -> DeltaWriteResult:
+        self._rewriting()
+        options = self.run.options
+        stored, parquet = stored_tokens(rows, sized.codecs, options, options.key)
+        write = replace_keys(
+            stored,
+            self.keyed,
+            sized.codecs,
+            transaction=AppTransaction(self.run.tables.app, self.until, after=self.after),
+            commit_info=_window_info(self.run, self.after, self.until),
+            parquet_options=parquet,
+            max_file_rows=options.file_rows,
+            row_count=row_count,
+        )
+        reached("mirror committed")
+        return write
 
 
 def _held_at(
@@ -275,26 +278,3 @@ def _checked_keys(keyed: KeyedRows, quarantine: KeyedRows | None, values: list[A
     if mine is not None and theirs is not None:
         return pd.concat([mine, theirs], ignore_index=True)
     return keyed.held.select(*k).unionByName(quarantine.held.select(*k))
-
-
-def _written(tokens: DataFrame, final_rows: int | None) -> tuple[int, int]:
-    """A window's tokenized rows and, of them, the rejected ones: its resulting rows
-    (``final_rows``, where counted) when no row is set aside, else one job over the kept rows."""
-    if final_rows is not None and REASON_COLUMN not in tokens.columns:
-        return final_rows, 0
-    counted = tokens.agg(
-        F.count(F.lit(1)).alias("rows"),
-        F.count(F.col(REASON_COLUMN)).alias("rejected")
-        if REASON_COLUMN in tokens.columns
-        else F.lit(0).alias("rejected"),
-    ).first()
-    return (0, 0) if counted is None else (int(counted["rows"]), int(counted["rejected"]))
-
-
-def _count(report: JobReport, written: tuple[int, int], deleted: int) -> None:
-    """A window's rows (``written``: all and rejected) and deleted keys into its ``report``,
-    unless its commit was there already."""
-    rows, rejected = written
-    if report.write is not None and not report.write.skipped:
-        report.rows_out, report.rows_rejected, report.rows_deleted = rows - rejected, rejected, deleted
-    report.rows_in = report.rows_out + report.rows_rejected

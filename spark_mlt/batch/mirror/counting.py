@@ -74,7 +74,7 @@ def finish_erasure(run: SyncRun, source: TableSnapshot, *, held: int, report: Jo
             if done.erased:
                 erased[column] = done.erased
 
-        with phase(report, "erase"):
+        with phase(report.seconds, "erase"):
             left_to_next_run(report, erase)
     reached("erasure done")
     return erased
@@ -205,7 +205,7 @@ def count_window(
     transaction = AppTransaction(run.tables.counts_app, until, after=after, exact=True)
     info = {"spark_mlt.job": "sync", "spark_mlt.counts_of": run.output, "spark_mlt.source_version": str(until)}
     for count in counts:
-        with phase(run.report, "count values"):
+        with phase(run.report.seconds, "count values"):
             change_counts(
                 run.spark,
                 count.snapshot,

@@ -21,7 +21,7 @@ from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.run import KEEP_LEVEL, SyncRun, add_erased, held_version, quarantine_table
 from spark_mlt.batch.mirror.tables import FULL_REFRESH_MARK, KEY_PROPERTY
 from spark_mlt.batch.write.options import TokenizeOptions
-from spark_mlt.batch.write.tokenize import FrameTarget, QuarantineWrite, tokenize_frame
+from spark_mlt.batch.write.pipeline import QuarantineWrite, TableSink, tokenize_frame
 from spark_mlt.column.sqltext import identifier
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.options import TOKEN_SUFFIX
@@ -61,7 +61,7 @@ def refresh_mirror(run: SyncRun, *, source: TableSnapshot, mirror: TableSnapshot
     rows = read_delta(spark, source.path, version=version, storage_options=options.storage_options, backend=run.backend)
     rows = rows.persist(KEEP_LEVEL)
     try:
-        with phase(report, "check the key"):
+        with phase(report.seconds, "check the key"):
             _check_unique(rows, options.key, f"version {version} of {source.path}")
             deleted = _deleted_by_refresh(run, rows, mirror) if mirror is not None else 0
         if held != NEVER:  # what a stopped run left, erased before this one reads a vocabulary
@@ -76,32 +76,27 @@ def refresh_mirror(run: SyncRun, *, source: TableSnapshot, mirror: TableSnapshot
             "spark_mlt.sync": FULL_REFRESH_MARK,
             "spark_mlt.source_version": str(version),
         }
-        done = tokenize_frame(
-            rows,
+        sink = TableSink(
             run.output,
-            run.columns,
+            snapshot,
             _tokenize_options(options, mode),
-            FrameTarget(
-                snapshot,
-                commit_info=info,
-                # a refresh sets the mirror anew: not skippable (a mirror that holds its source version
-                # may be damaged, or want a re-size), and planned from the version the mirror held
-                transaction=AppTransaction(run.tables.app, version, after=held, skippable=False),
-                quarantine=QuarantineWrite(
-                    "overwrite" if mirror is not None else "append",
-                    AppTransaction(run.tables.quarantine_app, version, after=q_held, skippable=False),
-                ),
-                files=_mirror_files(options),
-                kept_ids=options.key,
+            dataclasses.replace(_mirror_files(options), commit_info=info, backend=run.backend),
+            # a refresh sets the mirror anew: not skippable (a mirror that holds its source version
+            # may be damaged, or want a re-size), and planned from the version the mirror held
+            transaction=AppTransaction(run.tables.app, version, after=held, skippable=False),
+            quarantine=QuarantineWrite(
+                "overwrite" if mirror is not None else "append",
+                AppTransaction(run.tables.quarantine_app, version, after=q_held, skippable=False),
             ),
-            report=JobReport(capabilities=report.capabilities),
+            kept_ids=options.key,
         )
+        done = tokenize_frame(rows, run.columns, sink, capabilities=report.capabilities)
         reached("mirror committed")
         recount(run, rows, counted, version=version)
     finally:
         rows.unpersist()
     add_erased(report, finish_erasure(run, source, held=version, report=report))
-    report.add(done)  # (its rows_in: rows out and rejected)
+    report.add(done.report())  # (its rows_in: rows out and rejected)
     report.source_version = version
     if done.write is not None and not done.write.skipped:
         report.rows_deleted = deleted

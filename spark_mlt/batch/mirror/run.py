@@ -20,7 +20,7 @@ from pyspark.sql import SparkSession
 from spark_mlt.batch.job.report import JobReport
 from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.tables import Mirror
-from spark_mlt.batch.write.tokenize import job_backend
+from spark_mlt.batch.write.pipeline import job_backend
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import ConcurrentWriteError
 from spark_mlt.storage import TableSnapshot, read_snapshot, table_exists

@@ -72,7 +72,7 @@ from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.refresh import refresh_mirror
 from spark_mlt.batch.mirror.run import SyncRun
 from spark_mlt.batch.mirror.tables import KEY_PROPERTY
-from spark_mlt.batch.write.tokenize import check_names, check_output
+from spark_mlt.batch.write.checks import check_names, check_output
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import ChangeFeedError, IncompleteWriteError, MLTError, TableOptionError
 from spark_mlt.storage import TableSnapshot, read_snapshot, snapshot_for_write, table_exists
@@ -180,7 +180,7 @@ def check_sync(run: SyncRun, source: TableSnapshot, mirror: TableSnapshot | None
     """Refuses, before anything is written, what the source and the mirror cannot take: columns
     or a key the source lacks (naming the near ones), a source without its change data feed,
     other id columns, key, codec, layout or shape than the mirror holds (see
-    [`check_output`][spark_mlt.batch.write.tokenize.check_output]), and ``handle_invalid`` other than
+    [`check_output`][spark_mlt.batch.write.checks.check_output]), and ``handle_invalid`` other than
     ``quarantine`` beside a quarantine the mirror has.
 
     Raises:

@@ -19,7 +19,8 @@ import dataclasses
 from collections.abc import Iterable, Mapping
 
 from spark_mlt.batch.job.options import InvalidRowOptions, quarantine_path
-from spark_mlt.batch.write.tokenize import QUARANTINE_APP_SUFFIX, vocabulary_path
+from spark_mlt.batch.write.frames import vocabulary_path
+from spark_mlt.batch.write.pipeline import QUARANTINE_APP_SUFFIX
 from spark_mlt.storage import TableSnapshot, vocabulary_paths
 from spark_mlt.storage.counts import counts_path
 

@@ -209,7 +209,7 @@ def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None 
     if opts.output is None and not opts.verify:
         raise MLTError("output is needed (where to write the decoded table) unless verify=True", parameter="output")
     report = JobReport()
-    with phase(report, "read"):
+    with phase(report.seconds, "read"):
         snapshot = read_snapshot(input, storage_options=opts.storage_options)
         table = read_snapshot_rows(spark, snapshot)
         _check_token_columns(input, snapshot.codecs, table)
@@ -220,10 +220,10 @@ def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None 
     columns = table.columns  # the table's own, in its order
     table, decoded = _decoded(spark, table, report, vocabularies, opts)
     if opts.verify:
-        with phase(report, "verify"):
+        with phase(report.seconds, "verify"):
             _verify(report, table, decoded)
         return report
-    with phase(report, "decode and write"):
+    with phase(report.seconds, "decode and write"):
         typed = {c: _typed(value, c, types[c], input).alias(c) for c, value in decoded.items()}
         _write_decoded(spark, table.select(*_in_place(columns, typed)), report, opts)
     return report

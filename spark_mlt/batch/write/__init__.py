@@ -1,5 +1,7 @@
-"""The jobs that write tokens: a table or a frame (``tokenize``), its new rows as they land
-(``stream``, built on ``tokenize``), and the MovieLens releases (``movielens``).
+"""The jobs that write tokens, over one pipeline: the frame steps (``frames``: vocabularies,
+tokens, rejected rows) and the checks before a write (``checks``), run by the pipeline into a
+sink (``pipeline``); the batch job (``tokenize``), its new rows as they land (``stream``), and
+the MovieLens releases (``movielens``).
 
 Example::
 

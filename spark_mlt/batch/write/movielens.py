@@ -32,8 +32,10 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from spark_mlt.batch.job.report import JobReport, phase
+from spark_mlt.batch.write.checks import check_output
+from spark_mlt.batch.write.frames import tokenize_dataframe
 from spark_mlt.batch.write.options import MovieLensOptions
-from spark_mlt.batch.write.tokenize import check_output, fit_job_codecs, tokenize_dataframe, write_tokens
+from spark_mlt.batch.write.pipeline import fit_job_codecs, write_tokens
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.paper.data import LABEL_RULE_PROPERTY
 from spark_mlt.storage import TableSnapshot, WriteOptions, snapshot_for_write
@@ -163,26 +165,27 @@ def tokenize_movielens(
         tokenize_movielens(spark, "data/ml-25m", "out/ratings_mlt", MovieLensOptions(mode="overwrite"))
     """
     opts = options or MovieLensOptions()
-    report = JobReport()
+    seconds: dict[str, float] = {}
     release = detect_release(input)
     snapshot = snapshot_for_write(output, opts.mode, storage_options=opts.storage_options, spark=spark)
     _check_label_rule(output, snapshot, opts)
-    with phase(report, "read"):
+    with phase(seconds, "read"):
         ratings = read_ratings(spark, input)
         ratings = ratings.withColumn("label", (F.col("rating") >= opts.label_threshold).cast("int"))
     check_output(snapshot, ratings.columns, ["userId", "movieId"], opts)
-    fit_job_codecs(report, ratings, ["userId", "movieId"], opts, snapshot)
+    sized = fit_job_codecs(ratings, ["userId", "movieId"], opts, snapshot, seconds=seconds)
     if opts.dry_run:
-        report.dry_run = True
-        return report
-    with phase(report, "tokenize and write"):
-        tokens = tokenize_dataframe(ratings, report.codecs, engine=opts.engine, layouts=report.layouts)
+        return JobReport(codecs=sized.codecs, layouts=sized.layouts, seconds=seconds, dry_run=True)
+    with phase(seconds, "tokenize and write"):
+        tokens = tokenize_dataframe(ratings, sized.codecs, engine=opts.engine, layouts=sized.layouts)
         info = {"spark_mlt.job": "movielens", "spark_mlt.input": input, "spark_mlt.release": release.name}
         info["spark_mlt.label_rule"] = opts.label_rule
         write = WriteOptions(commit_info=info, properties={LABEL_RULE_PROPERTY: opts.label_rule})
-        write_tokens(tokens, output, report, opts, snapshot=snapshot, write=write)
-    report.rows_in = report.rows_out
-    return report
+        written = write_tokens(tokens, output, sized.codecs, opts, snapshot=snapshot, write=write)
+    rows = written.rows
+    return JobReport(
+        rows_in=rows, rows_out=rows, write=written, codecs=sized.codecs, layouts=sized.layouts, seconds=seconds
+    )
 
 
 def _check_label_rule(output: str, snapshot: TableSnapshot | None, options: MovieLensOptions) -> None:

@@ -3,7 +3,7 @@
 A Structured Streaming query reads a folder of new files (Parquet, ORC, JSON or CSV, with a
 schema) or a Delta table (Delta's streaming source, which needs Delta's jars; without them the
 table's versions are followed one by one), and each
-micro-batch goes through [`tokenize_frame`][spark_mlt.batch.write.tokenize.tokenize_frame], the batch
+micro-batch goes through [`tokenize_frame`][spark_mlt.batch.write.pipeline.tokenize_frame], the batch
 job's own path, as one idempotent Delta append:
 
 * The stream is one writer of the output table. Its application transaction id is
@@ -49,12 +49,13 @@ from pyspark.sql.types import StructType
 from spark_mlt.batch.job.report import JobReport
 from spark_mlt.batch.job.thresholds import check_rejected, warn_capacity
 from spark_mlt.batch.write.options import StreamOptions, TokenizeOptions, resolve_input
-from spark_mlt.batch.write.tokenize import FrameTarget, job_backend, tokenize_frame
+from spark_mlt.batch.write.pipeline import TableSink, Tokenized, job_backend, tokenize_frame
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.delta.fs import locate, spark_uri
 from spark_mlt.errors import MLTError, SourceError
 from spark_mlt.storage import (
     AppTransaction,
+    WriteOptions,
     read_appended,
     read_delta,
     read_snapshot,
@@ -162,7 +163,7 @@ def check_checkpoint(
     return str(marker["writer"])
 
 
-def _record_codecs(checkpoint: str, options: TokenizeOptions, report: JobReport) -> None:
+def _record_codecs(checkpoint: str, options: TokenizeOptions, report: Tokenized) -> None:
     marker = _read_marker(checkpoint, options) or {}
     codecs = {c: codec.fingerprint for c, codec in report.codecs.items()}
     if marker.get("codecs") != codecs:
@@ -289,21 +290,17 @@ def _batch_writer(
 
     def batch(df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
-        report = JobReport(capabilities=capabilities)
-        backend = job_backend(capabilities or Capabilities.of(df.sparkSession))
+        caps = capabilities or Capabilities.of(df.sparkSession)
+        backend = job_backend(caps)
         snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, backend=backend)
-        done = tokenize_frame(
-            df,
+        sink = TableSink(
             output,
-            columns,
+            snapshot,
             appending,
-            FrameTarget(
-                snapshot,
-                commit_info={**info, "spark_mlt.batch": str(batch_id)},
-                transaction=AppTransaction(app_id, int(batch_id)),
-            ),
-            report=report,
+            WriteOptions(commit_info={**info, "spark_mlt.batch": str(batch_id)}, backend=backend),
+            transaction=AppTransaction(app_id, int(batch_id)),
         )
+        done = tokenize_frame(df, columns, sink, capabilities=caps)
         _record_codecs(checkpoint, options, done)
         _add(total, done)
         _log_batch(f"batch {batch_id}", done, time.perf_counter() - started)
@@ -311,7 +308,7 @@ def _batch_writer(
     return batch
 
 
-def _log_batch(name: str, done: JobReport, seconds: float) -> None:
+def _log_batch(name: str, done: Tokenized, seconds: float) -> None:
     rows = done.rows_out + done.rows_rejected
     log.info(
         "%s: rows in %d, written %d, rejected %d, %.1f rows/s, %.1f s, table version %s%s",
@@ -420,6 +417,7 @@ def _follow_delta(
     app_id = STREAM_APP_PREFIX + check_checkpoint(checkpoint, output, columns, options, loop="delta-versions")
     appending = dataclasses.replace(options, mode="append")
     info = {"spark_mlt.job": "tokenize-stream", "spark_mlt.input": input, "spark_mlt.writer": app_id}
+    backend = job_backend(report.capabilities or Capabilities.of(spark))
     while True:
         latest = read_snapshot(input, storage_options=options.storage_options).version
         done = (_read_marker(checkpoint, options) or {}).get("source_version")
@@ -433,18 +431,14 @@ def _follow_delta(
                 rows = read_appended(spark, input, version - 1, version, storage_options=options.storage_options)
             rows = rows.persist()
             snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, backend="delta-rs")
-            batch = tokenize_frame(
-                rows,
+            sink = TableSink(
                 output,
-                columns,
+                snapshot,
                 appending,
-                FrameTarget(
-                    snapshot,
-                    commit_info={**info, "spark_mlt.batch": str(version)},
-                    transaction=AppTransaction(app_id, version),
-                ),
-                report=JobReport(capabilities=report.capabilities),
+                WriteOptions(commit_info={**info, "spark_mlt.batch": str(version)}, backend=backend),
+                transaction=AppTransaction(app_id, version),
             )
+            batch = tokenize_frame(rows, columns, sink, capabilities=report.capabilities)
             rows.unpersist()
             _write_marker(checkpoint, options, {**(_read_marker(checkpoint, options) or {}), "source_version": version})
             _record_codecs(checkpoint, options, batch)
@@ -457,7 +451,7 @@ def _follow_delta(
         time.sleep(interval)
 
 
-def _add(total: JobReport, batch: JobReport) -> None:
+def _add(total: JobReport, batch: Tokenized) -> None:
     total.codecs, total.layouts, total.write = batch.codecs, batch.layouts, batch.write
     total.rows_out += batch.rows_out
     total.rows_rejected += batch.rows_rejected
