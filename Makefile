@@ -106,8 +106,8 @@ test: check-java $(STAMP) jvm ## Run the test suite but the slow and exhaustive 
 	@$(call line_jars,$(BIN)/python,s3)
 	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(XDIST) $(PYTEST_ARGS)
 
-# the sync's interleavings and stops (the step_points tests of tests/test_sync_overlap.py and
-# tests/test_sync_recovery.py): STEP_TESTS of their 15 pairs of runs, at STEP_POINTS of each
+# the sync's interleavings and stops (the step_points tests of tests/batch/mirror/test_sync_overlap.py and
+# tests/batch/mirror/test_sync_recovery.py): STEP_TESTS of their 15 pairs of runs, at STEP_POINTS of each
 # pair's step points, drawn afresh each run (all: every one); the
 # header and a failure name the SPARK_MLT_STEP_SEED that draws the same again
 STEP_TESTS ?= 4
@@ -117,7 +117,7 @@ test-slow: check-java $(STAMP) jvm ## Run the slow and exhaustive tests make tes
 	SPARK_MLT_STEP_TESTS=$(STEP_TESTS) SPARK_MLT_STEP_POINTS=$(STEP_POINTS) SPARK_MLT_STEP_SEED=$${SPARK_MLT_STEP_SEED:-$$RANDOM} \
 	    $(BIN)/python -m pytest -m "slow or exhaustive" $(XDIST) $(PYTEST_ARGS)
 
-# The differential statistics harness (tests/test_differential.py) on the newest line (CI: 100 cases)
+# The differential statistics harness (tests/delta/test_differential.py) on the newest line (CI: 100 cases)
 # (make test runs 4 cases; each older line runs it in tests/compat/run-line.sh): every case written
 # jar-free, its statistics checked against its files, and read by every reader with and without
 # their statistics-based skipping; two shards side by side
@@ -126,10 +126,10 @@ test-differential: check-java $(STAMP) ## Run the differential statistics harnes
 	@mkdir -p .differential && rm -f .differential/newest.txt*
 	SPARK_MLT_DIFF_EXAMPLES=$(DIFF_EXAMPLES) SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1 SPARK_MLT_DIFF_PREDICATES=16 \
 	    SPARK_MLT_DIFF_REPORT=.differential/newest.txt PYSPARK_PYTHON=$(BIN)/python \
-	    $(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS) tests/test_differential.py; \
+	    $(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS) tests/delta/test_differential.py; \
 	    status=$$?; grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:" .differential/newest.txt.* 2>/dev/null; exit $$status
 
-# The engine-differential harness (tests/test_engine_differential.py) on the newest (CI: 200 cases)
+# The engine-differential harness (tests/column/test_engine_differential.py) on the newest (CI: 200 cases)
 # line (make test runs its handful; each older line runs it in tests/compat/run-line.sh): every
 # engine's tokens, ids, NULLs and errors for generated values against the NumPy codec's, and the
 # round trips; two shards side by side
@@ -137,7 +137,7 @@ ENGINE_EXAMPLES ?= 500
 test-engines: check-java $(STAMP) jvm ## Run the engine-differential harness on ENGINE_EXAMPLES generated cases (500; SPARK_MLT_ENGINE_SEED=... the first seed) and print what it compared
 	@mkdir -p .differential && rm -f .differential/engines.txt*
 	SPARK_MLT_ENGINE_EXAMPLES=$(ENGINE_EXAMPLES) SPARK_MLT_ENGINE_SHARDS=2 SPARK_MLT_ENGINE_REPORT=.differential/engines.txt \
-	    PYSPARK_PYTHON=$(BIN)/python $(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS) tests/test_engine_differential.py; \
+	    PYSPARK_PYTHON=$(BIN)/python $(BIN)/python -m pytest -n 2 --dist load $(PYTEST_ARGS) tests/column/test_engine_differential.py; \
 	    status=$$?; grep -h "^engines:\|^skipped:\|^seconds per case:" .differential/engines.txt.* 2>/dev/null; exit $$status
 
 # CI's time goes to the lines that differ most from the newest (make test): 3.5, with its own

@@ -14,9 +14,9 @@
 # (tests/support/marks.py); COMPAT_DEPTH=smoke the JVM engine, every engine over Connect, the
 # Delta round trips, the stream, the file statistics and the catalog functions. DELTA_SPARK_DEPTH=full (the default)
 # runs every delta_spark test (the sync's runs interleaved and stopped at each step point among
-# them) but the whole-sync cases of tests/test_sync.py; smoke, delta-spark writing, reading our
+# them) but the whole-sync cases of tests/batch/mirror/test_sync.py; smoke, delta-spark writing, reading our
 # tables of each feature, and those sync cases (CATALOG=full adds the catalog functions and
-# views of tests/test_publish.py).
+# views of tests/batch/read/test_publish.py).
 # PYTEST_WORKERS (default 2) test processes (pytest-xdist) share each run, whole modules each.
 set -euo pipefail
 version=$1
@@ -36,7 +36,7 @@ if "$venv/bin/python" -c "import sys; from spark_mlt.jars import LINE_GROUPS; sy
 fi
 # the table zoo (tests/support/zoo.py) of this line's Delta: the line's jar-free tests read
 # tables as the Delta of the line's users writes them, and delta-spark's own statistics of its
-# files (tests/test_stats.py), which differ by Delta release. Each release our lines run has a
+# files (tests/delta/test_stats.py), which differ by Delta release. Each release our lines run has a
 # committed zoo (tests/data/zoo*, `make zoo`), read as it is when its manifest names the current
 # builder (make test fails otherwise); only a release without one gets a fresh zoo built into
 # .zoo/ (git-ignored), checked against the committed one (tests/compat/test_zoo.py). A line
@@ -58,11 +58,11 @@ if [[ -f .jars/spark-$line/delta/.complete ]]; then
     export SPARK_MLT_TEST_ZOO=$zoo
 fi
 if [[ $depth == smoke ]]; then
-    tests=(tests/test_jvm.py tests/test_connect.py tests/test_delta.py tests/test_stream.py tests/test_stats.py tests/test_publish.py)
+    tests=(tests/column/test_jvm.py tests/column/test_connect.py tests/storage/test_delta.py tests/batch/write/test_stream.py tests/delta/test_stats.py tests/batch/read/test_publish.py)
 else
-    tests=(tests/test_*.py)
+    tests=(tests --ignore=tests/compat)  # every folder of tests but the compatibility suite's own
 fi
-# the differential harness (tests/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases written
+# the differential harness (tests/delta/test_differential.py): SPARK_MLT_DIFF_EXAMPLES cases written
 # on this line, each read by every reader the line has: the cheap ones every case, the others in
 # turn (10 on a smoke line: the newest line writes 60 on CI, and the full line 30)
 cases=30
@@ -70,7 +70,7 @@ cases=30
 differential=(SPARK_MLT_DIFF_EXAMPLES="${SPARK_MLT_DIFF_EXAMPLES:-$cases}" SPARK_MLT_DIFF_SHARDS=2 SPARK_MLT_DIFF_ROTATE=1
     SPARK_MLT_DIFF_PREDICATES="${SPARK_MLT_DIFF_PREDICATES:-16}" SPARK_MLT_DIFF_SPARK_PREDICATES="${SPARK_MLT_DIFF_SPARK_PREDICATES:-4}"
     SPARK_MLT_DIFF_REPORT=".differential/pyspark-$version.txt")
-# the engine-differential harness (tests/test_engine_differential.py): SPARK_MLT_ENGINE_EXAMPLES
+# the engine-differential harness (tests/column/test_engine_differential.py): SPARK_MLT_ENGINE_EXAMPLES
 # generated cases (60 on a full line, 20 on a smoke line; the newest line runs 120 on CI, 500
 # in make test-engines), every engine the line has (no SQL functions before 4.0) against the
 # NumPy codec
@@ -90,11 +90,11 @@ delta_spark_here=0
 # on a line without delta-spark, the differential harness), then the one with Delta's jars
 # (the delta-spark tests and the differential harness). Each run's processes start Spark once
 # for all of its suites.
-jar_free=(tests/test_engine_differential.py)
-((delta_spark_here)) || jar_free+=(tests/test_differential.py)
-[[ $depth == smoke ]] || jar_free=()  # tests/test_*.py has them
+jar_free=(tests/column/test_engine_differential.py)
+((delta_spark_here)) || jar_free+=(tests/delta/test_differential.py)
+[[ $depth == smoke ]] || jar_free=()  # tests/ has them
 ignored=()
-((delta_spark_here)) && ignored=(--ignore=tests/test_differential.py)
+((delta_spark_here)) && ignored=(--ignore=tests/delta/test_differential.py)
 
 # the summary lines of the harnesses' reports (their prefixes: differential, engines-)
 harness_lines() {
@@ -108,7 +108,7 @@ harness_lines() {
 echo "== compat tests ($depth) and the jar-free harnesses"
 started=$SECONDS
 status=0
-# the generated statistics tables (tests/test_stats.py): SPARK_MLT_STATS_EXAMPLES
+# the generated statistics tables (tests/delta/test_stats.py): SPARK_MLT_STATS_EXAMPLES
 env "${differential[@]}" "${engines[@]}" PYSPARK_PYTHON="$venv/bin/python" PYARROW_IGNORE_TIMEZONE=1 \
     SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES:-4} \
     "$venv/bin/python" -m pytest -m "compat and not exhaustive" -p no:cacheprovider -q "${xdist[@]}" "$@" \
@@ -120,17 +120,17 @@ echo "== compat tests on Spark $line: $((SECONDS - started)) s"
 delta_spark_depth=${DELTA_SPARK_DEPTH:-full}
 if [[ $delta_spark_depth == smoke ]]; then
     # delta-spark writing and reading our tables of each feature, and the sync's cases
-    # (tests/test_sync.py: a whole sync through delta-spark's MERGE)
+    # (tests/batch/mirror/test_sync.py: a whole sync through delta-spark's MERGE)
     picked="both_backends or reads_what_the_jar_free_writer_appended or test_sync.py or test_differential"
-    delta_spark=(-k "$picked" tests/test_delta_spark.py tests/test_sync.py)
+    delta_spark=(-k "$picked" tests/storage/test_delta_spark.py tests/batch/mirror/test_sync.py)
     # CATALOG=full: also what a catalog's metastore holds of a table (functions and view), read
-    # back by another line's plain PySpark and through a Spark Connect server (tests/test_publish.py)
-    [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "$picked or publish" tests/test_delta_spark.py tests/test_sync.py tests/test_publish.py)
+    # back by another line's plain PySpark and through a Spark Connect server (tests/batch/read/test_publish.py)
+    [[ ${CATALOG:-smoke} == full ]] && delta_spark=(-k "$picked or publish" tests/storage/test_delta_spark.py tests/batch/mirror/test_sync.py tests/batch/read/test_publish.py)
 else
-    # every delta_spark test but the sync's whole-sync cases (tests/test_sync.py), which the
+    # every delta_spark test but the sync's whole-sync cases (tests/batch/mirror/test_sync.py), which the
     # smoke run has: here the sync through MERGE is test_sync_delta_spark.py's history
-    delta_spark=(tests/test_delta_spark.py tests/test_stats.py tests/test_stats_bounds.py tests/test_sync_delta_spark.py
-        tests/test_publish.py tests/test_sync_overlap.py tests/test_sync_recovery.py)
+    delta_spark=(tests/storage/test_delta_spark.py tests/delta/test_stats.py tests/delta/test_stats_bounds.py tests/batch/mirror/test_sync_delta_spark.py
+        tests/batch/read/test_publish.py tests/batch/mirror/test_sync_overlap.py tests/batch/mirror/test_sync_recovery.py)
 fi
 if ((delta_spark_here)); then
     echo "== delta-spark on Spark $line ($delta_spark_depth) and the differential harness read by it"
@@ -142,7 +142,7 @@ if ((delta_spark_here)); then
         SPARK_MLT_STATS_EXAMPLES=${SPARK_MLT_STATS_EXAMPLES_DELTA_SPARK:-2} SPARK_MLT_STEP_TESTS=${SPARK_MLT_STEP_TESTS:-1} \
         SPARK_MLT_STEP_POINTS=${SPARK_MLT_STEP_POINTS:-1} SPARK_MLT_STEP_SEED=${SPARK_MLT_STEP_SEED:-$RANDOM} \
         "$venv/bin/python" -m pytest -m "delta_spark or differential" -p no:cacheprovider -q "${xdist[@]}" "$@" \
-        "${delta_spark[@]}" tests/test_differential.py || status=$?
+        "${delta_spark[@]}" tests/delta/test_differential.py || status=$?
     harness_lines ""
     echo "== delta-spark on Spark $line: $((SECONDS - started)) s"
     ((status == 0)) || exit "$status"

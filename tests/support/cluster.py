@@ -3,8 +3,8 @@
 A master and two one-core workers run on this machine under two loopback addresses,
 ``127.0.0.1`` and ``127.0.0.2`` (Linux routes all of 127.0.0.0/8 to the loopback device), so
 their executors report different hosts and Spark will speculate across them
-(``tests/test_speculation.py``); two one-core apps also run side by side on it
-(``tests/test_spark_submit.py``). Where the second address is unusable both workers listen on
+(``tests/storage/test_speculation.py``); two one-core apps also run side by side on it
+(``tests/project/test_spark_submit.py``). Where the second address is unusable both workers listen on
 the first, and :attr:`Cluster.hosts` says so.
 
 The daemons start through ``spark-class`` (PySpark's pip package ships no

@@ -1,6 +1,6 @@
 """Two runs of one mirror, the second run whole at each step point of the first; and a run
-stopped for good at each point, then run again (for tests/test_sync_overlap.py and
-tests/test_sync_recovery.py).
+stopped for good at each point, then run again (for tests/batch/mirror/test_sync_overlap.py and
+tests/batch/mirror/test_sync_recovery.py).
 
 A lake (`Lake`) is a source Delta table (change data feed on; key ``k``, an int id ``cid``
 whose values from 13**3 on go to the quarantine, a string key ``email`` through its vocabulary)

@@ -1,7 +1,7 @@
 """The test vectors of the JVM engine's kernels (``jvm/src/test``), written by the NumPy codec.
 
 Maven's unit tests compile each codec's generated kernels and check them against these
-tokens, packed values and ids; ``tests/test_kernels.py`` checks that the committed file is
+tokens, packed values and ids; ``tests/column/test_kernels.py`` checks that the committed file is
 what the NumPy codec writes today. Rewrite it with ``python -m tests.support.jvm_vectors``.
 """
 

@@ -38,7 +38,7 @@ PORT = int(os.environ.get("SPARK_MLT_TEST_S3_PORT") or _free_port())
 ENDPOINT = f"http://127.0.0.1:{PORT}"
 REGION = "us-east-1"
 ACCESS_KEY = "mlt-test-access"
-#: a secret no output may ever show (tests/test_s3.py checks)
+#: a secret no output may ever show (tests/storage/test_s3.py checks)
 SECRET_KEY = "mlt-test-s3cr3t-4f9d2c7b1e"
 
 

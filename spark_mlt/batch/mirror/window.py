@@ -3,7 +3,7 @@ last row: in Spark, or for a small window on the driver (its keys, change types 
 collected once), which spares the Spark jobs a window's fixed cost is made of.
 
 The two checks are one rule, tested against each other on random windows
-(``tests/test_sync_overlap.py``): each key's rows, counted from what the mirror (and quarantine)
+(``tests/batch/mirror/test_sync_overlap.py``): each key's rows, counted from what the mirror (and quarantine)
 held, plus each version's inserted rows, less its deleted ones, must stay 0 or 1 after every
 version.
 """

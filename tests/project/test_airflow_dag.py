@@ -31,8 +31,8 @@ from spark_mlt.batch.cli.jobs import job_call, job_values
 from spark_mlt.batch.cli.main import parse_command_line
 from spark_mlt.batch.write.stream import tokenize_stream
 from spark_mlt.jars import DELTA_EXTENSION, JVM_EXTENSION, jvm_jar_name
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DAGS = ROOT / "jobs" / "dags"
 DAG_ID = "spark_mlt_movielens"
 INCREMENTAL_ID = "spark_mlt_orders_incremental"

@@ -20,7 +20,6 @@ import re
 from collections.abc import Iterator
 from contextlib import redirect_stdout
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from markdown_it import MarkdownIt
@@ -30,11 +29,12 @@ from pyspark.sql import SparkSession
 from spark_mlt import MLTCodec
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.column import register_mlt_functions
+from tests.support.paths import ROOT
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "sql-functions.md"
+PAGE = ROOT / "docs" / "sql-functions.md"
 ERRORS_HEADER = ["Cause", "Call", "Message"]
 #: the sections that read a tokenized table, and the test that runs each on one
-ELSEWHERE = {"String keys: back to their values": "tests/test_sql_string_keys.py"}
+ELSEWHERE = {"String keys: back to their values": "tests/column/test_sql_string_keys.py"}
 #: what every function's entry holds, as Spark's and Sedona's function references do
 PARTS = ("**Signature**", "**Arguments**", "**Returns**", "**Errors**", "**Example**")
 

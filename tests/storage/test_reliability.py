@@ -40,9 +40,10 @@ from spark_mlt.storage import (
     write_delta,
 )
 from tests.support.codecs import CODEC
+from tests.support.paths import SUPPORT
 from tests.support.spark_lines import ENGINES
 
-FAULT_JOBS = Path(__file__).parent / "support" / "fault_jobs.py"
+FAULT_JOBS = SUPPORT / "fault_jobs.py"
 
 
 def _launch(scenario: str, output: Path, start: int, rows: int) -> subprocess.Popen[str]:

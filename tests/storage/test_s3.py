@@ -3,7 +3,7 @@ options as a first-class argument, secrets kept out of everything, and the write
 (the races run on local disk too).
 
 The jar-free backend is what runs here: Spark writes the files through ``s3a``, the driver
-commits with delta-rs through S3's conditional writes. ``tests/test_delta_spark.py`` runs the
+commits with delta-rs through S3's conditional writes. ``tests/storage/test_delta_spark.py`` runs the
 same on delta-spark.
 """
 
@@ -55,8 +55,9 @@ from spark_mlt.storage import (
 )
 from tests.support import s3 as local_s3
 from tests.support.codecs import CODEC, OTHER
+from tests.support.paths import SUPPORT
 
-FAULT_JOBS = Path(__file__).parent / "support" / "fault_jobs.py"
+FAULT_JOBS = SUPPORT / "fault_jobs.py"
 
 
 def _ids(spark: SparkSession, start: int, rows: int) -> DataFrame:

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 from xml.etree import ElementTree
 
 import numpy as np
 
 from spark_mlt import MLTCodec
+from tests.support.paths import ROOT
 
-FIGURE = Path(__file__).resolve().parents[1] / "docs" / "img" / "how-it-works.svg"
+FIGURE = ROOT / "docs" / "img" / "how-it-works.svg"
 
 
 def test_the_figures_codec_matrix_digits_and_tokens_are_the_codecs() -> None:

@@ -28,9 +28,10 @@ from spark_mlt.delta.actions import AddFile, RemoveFile, Txn, parse_action
 from spark_mlt.delta.config import TableConfig, parse_interval
 from spark_mlt.delta.log import DeltaLog, clear_cache, stats_json
 from spark_mlt.errors import MissingTableError, TableError
+from tests.support.paths import ROOT
 from tests.support.zoo import Zoo
 
-PACKAGE = Path(__file__).parents[1] / "spark_mlt"
+PACKAGE = ROOT / "spark_mlt"
 ROWS = pa.table({"id": pa.array([1, 2], pa.int64()), "p": ["a", "b"]})
 
 

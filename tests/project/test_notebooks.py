@@ -18,11 +18,13 @@ from typing import Any
 
 import pytest
 
+from tests.support.paths import ROOT
+
 nbformat = pytest.importorskip("nbformat", reason="the notebook tests need the dev extra (nbformat)")
 nbclient = pytest.importorskip("nbclient", reason="the notebook tests need the dev extra (nbclient)")
 pytest.importorskip("ipykernel", reason="the notebook tests need the dev extra (ipykernel)")
 
-NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
+NOTEBOOKS = ROOT / "notebooks"
 CELL_TIMEOUT = 600  # seconds per cell; Spark's first queries are slow on a busy 2-core machine
 PROBE_MARK = "NOTEBOOK-TEST-PROBE "
 PROBE = f"import json as _json, sys as _sys\nprint({PROBE_MARK!r} + _json.dumps({{'prefix': _sys.prefix}}))"
@@ -107,7 +109,7 @@ def test_quickstart_round_trips_and_reads_codecs_back_from_delta(
 
 def test_encoding_comparison_reproduces_the_papers_table(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The notebook tokenizes a small synthetic release and runs ``spark-mlt paper`` on it (one
-    epoch, two methods: tests/test_paper.py trains every method): its table has the paper's
+    epoch, two methods: tests/ml/test_paper.py trains every method): its table has the paper's
     sizes and the plot is drawn."""
     monkeypatch.setenv("SPARK_MLT_NOTEBOOK_EPOCHS", "1")
     monkeypatch.setenv("SPARK_MLT_NOTEBOOK_METHODS", "hashing,mlt")

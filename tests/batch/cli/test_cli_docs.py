@@ -14,8 +14,8 @@ import pytest
 from markdown_it import MarkdownIt
 
 from spark_mlt.batch.cli import ERROR_PREFIX, build_parser, command_parsers, main
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 CLI_PAGE = ROOT / "docs" / "cli.md"
 COMMANDS = command_parsers(build_parser())

@@ -32,12 +32,12 @@ from deltalake import DeltaTable
 from spark_mlt import MLTCodec
 from spark_mlt.storage import orphan_files, read_codecs
 from tests.support.cluster import HOSTS, Cluster
+from tests.support.paths import ROOT
 from tests.support.processes import stop
 
 pytestmark = pytest.mark.slow
 pytest_plugins = ("tests.support.cluster_plugin",)  # the session's one standalone cluster
 
-ROOT = Path(__file__).resolve().parent.parent
 JOB = ROOT / "tests" / "support" / "speculation_job.py"
 JOB_TIMEOUT = 100.0
 ROWS = 40_000

@@ -26,8 +26,8 @@ from spark_mlt.batch.cli import JOBS, main
 from spark_mlt.batch.cli.jobs import job_values
 from spark_mlt.batch.cli.main import parse_command_line
 from spark_mlt.delta.features import FEATURES
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SHELLS = ("bash", "sh", "shell", "console")
 #: the command each spark-submit script runs (jobs/<script>.py -> spark-mlt <command>)

@@ -22,7 +22,7 @@ from spark_mlt.batch.mirror.erase import erase_physically
 from spark_mlt.batch.read.find import find_value
 from spark_mlt.errors import MissingCodecError, MLTError
 from spark_mlt.storage import read_snapshot, vocabulary_paths
-from tests.test_deletion_vectors import serialize, z85_encode
+from tests.support.vectors import serialize, z85_encode
 
 KEPT = "kept@example.com"
 ERASED = "forget.me@example.com"

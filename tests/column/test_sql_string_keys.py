@@ -4,7 +4,7 @@ docs/sql-functions.md, "String keys: back to their values" shows it, on a real t
 The section's Python block and SQL run as written (read from the page, not copied here) in a
 folder that holds what they name: a table that ``tokenize_table`` wrote from orders with an
 e-mail column (``out/orders_mlt``) and its vocabulary (``out/orders_mlt_vocab/email``), one
-e-mail of which was erased. The reference test of the page (tests/test_sql_reference.py) leaves
+e-mail of which was erased. The reference test of the page (tests/column/test_sql_reference.py) leaves
 the section to this one (its ``ELSEWHERE``).
 """
 
@@ -21,8 +21,9 @@ from pyspark.testing import assertDataFrameEqual
 
 from spark_mlt.batch import tokenize_table
 from spark_mlt.storage import erase_keys
+from tests.support.paths import ROOT
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "sql-functions.md"
+PAGE = ROOT / "docs" / "sql-functions.md"
 SECTION = "String keys: back to their values"
 #: the orders the table is tokenized from: two orders of one e-mail, one without an e-mail
 ORDERS = [(1, "ana@example.com"), (2, "bo@example.org"), (3, "ana@example.com"), (4, None), (5, "cy@example.net")]

@@ -35,19 +35,19 @@ from spark_mlt.batch import generate_synthetic
 from spark_mlt.jars import JVM_EXTENSION, jvm_jar
 from spark_mlt.storage import read_codecs
 from tests.support.cluster import FAST_JVM, SPARK_HOME, Cluster, clean_env
+from tests.support.paths import ROOT
 from tests.support.processes import stop
 
 pytestmark = pytest.mark.slow
 pytest_plugins = ("tests.support.cluster_plugin",)  # the session's one standalone cluster
 
-ROOT = Path(__file__).resolve().parent.parent
 SUBMIT_TIMEOUT = 240.0
 PROBE_IDS = 5000
 RATINGS = 2000
 
 PROBE = textwrap.dedent(
     '''
-    """Submitted by tests/test_spark_submit.py: the UDF engine on the cluster, and where
+    """Submitted by tests/project/test_spark_submit.py: the UDF engine on the cluster, and where
     driver and executors imported spark_mlt from."""
     import json
     import sys

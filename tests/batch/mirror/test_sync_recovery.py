@@ -40,9 +40,10 @@ from tests.support.interleavings import (
     sampled,
     stop_and_rerun,
 )
+from tests.support.paths import ROOT, SUPPORT
 from tests.support.sync_jobs import COLUMNS, SYNC
 
-SYNC_JOBS = Path(__file__).parent / "support" / "sync_jobs.py"
+SYNC_JOBS = SUPPORT / "sync_jobs.py"
 #: how a fresh batch run tokenizes the sync's columns (tests/support/sync_jobs.py)
 FRESH = TokenizeOptions(p=13, n=3, input_format="delta", handle_invalid="quarantine")
 CAPACITY = 13**3  # larger ids go to the quarantine
@@ -79,7 +80,7 @@ def _source(path: str, rows: list[tuple[int, int, str]], storage: StorageOptions
 
 def _run_sync(source: Path, output: Path, kill_at: str | None) -> subprocess.CompletedProcess[str]:
     argv = [sys.executable, str(SYNC_JOBS), str(source), str(output), *([kill_at] if kill_at else [])]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
     return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
 
 
@@ -199,7 +200,7 @@ def test_a_sync_killed_at_each_point_and_restarted_ends_as_a_fresh_tokenization(
 
 def _start_sync(source: Path, output: Path) -> subprocess.Popen[str]:
     argv = [sys.executable, str(SYNC_JOBS), str(source), str(output)]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
     return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 

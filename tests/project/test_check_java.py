@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-SCRIPT = Path(__file__).resolve().parent.parent / "jobs" / "check_java.sh"
+from tests.support.paths import ROOT
+
+SCRIPT = ROOT / "jobs" / "check_java.sh"
 
 
 def _run(tmp_path: Path, java_home: Path | None = None, *args: str) -> subprocess.CompletedProcess[str]:

@@ -40,8 +40,8 @@ from spark_mlt.errors import MissingJarsError
 from spark_mlt.jars import LINE_GROUPS, delta_session_conf, jar_line, jvm_jar
 from spark_mlt.options import EngineName
 from spark_mlt.storage import write_delta
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGE = ROOT / "docs" / "troubleshooting.md"
 #: the page's working folder: where its commands run
 HOME = "/home/me"

@@ -9,7 +9,9 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-PACKAGE = Path(__file__).parents[1] / "spark_mlt"
+from tests.support.paths import ROOT
+
+PACKAGE = ROOT / "spark_mlt"
 
 
 def _module(path: Path) -> str:

@@ -30,6 +30,7 @@ from spark_mlt.errors import InputFormatError
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
 from tests.support import s3 as local_s3
 from tests.support.codecs import OTHER
+from tests.support.paths import ROOT, SUPPORT
 
 
 def _land(folder: Path, name: str, ids: list[int | None], skus: list[str]) -> None:
@@ -163,7 +164,7 @@ def test_a_trigger_is_parsed_in_one_place() -> None:
         assert StreamOptions(checkpoint="c", trigger=trigger).interval == pytest.approx(seconds)
 
 
-STREAM_JOBS = Path(__file__).parent / "support" / "stream_jobs.py"
+STREAM_JOBS = SUPPORT / "stream_jobs.py"
 CAPACITY = 13**3  # the stream's codec (p = 13, n = 3): larger ids go to the quarantine
 
 
@@ -190,7 +191,7 @@ def _run_stream(landing: Path, output: Path, checkpoint: Path, kill_at: str | No
         str(checkpoint),
         *([kill_at] if kill_at else []),
     ]
-    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(Path(__file__).parents[1])}
+    env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYTHONPATH": str(ROOT)}
     return subprocess.run(argv, capture_output=True, text=True, timeout=600, check=False, env=env)
 
 

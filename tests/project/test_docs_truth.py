@@ -30,8 +30,8 @@ import yaml
 
 from spark_mlt.column.functions import mlt_encode
 from spark_mlt.options import Engine, EngineName
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 #: what a reader of the project sees: the README, the changelog and the site's pages
 PUBLIC = [ROOT / "README.md", ROOT / "CHANGELOG.md", *sorted(DOCS.rglob("*.md"))]

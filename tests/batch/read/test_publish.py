@@ -27,10 +27,10 @@ from spark_mlt.column import mlt_decode
 from spark_mlt.errors import OptionError
 from spark_mlt.jars import spark_jars
 from spark_mlt.storage import read_delta, read_snapshot
+from tests.support.paths import ROOT
 from tests.support.settings import session_settings
 from tests.support.spark_lines import QUERY_ERRORS
 
-ROOT = Path(__file__).resolve().parents[1]
 #: orders: a customer id (tokenized as an id) and an e-mail (a string key, through a vocabulary)
 ORDERS = [(0, "ana@example.com", 1.5), (7, "bo@example.org", 2.0), (99_999, "ana@example.com", 3.0), (42, None, 4.0)]
 

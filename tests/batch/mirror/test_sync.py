@@ -42,6 +42,7 @@ from spark_mlt.storage.changes import ChangeFeedError, check_feed, feed_rows, re
 from spark_mlt.storage.replace import replace_keys
 from spark_mlt.storage.vocabulary import check_vocabulary
 from tests.support.backends import on_backend
+from tests.support.paths import DATA
 from tests.support.settings import session_settings
 
 CDF = {"delta.enableChangeDataFeed": "true"}
@@ -150,7 +151,7 @@ def test_a_delete_by_deletion_vectors_reads_as_the_deleted_rows_only(spark: Spar
     """The zoo's ``cdf`` table (delta-spark 4.4): ids 0..99 inserted at version 1, ``DELETE
     WHERE id % 4 = 0`` by deletion vectors at version 2, no change files."""
     path = tmp_path / "cdf"
-    shutil.copytree(Path(__file__).parent / "data" / "zoo" / "tables" / "cdf", path)
+    shutil.copytree(DATA / "zoo" / "tables" / "cdf", path)
     deletes = read_changes(spark, str(path), 1, 2, backend="delta-rs").collect()
     assert sorted((r["id"], r["_change_type"], r["_commit_version"]) for r in deletes) == [
         (i, "delete", 2) for i in range(0, 100, 4)

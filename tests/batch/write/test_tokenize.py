@@ -43,6 +43,7 @@ from spark_mlt.errors import InputFormatError, TableSchemaError
 from spark_mlt.options import HandleInvalid
 from spark_mlt.storage import WriteOptions, read_codecs, read_delta, read_snapshot, snapshot_for_write, write_delta
 from tests.support.delta_opens import count_delta_opens
+from tests.support.paths import ROOT
 from tests.support.spark_lines import QUERY_ERRORS
 
 pytestmark = pytest.mark.compat  # runs on every supported PySpark line (make test-compat)
@@ -287,7 +288,7 @@ def test_cli_writes_v2_data_pages_by_default_and_v1_on_request(spark: SparkSessi
         main([*job, str(tmp_path / "x"), "--data-page-version", "3"])
 
 
-CONF = Path(__file__).parent.parent / "conf"
+CONF = ROOT / "conf"
 
 
 def test_the_shipped_example_configs_run(spark: SparkSession, tmp_path: Path) -> None:
