@@ -102,9 +102,23 @@ zoo: check-java ## Rebuild the committed table zoos (tests/data/zoo*) with PySpa
 # restarted, two processes racing, spark-submit on a cluster, notebooks, model training) and the
 # exhaustive cases (more codecs of a path the kept cases cover, tests/support/marks.py); CI runs
 # those next (.ci/run: make test-slow), on the same line
-test: check-java $(STAMP) jvm ## Run the test suite but the slow and exhaustive tests, which CI runs (fetches the line's s3a jars first)
+#
+# SUITE=all (CI, .ci/run) runs every test of the newest line in that one run instead: make test's,
+# the slow and exhaustive ones (STEP_TESTS of the sync's interleavings, at STEP_POINTS each), the
+# differential statistics harness at DIFF_EXAMPLES cases and the engine-differential one at
+# ENGINE_EXAMPLES: one Spark session per test process for all of them, each module's fixtures
+# built once, and no test process idle while another finishes a step's last module
+SUITE ?= default
+suite_env = $(if $(filter all,$(SUITE)),SPARK_MLT_STEP_TESTS=$(STEP_TESTS) SPARK_MLT_STEP_POINTS=$(STEP_POINTS) \
+    SPARK_MLT_STEP_SEED=$${SPARK_MLT_STEP_SEED:-$$RANDOM} SPARK_MLT_DIFF_EXAMPLES=$(DIFF_EXAMPLES) SPARK_MLT_DIFF_ROTATE=1 \
+    SPARK_MLT_DIFF_PREDICATES=16 SPARK_MLT_DIFF_REPORT=.differential/newest.txt \
+    SPARK_MLT_ENGINE_EXAMPLES=$(ENGINE_EXAMPLES) SPARK_MLT_ENGINE_REPORT=.differential/engines.txt PYSPARK_PYTHON=$(BIN)/python)
+suite_marks = $(if $(filter all,$(SUITE)),,-m "not slow and not exhaustive")
+test: check-java $(STAMP) jvm ## Run the test suite but the slow and exhaustive tests, which CI runs (fetches the line's s3a jars first; SUITE=all: every test of the line, as CI)
 	@$(call line_jars,$(BIN)/python,s3)
-	$(BIN)/python -m pytest -m "not slow and not exhaustive" $(XDIST) $(PYTEST_ARGS)
+	@$(if $(filter all,$(SUITE)),mkdir -p .differential && rm -f .differential/newest.txt* .differential/engines.txt*)
+	$(suite_env) $(BIN)/python -m pytest $(suite_marks) $(XDIST) $(PYTEST_ARGS); \
+	    status=$$?; $(if $(filter all,$(SUITE)),grep -h "^differential:\|^by cause:\|^skipped:\|^seconds per case:\|^engines:" .differential/newest.txt* .differential/engines.txt* 2>/dev/null;) exit $$status
 
 # the sync's interleavings and stops (the step_points tests of tests/batch/mirror/test_sync_overlap.py and
 # tests/batch/mirror/test_sync_recovery.py): STEP_TESTS of their 15 pairs of runs, at STEP_POINTS of each
