@@ -8,16 +8,16 @@ verification counted mismatches.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from spark_mlt._classic import is_classic, tagged_jobs
-from spark_mlt.capabilities import Capabilities
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column.layouts import Layout
 from spark_mlt.storage import DeltaWriteResult
@@ -25,14 +25,46 @@ from spark_mlt.storage import DeltaWriteResult
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JobReport", "codec_summary", "counted_jobs", "phase"]
+__all__ = ["JobReport", "RunLog", "codec_summary", "counted_jobs", "phase"]
 
 log = logging.getLogger("spark_mlt")
 
 
 @dataclass
+class RunLog:
+    """What a job records as it runs: the seconds of its phases, its warnings, and the Spark jobs
+    it started per phase or window; the job's [`JobReport`][spark_mlt.batch.job.report.JobReport]
+    takes them when it ends (``JobReport.logged``). A run's steps write here; a report is a value.
+
+    Example::
+
+        run_log = RunLog()
+        with phase(run_log.seconds, "read"):
+            ...
+        report = JobReport(rows_in=3).logged(run_log)
+    """
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    spark_jobs: dict[str, int] = field(default_factory=dict)
+
+    def warn(self, text: str) -> None:
+        """Records a warning once (and logs it)."""
+        if text not in self.warnings:
+            self.warnings.append(text)
+            log.warning(text)
+
+
+def _added(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(mine)
+    for name, value in theirs.items():
+        out[name] = out.get(name, 0) + value
+    return out
+
+
+@dataclass(frozen=True)
 class JobReport:
-    """Counts and timings of one job run.
+    """Counts and timings of one job run: a value, returned by the job.
 
     Attributes:
         rows_in: rows read; ``rows_out + rows_rejected`` for the tokenizing jobs.
@@ -44,9 +76,6 @@ class JobReport:
         layouts: the storage layout of each id column's token column.
         seconds: the duration of each phase.
         dry_run: the run only sized its codecs and layouts; it wrote nothing.
-        capabilities: what the job's session has, resolved once when the job starts and read
-            by every step (the engines, the Delta backend); a stream's batches get their
-            stream's.
         source_version: the source version a mirror holds after a sync (None for other jobs).
         rows_deleted: the keys a sync deleted from its mirror (and quarantine).
         erased: the keys a sync erased from each string column's vocabulary.
@@ -62,43 +91,51 @@ class JobReport:
     rows_rejected: int = 0
     mismatches: int | None = None
     write: DeltaWriteResult | None = None
-    codecs: dict[str, MLTCodec] = field(default_factory=dict)
-    layouts: dict[str, Layout] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
+    codecs: Mapping[str, MLTCodec] = field(default_factory=dict)
+    layouts: Mapping[str, Layout] = field(default_factory=dict)
+    seconds: Mapping[str, float] = field(default_factory=dict)
     dry_run: bool = False
-    capabilities: Capabilities | None = None
     source_version: int | None = None
     rows_deleted: int = 0
-    erased: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    spark_jobs: dict[str, int] = field(default_factory=dict)
+    erased: Mapping[str, int] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()
+    spark_jobs: Mapping[str, int] = field(default_factory=dict)
 
-    def add(self, later: JobReport) -> None:
-        """Add the report of a later part of the same run (a sync's next window): its row and
-        job counts, erased keys and phase timings to these; its codecs, layouts, write and
-        source version in place of these (where it has them); its warnings after these.
+    def plus(self, later: JobReport) -> JobReport:
+        """This report and that of a later part of the same run (a sync's next window): their
+        row and job counts, erased keys and phase timings added up; the later one's codecs,
+        layouts, write and source version in place of these (where it has them); its warnings
+        after these.
 
         Example::
 
-            total = JobReport()
-            total.add(JobReport(rows_in=2, rows_out=2, source_version=8))  # total.rows_out == 2
+            total = JobReport().plus(JobReport(rows_in=2, rows_out=2, source_version=8))  # total.rows_out == 2
         """
-        self.rows_in += later.rows_in
-        self.rows_out += later.rows_out
-        self.rows_rejected += later.rows_rejected
-        self.rows_deleted += later.rows_deleted
+        mismatches = self.mismatches
         if later.mismatches is not None:
-            self.mismatches = (self.mismatches or 0) + later.mismatches
-        for mine, theirs in ((self.erased, later.erased), (self.spark_jobs, later.spark_jobs)):
-            for name, count in theirs.items():
-                mine[name] = mine.get(name, 0) + count
-        for name, seconds in later.seconds.items():
-            self.seconds[name] = self.seconds.get(name, 0.0) + seconds
-        self.codecs = later.codecs or self.codecs
-        self.layouts = later.layouts or self.layouts
-        self.write = later.write if later.write is not None else self.write
-        self.source_version = later.source_version if later.source_version is not None else self.source_version
-        self.warnings += [text for text in later.warnings if text not in self.warnings]
+            mismatches = (mismatches or 0) + later.mismatches
+        return dataclasses.replace(
+            self,
+            rows_in=self.rows_in + later.rows_in,
+            rows_out=self.rows_out + later.rows_out,
+            rows_rejected=self.rows_rejected + later.rows_rejected,
+            rows_deleted=self.rows_deleted + later.rows_deleted,
+            mismatches=mismatches,
+            erased=_added(self.erased, later.erased),
+            spark_jobs=_added(self.spark_jobs, later.spark_jobs),
+            seconds=_added(self.seconds, later.seconds),
+            codecs=later.codecs or self.codecs,
+            layouts=later.layouts or self.layouts,
+            write=later.write if later.write is not None else self.write,
+            source_version=later.source_version if later.source_version is not None else self.source_version,
+            warnings=self.warnings + tuple(text for text in later.warnings if text not in self.warnings),
+        )
+
+    def logged(self, run_log: RunLog) -> JobReport:
+        """This report with what ``run_log`` recorded added: its phases' seconds, its Spark jobs,
+        its warnings after these."""
+        logged = JobReport(seconds=run_log.seconds, spark_jobs=run_log.spark_jobs, warnings=tuple(run_log.warnings))
+        return self.plus(logged)
 
     def summary(self) -> str:
         """One line: rows in, out and rejected, mismatches, the table and version written."""
@@ -201,15 +238,15 @@ _LISTENER_WAIT = 2.0
 
 
 @contextmanager
-def counted_jobs(spark: SparkSession, report: JobReport, name: str) -> Iterator[None]:
+def counted_jobs(spark: SparkSession, run_log: RunLog, name: str) -> Iterator[None]:
     """Count the Spark jobs this thread starts in the block (Spark's job tags and status
-    tracker) into ``report.spark_jobs[name]``: a job's fixed cost (tens of milliseconds each,
+    tracker) into ``run_log.spark_jobs[name]``: a job's fixed cost (tens of milliseconds each,
     more with many tasks) is what a small sync window pays, so reports show it. Nothing is
     counted over Spark Connect (no status tracker in the client).
 
     Example::
 
-        with counted_jobs(spark, report, "window"):
+        with counted_jobs(spark, run_log, "window"):
             ...
     """
     if not is_classic(spark):
@@ -231,4 +268,4 @@ def counted_jobs(spark: SparkSession, report: JobReport, name: str) -> Iterator[
             if now == seen:
                 break
             seen = now
-        report.spark_jobs[name] = report.spark_jobs.get(name, 0) + seen
+        run_log.spark_jobs[name] = run_log.spark_jobs.get(name, 0) + seen

@@ -7,12 +7,13 @@ data-quality failure, not a crash, and its re-run finds its commits there.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 
 from spark_mlt.batch.job.capacity import capacity_usage
 from spark_mlt.batch.job.options import InvalidRowOptions, rejected_limit
-from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.job.report import JobReport, RunLog
 from spark_mlt.errors import MLTError, RejectedRowsError
 from spark_mlt.storage import read_snapshot
 
@@ -50,20 +51,26 @@ def check_rejected(report: JobReport, options: InvalidRowOptions) -> None:
 
 def warn_capacity(
     report: JobReport, output: str, job: str, *, storage_options: Mapping[str, str] | None = None
-) -> None:
-    """Adds a warning to ``report`` (and the log) for each codec of the table ``output`` that
-    holds [`CAPACITY_WARNING`][spark_mlt.batch.job.capacity.CAPACITY_WARNING] of its
-    capacity or more (``Usage.warning``, in the words of ``job``: ``tokenize`` or ``sync``), from
-    the table's statistics and vocabularies (no data is read)."""
+) -> JobReport:
+    """``report`` with a warning (also logged) for each codec of the table ``output`` that holds
+    [`CAPACITY_WARNING`][spark_mlt.batch.job.capacity.CAPACITY_WARNING] of its capacity or more
+    (``Usage.warning``, in the words of ``job``: ``tokenize`` or ``sync``), from the table's
+    statistics and vocabularies (no data is read).
+
+    Example::
+
+        report = warn_capacity(report, "out/orders_mlt", "tokenize")
+    """
     if report.write is None or report.dry_run:
-        return
+        return report
     try:
         usage = capacity_usage(read_snapshot(output, storage_options=storage_options))
     except MLTError as error:  # a warning never fails a run that committed
         log.debug("capacity of %s not measured: %s", output, error)
-        return
+        return report
+    run_log = RunLog(warnings=list(report.warnings))
     for _, use in sorted(usage.items()):
         text = use.warning(job)
-        if text is not None and text not in report.warnings:
-            report.warnings.append(text)
-            log.warning(text)
+        if text is not None:
+            run_log.warn(text)
+    return dataclasses.replace(report, warnings=tuple(run_log.warnings))

@@ -46,16 +46,15 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
     module's notes), in a clone of the session (its settings stay off the user's); returns what
     it did (its ``source_version``: the version the mirror holds now)."""
     own = clone_session(run.spark)
-    report = JobReport(capabilities=run.report.capabilities)
-    run = dataclasses.replace(run, spark=own or run.spark, report=report)
+    run = dataclasses.replace(run, spark=own or run.spark)
     if own is not None:
         _log_partitions(own)
     spark, options = run.spark, run.options
     quarantine = quarantine_table(run)
     # what a stopped run left, erased before this one reads a vocabulary or the counts (the
     # erasure rewrites them: counts read before it would plan the window's change on stale files)
-    report.erased = finish_erasure(run, source, held=after, report=report)
-    with phase(report.seconds, "count values"):
+    erased = finish_erasure(run, source, held=after)
+    with phase(run.run_log.seconds, "count values"):
         counts = window_counts(run, mirror, quarantine, source, after=after)
     until = window_end(counts, counts_app=run.tables.counts_app, after=after, latest=source.version)
     feed, changes = _read_feed(run, source, after, until)
@@ -75,7 +74,7 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
             if quarantine is not None
             else None
         )
-        with phase(report.seconds, "check the changes"):
+        with phase(run.run_log.seconds, "check the changes"):
             held_side = _held_at(run, side, keys, after=after, values=values)
             deleted = check_changes(
                 window,
@@ -91,24 +90,24 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
                 reached("counts committed")
 
         sink = WindowSink(run, keyed, side, after=after, until=until, counted=count_values, own=own)
-        done = tokenize_frame(final, run.columns, sink, capabilities=report.capabilities, row_count=window.final_rows)
-        report.add(done.report())
-        if not done.write.skipped:
-            report.rows_deleted = deleted
-        report.source_version = until
+        done = tokenize_frame(final, run.columns, sink, capabilities=run.capabilities, row_count=window.final_rows)
     finally:
         changes.unpersist()
         if keys is not None:
             keys.unpersist()
-    add_erased(report, finish_erasure(run, source, held=until, report=report))
-    return report
+    return dataclasses.replace(
+        done.report(),
+        source_version=until,
+        rows_deleted=0 if done.write.skipped else deleted,
+        erased=add_erased(erased, finish_erasure(run, source, held=until)),
+    )
 
 
 def _read_feed(run: SyncRun, source: TableSnapshot, after: int, until: int) -> tuple[FeedRange, DataFrame]:
     """The change data feed of the source's versions ``after + 1 .. until``: checked first (a
     gap stops it, with the way forward), then its rows, kept for the window's steps."""
     spark, options = run.spark, run.options
-    with phase(run.report.seconds, "read the feed"):
+    with phase(run.run_log.seconds, "read the feed"):
         feed = check_feed(
             source.path, after, until, storage_options=options.storage_options, spark_version=spark.version
         )

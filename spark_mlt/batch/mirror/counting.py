@@ -19,7 +19,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 
-from spark_mlt.batch.job.report import JobReport, phase
+from spark_mlt.batch.job.report import phase
 from spark_mlt.batch.mirror.run import SyncRun, held_version, left_to_next_run, quarantine_at
 from spark_mlt.column import mlt_decode
 from spark_mlt.column.layouts import token_layouts
@@ -51,7 +51,7 @@ def vocabulary_keys(run: SyncRun, vocabulary: str) -> DataFrame | None:
     return read_delta(run.spark, vocabulary, storage_options=storage, backend=run.backend).select("key")
 
 
-def finish_erasure(run: SyncRun, source: TableSnapshot, *, held: int, report: JobReport) -> dict[str, int]:
+def finish_erasure(run: SyncRun, source: TableSnapshot, *, held: int) -> dict[str, int]:
     """The values no source row holds at version ``held`` (the mirror's), which each string
     column's value counts keep with a count of 0, erased from its vocabulary
     ([`erase_pending`][spark_mlt.storage.erasure.erase_pending]); returns the keys erased per
@@ -74,8 +74,8 @@ def finish_erasure(run: SyncRun, source: TableSnapshot, *, held: int, report: Jo
             if done.erased:
                 erased[column] = done.erased
 
-        with phase(report.seconds, "erase"):
-            left_to_next_run(report, erase)
+        with phase(run.run_log.seconds, "erase"):
+            left_to_next_run(run.run_log, erase)
     reached("erasure done")
     return erased
 
@@ -161,7 +161,7 @@ def recount(run: SyncRun, rows: DataFrame, counted: Mapping[str, int], *, versio
         counts = with_absent(value_counts(rows, column), vocabulary_keys(run, vocabulary))
         path = run.tables.counts(column)
         write = functools.partial(write_mirror_counts, run, path, counts, version=version, after=base)
-        left_to_next_run(run.report, write)
+        left_to_next_run(run.run_log, write)
     reached("counts committed")
 
 
@@ -205,7 +205,7 @@ def count_window(
     transaction = AppTransaction(run.tables.counts_app, until, after=after, exact=True)
     info = {"spark_mlt.job": "sync", "spark_mlt.counts_of": run.output, "spark_mlt.source_version": str(until)}
     for count in counts:
-        with phase(run.report.seconds, "count values"):
+        with phase(run.run_log.seconds, "count values"):
             change_counts(
                 run.spark,
                 count.snapshot,

@@ -47,8 +47,6 @@ def refresh_mirror(run: SyncRun, *, source: TableSnapshot, mirror: TableSnapshot
     run moved meanwhile, and never takes a mirror that holds its source version for one that
     holds its rows); then the value counts anew and the erasure of the values no row holds.
     Returns what it did."""
-    report = JobReport(capabilities=run.report.capabilities)
-    run = dataclasses.replace(run, report=report)
     spark, options = run.spark, run.options
     version = source.version
     held = NEVER if mirror is None else held_version(mirror, run.tables.app)
@@ -61,11 +59,12 @@ def refresh_mirror(run: SyncRun, *, source: TableSnapshot, mirror: TableSnapshot
     rows = read_delta(spark, source.path, version=version, storage_options=options.storage_options, backend=run.backend)
     rows = rows.persist(KEEP_LEVEL)
     try:
-        with phase(report.seconds, "check the key"):
+        erased: dict[str, int] = {}
+        with phase(run.run_log.seconds, "check the key"):
             _check_unique(rows, options.key, f"version {version} of {source.path}")
             deleted = _deleted_by_refresh(run, rows, mirror) if mirror is not None else 0
         if held != NEVER:  # what a stopped run left, erased before this one reads a vocabulary
-            report.erased = finish_erasure(run, source, held=held, report=report)
+            erased = finish_erasure(run, source, held=held)
         mode: WriteMode = "overwrite" if mirror is not None else "error"
         snapshot = snapshot_for_write(
             run.output, mode, storage_options=options.storage_options, spark=spark, backend=run.backend
@@ -90,17 +89,18 @@ def refresh_mirror(run: SyncRun, *, source: TableSnapshot, mirror: TableSnapshot
             ),
             kept_ids=options.key,
         )
-        done = tokenize_frame(rows, run.columns, sink, capabilities=report.capabilities)
+        done = tokenize_frame(rows, run.columns, sink, capabilities=run.capabilities)
         reached("mirror committed")
         recount(run, rows, counted, version=version)
     finally:
         rows.unpersist()
-    add_erased(report, finish_erasure(run, source, held=version, report=report))
-    report.add(done.report())  # (its rows_in: rows out and rejected)
-    report.source_version = version
-    if done.write is not None and not done.write.skipped:
-        report.rows_deleted = deleted
-    return report
+    erased = add_erased(erased, finish_erasure(run, source, held=version))
+    return dataclasses.replace(
+        done.report(),  # (its rows_in: rows out and rejected)
+        source_version=version,
+        rows_deleted=0 if done.write.skipped else deleted,
+        erased=erased,
+    )
 
 
 def _deleted_by_refresh(run: SyncRun, rows: DataFrame, mirror: TableSnapshot) -> int:

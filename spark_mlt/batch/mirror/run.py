@@ -1,23 +1,23 @@
-"""One sync run as every step reads it: its session, arguments, options, report and mirror's
-tables; and what steps share: the version a table records, the quarantine as the window finds
+"""One sync run as every step reads it: its session, arguments, options, log, capabilities and
+mirror's tables; and what steps share: the version a table records, the quarantine as the window finds
 it, the steps left to the next run.
 
 Example::
 
     run = SyncRun.start(spark, input="lake/customers", output="lake/customers_mlt", columns=["email"],
-                        options=options, report=report)
+                        options=options)
 """
 
 from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
 
-from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.job.report import RunLog
 from spark_mlt.batch.mirror.options import SyncOptions
 from spark_mlt.batch.mirror.tables import Mirror
 from spark_mlt.batch.write.pipeline import job_backend
@@ -43,7 +43,10 @@ class SyncRun:
     output: str
     columns: list[str]
     options: SyncOptions
-    report: JobReport
+    #: what the run's steps record as they go (phases, warnings, Spark jobs): its report takes them
+    run_log: RunLog
+    #: what the session has, resolved once when the run starts
+    capabilities: Capabilities
     #: the mirror's tables and names, bound to the source once a run has read it
     tables: Mirror
     #: the Delta backend every step reads and writes with, resolved once per run
@@ -58,12 +61,12 @@ class SyncRun:
         output: str,
         columns: list[str],
         options: SyncOptions,
-        report: JobReport,
     ) -> SyncRun:
-        """A run of the session's backend (resolved here, once) and the mirror at ``output``."""
-        capabilities = report.capabilities or Capabilities.of(spark)
+        """A run of the session's capabilities and backend (resolved here, once) and the mirror
+        at ``output``."""
+        capabilities = Capabilities.of(spark)
         tables = Mirror.at(output, options.quarantine)
-        return cls(spark, input, output, columns, options, report, tables, job_backend(capabilities))
+        return cls(spark, input, output, columns, options, RunLog(), capabilities, tables, job_backend(capabilities))
 
 
 def held_version(table: TableSnapshot, app: str) -> int:
@@ -72,7 +75,7 @@ def held_version(table: TableSnapshot, app: str) -> int:
     return NEVER if version is None else version
 
 
-def left_to_next_run(report: JobReport, step: Callable[[], object]) -> None:
+def left_to_next_run(run_log: RunLog, step: Callable[[], object]) -> None:
     """Runs ``step``, a step after the mirror's commit (its value counts, its erasure): when another
     run changed their table meanwhile, the step commits nothing and the next sync finishes it (it
     counts anew what is behind the mirror, and erases what no row holds before it reads a
@@ -80,13 +83,16 @@ def left_to_next_run(report: JobReport, step: Callable[[], object]) -> None:
     try:
         step()
     except ConcurrentWriteError as error:
-        report.warnings.append(f"left to the next sync: {error}")
-        log.warning("sync: left to the next sync: %s", error)
+        run_log.warn(f"left to the next sync: {error}")
 
 
-def add_erased(report: JobReport, erased: dict[str, int]) -> None:
-    for column, count in erased.items():
-        report.erased[column] = report.erased.get(column, 0) + count
+def add_erased(*parts: Mapping[str, int]) -> dict[str, int]:
+    """The keys erased per column by the parts of a run, added up."""
+    out: dict[str, int] = {}
+    for part in parts:
+        for column, count in part.items():
+            out[column] = out.get(column, 0) + count
+    return out
 
 
 def quarantine_table(run: SyncRun) -> TableSnapshot | None:

@@ -73,7 +73,6 @@ from spark_mlt.batch.mirror.refresh import refresh_mirror
 from spark_mlt.batch.mirror.run import SyncRun
 from spark_mlt.batch.mirror.tables import KEY_PROPERTY
 from spark_mlt.batch.write.checks import check_names, check_output
-from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import ChangeFeedError, IncompleteWriteError, MLTError, TableOptionError
 from spark_mlt.storage import TableSnapshot, read_snapshot, snapshot_for_write, table_exists
 from spark_mlt.storage.catalog import resolve_location
@@ -104,14 +103,15 @@ def sync_table(spark: SparkSession, input: str, output: str, columns: Sequence[s
         sync_table(spark, "/lake/customers", "/lake/customers_mlt", ["customer_id", "email"],
                    SyncOptions(key=("customer_id",), handle_invalid="quarantine"))
     """
-    report = JobReport(capabilities=Capabilities.of(spark))
     interval = options.interval
     refresh = options.full_refresh
-    run = SyncRun.start(spark, input=input, output=output, columns=list(columns), options=options, report=report)
+    run = SyncRun.start(spark, input=input, output=output, columns=list(columns), options=options)
+    done = JobReport()  # the runs' reports so far; the run log's phases, warnings and jobs go with them
     while True:
-        _sync_once(run, refresh=refresh)
+        done = done.plus(_sync_once(run, refresh=refresh))
+        report = done.logged(run.run_log)
         check_rejected(report, options)
-        warn_capacity(report, output, "sync", storage_options=options.storage_options)
+        report = warn_capacity(report, output, "sync", storage_options=options.storage_options)
         if refresh and options.resize:  # the next windows keep the re-sized codecs
             run = dataclasses.replace(run, options=dataclasses.replace(options, full_refresh=False, resize=False))
         refresh = False
@@ -126,8 +126,10 @@ def source_snapshot(spark: SparkSession, input: str, options: SyncOptions) -> Ta
     return read_snapshot(location, storage_options=options.storage_options)
 
 
-def _sync_once(run: SyncRun, *, refresh: bool) -> None:
-    spark, options, report = run.spark, run.options, run.report
+def _sync_once(run: SyncRun, *, refresh: bool) -> JobReport:
+    """One run up to the source's latest version: a full refresh, or the windows after the
+    version the mirror holds; returns what it did."""
+    spark, options = run.spark, run.options
     started = time.perf_counter()
     source = source_snapshot(spark, run.input, options)
     run = dataclasses.replace(run, tables=run.tables.following(source))
@@ -137,8 +139,8 @@ def _sync_once(run: SyncRun, *, refresh: bool) -> None:
     check_sync(run, source, mirror, refresh=refresh)
     held = None if mirror is None else mirror.transaction_version(run.tables.app)
     if refresh or mirror is None or (held is None and mirror.created_empty):
-        with counted_jobs(spark, report, "full refresh"):
-            report.add(refresh_mirror(run, source=source, mirror=mirror))
+        with counted_jobs(spark, run.run_log, "full refresh"):
+            done = refresh_mirror(run, source=source, mirror=mirror)
     elif held is None:
         raise MLTError(
             f"output: the mirror {run.output} holds no sync of the source {source.path} (table id "
@@ -154,15 +156,15 @@ def _sync_once(run: SyncRun, *, refresh: bool) -> None:
             parameter="output",
         )
     elif held >= source.version:
-        report.erased = finish_erasure(run, source, held=held, report=report)
+        erased = finish_erasure(run, source, held=held)
         log.info("sync: %s holds source version %d, the latest: nothing to do", run.output, held)
-        report.source_version = held
-        return
+        return JobReport(source_version=held, erased=erased)
     else:
+        done = JobReport()
         while True:  # a window whose counts landed before its mirror's commit is finished first
-            with counted_jobs(spark, report, "window"):
+            with counted_jobs(spark, run.run_log, "window"):
                 window = apply_window(run, mirror=mirror, after=held, source=source)
-            report.add(window)
+            done = done.plus(window)
             held = window.source_version
             if held is None or held >= source.version:
                 break
@@ -170,10 +172,11 @@ def _sync_once(run: SyncRun, *, refresh: bool) -> None:
     log.info(
         "sync: %s now holds source version %s (%.1f s): %s",
         run.output,
-        report.source_version,
+        done.source_version,
         time.perf_counter() - started,
-        report.summary(),
+        done.summary(),
     )
+    return done
 
 
 def check_sync(run: SyncRun, source: TableSnapshot, mirror: TableSnapshot | None, *, refresh: bool) -> None:

@@ -15,20 +15,23 @@ readers (pyarrow, pandas, DuckDB) as timestamps without a time zone.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from spark_mlt.batch.job.report import JobReport, phase
+from spark_mlt.batch.job.report import JobReport, RunLog, phase
 from spark_mlt.batch.read.options import DecodeOptions
 from spark_mlt.codec import MLTCodec
 from spark_mlt.column import mlt_decode, mlt_unpack, token_layouts
+from spark_mlt.column.layouts import Layout
 from spark_mlt.delta.fs import spark_uri
 from spark_mlt.errors import CodecFormatError, MissingCodecError, MLTError
 from spark_mlt.options import TOKEN_SUFFIX
 from spark_mlt.storage import (
+    DeltaWriteResult,
     TableSnapshot,
     WriteOptions,
     keys_for_ids,
@@ -66,14 +69,20 @@ def _check_token_columns(input: str, codecs: Mapping[str, MLTCodec], table: Data
 
 
 def _decoded(
-    spark: SparkSession, table: DataFrame, report: JobReport, vocabularies: Mapping[str, str], options: DecodeOptions
+    spark: SparkSession,
+    table: DataFrame,
+    codecs: Mapping[str, MLTCodec],
+    layouts: Mapping[str, Layout],
+    *,
+    vocabularies: Mapping[str, str],
+    options: DecodeOptions,
 ) -> tuple[DataFrame, dict[str, Column]]:
     """The decoded value of each codec column: its bigint id (as ``__<column>_id``, computed
     once), or its key where a vocabulary maps ids to string keys (joined in as
     ``__<column>_key``)."""
     decoded = {}
-    for column, codec in report.codecs.items():
-        layout = report.layouts[column]
+    for column, codec in codecs.items():
+        layout = layouts[column]
         ids = mlt_decode(f"{column}{TOKEN_SUFFIX}", codec, layout=layout, engine=options.engine)
         table = table.withColumn(f"__{column}_id", ids)
         if column not in vocabularies:
@@ -96,21 +105,23 @@ _LARGEST = {"tinyint": 2**7 - 1, "smallint": 2**15 - 1, "int": 2**31 - 1, "bigin
 _DECIMAL = re.compile(r"decimal\((\d+),(\d+)\)")
 
 
-def _id_types(snapshot: TableSnapshot, table: DataFrame, report: JobReport, keys: Iterable[str]) -> dict[str, str]:
+def _id_types(
+    snapshot: TableSnapshot, table: DataFrame, codecs: Iterable[str], keys: Iterable[str], run_log: RunLog
+) -> dict[str, str]:
     """The type each decoded id column of ``snapshot`` is written in: the raw column's where the
     table keeps it (what it holds now), else the recorded ``mlt.type.<column>``, else bigint
-    with a warning in ``report``; a key column (``keys``) stays a string.
+    with a warning in ``run_log``; a key column (``keys``) stays a string.
 
     Raises:
         CodecFormatError: a recorded type is none an id column can have.
     """
     recorded, held = id_types(snapshot.properties), dict(table.dtypes)
     types = {}
-    for column in report.codecs:
+    for column in codecs:
         kind = "string" if column in keys else held.get(column) or recorded.get(column)
         if kind is None:
             kind = "bigint"
-            report.warnings.append(
+            run_log.warn(
                 f"the table {snapshot.path} records no type for {column!r} (written before spark-mlt recorded "
                 f"them as mlt.type.<column>, and it keeps no raw {column!r}): its ids are decoded as bigint"
             )
@@ -150,8 +161,8 @@ def _typed(ids: Column, column: str, kind: str, where: str) -> Column:
     return F.when(ids > F.lit(largest), F.raise_error(message)).otherwise(ids).cast(kind)
 
 
-def _verify(report: JobReport, table: DataFrame, decoded: Mapping[str, Column]) -> None:
-    """Count the rows whose decoded values differ from the kept original columns."""
+def _verify(table: DataFrame, decoded: Mapping[str, Column]) -> tuple[int, int]:
+    """The rows, and those whose decoded values differ from the kept original columns."""
     missing = [c for c in decoded if c not in table.columns]
     if missing:
         raise MLTError(
@@ -161,25 +172,25 @@ def _verify(report: JobReport, table: DataFrame, decoded: Mapping[str, Column]) 
     for column, value in decoded.items():
         bad = bad | ~F.col(column).eqNullSafe(value)
     counts = table.agg(F.count(F.lit(1)).alias("rows"), F.sum(bad.cast("long")).alias("bad")).first()
-    report.rows_in = report.rows_out = int(counts["rows"]) if counts else 0
-    report.mismatches = int(counts["bad"] or 0) if counts else 0
+    return (int(counts["rows"]), int(counts["bad"] or 0)) if counts else (0, 0)
 
 
-def _write_decoded(spark: SparkSession, result: DataFrame, report: JobReport, options: DecodeOptions) -> None:
+def _write_decoded(
+    spark: SparkSession, result: DataFrame, options: DecodeOptions
+) -> tuple[int, DeltaWriteResult | None]:
+    """Writes the decoded table: the rows written, and the Delta commit (None for Parquet)."""
     output = str(options.output)
     if options.output_format == "parquet":
         key, value = TIMESTAMP_TYPE  # not INT96, which other readers take for timestamps without a zone
         conf = {} if spark.conf.get(key, None) is not None else {key: value}
         with session_conf(spark, conf):
             result.write.mode("errorifexists" if options.mode == "error" else options.mode).parquet(spark_uri(output))
-        report.rows_out = spark.read.parquet(spark_uri(output)).count()
-    else:
-        commit = WriteOptions(commit_info={"spark_mlt.job": "decode"})
-        report.write = write_delta(
-            result, output, {}, mode=options.mode, options=commit, storage_options=options.storage_options
-        )
-        report.rows_out = report.write.rows
-    report.rows_in = report.rows_out
+        return spark.read.parquet(spark_uri(output)).count(), None
+    commit = WriteOptions(commit_info={"spark_mlt.job": "decode"})
+    written = write_delta(
+        result, output, {}, mode=options.mode, options=commit, storage_options=options.storage_options
+    )
+    return written.rows, written
 
 
 def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None = None) -> JobReport:
@@ -208,25 +219,25 @@ def decode_table(spark: SparkSession, input: str, options: DecodeOptions | None 
     opts = options or DecodeOptions()
     if opts.output is None and not opts.verify:
         raise MLTError("output is needed (where to write the decoded table) unless verify=True", parameter="output")
-    report = JobReport()
-    with phase(report.seconds, "read"):
+    run_log = RunLog()
+    with phase(run_log.seconds, "read"):
         snapshot = read_snapshot(input, storage_options=opts.storage_options)
         table = read_snapshot_rows(spark, snapshot)
         _check_token_columns(input, snapshot.codecs, table)
-        report.codecs = snapshot.codecs
-        report.layouts = dict(token_layouts(table.schema, snapshot.codecs))
+        codecs, layouts = dict(snapshot.codecs), dict(token_layouts(table.schema, snapshot.codecs))
     vocabularies = vocabulary_paths(snapshot.properties, location=snapshot.path)
-    types = _id_types(snapshot, table, report, vocabularies)
+    types = _id_types(snapshot, table, codecs, vocabularies, run_log)
     columns = table.columns  # the table's own, in its order
-    table, decoded = _decoded(spark, table, report, vocabularies, opts)
+    table, decoded = _decoded(spark, table, codecs, layouts, vocabularies=vocabularies, options=opts)
+    report = JobReport(codecs=codecs, layouts=layouts)
     if opts.verify:
-        with phase(report.seconds, "verify"):
-            _verify(report, table, decoded)
-        return report
-    with phase(report.seconds, "decode and write"):
+        with phase(run_log.seconds, "verify"):
+            rows, mismatches = _verify(table, decoded)
+        return dataclasses.replace(report, rows_in=rows, rows_out=rows, mismatches=mismatches).logged(run_log)
+    with phase(run_log.seconds, "decode and write"):
         typed = {c: _typed(value, c, types[c], input).alias(c) for c, value in decoded.items()}
-        _write_decoded(spark, table.select(*_in_place(columns, typed)), report, opts)
-    return report
+        rows, written = _write_decoded(spark, table.select(*_in_place(columns, typed)), opts)
+    return dataclasses.replace(report, rows_in=rows, rows_out=rows, write=written).logged(run_log)
 
 
 def _in_place(columns: Sequence[str], decoded: Mapping[str, Column]) -> list[Column]:

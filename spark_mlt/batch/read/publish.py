@@ -114,14 +114,14 @@ class CatalogObject:
     record: dict[str, Any]
 
 
-@dataclass
+@dataclass(frozen=True)
 class PublishReport:
     """What a run did: each object's name and outcome, and the statements it ran (or printed)."""
 
     table: str
     version: int
-    objects: dict[str, Outcome] = field(default_factory=dict)
-    statements: list[str] = field(default_factory=list)
+    objects: Mapping[str, Outcome] = field(default_factory=dict)
+    statements: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -469,12 +469,10 @@ def publish_table(spark: SparkSession | None, input: str, options: PublishOption
         report.objects  # {"`analytics`.`orders_mlt_decode_customer_id`": "created", ...}
     """
     snap = read_snapshot(input, storage_options=options.storage_options)
-    report = PublishReport(table=snap.path, version=snap.version)
     if options.print_only:
         items = publish_statements(input, options, snapshot=snap)
-        report.statements = [item.ddl for item in items]
-        report.objects = {item.name: "printed" for item in items}
-        return report
+        printed: dict[str, Outcome] = {item.name: "printed" for item in items}
+        return PublishReport(snap.path, snap.version, printed, tuple(item.ddl for item in items))
     if spark is None:
         raise MLTError("a session is needed to create the catalog objects (or print_only=True)", parameter="spark")
     caps = Capabilities.of(spark)
@@ -514,12 +512,12 @@ def publish_table(spark: SparkSession | None, input: str, options: PublishOption
             continue
         _check_owner(item, found.record)
         plan.append((item, "kept" if _current(item, found) else "replaced"))
+    ran = []
     for item, outcome in plan:
         if outcome != "kept":
             spark.sql(item.ddl)
-            report.statements.append(item.ddl)
-        report.objects[item.name] = outcome
-    return report
+            ran.append(item.ddl)
+    return PublishReport(snap.path, snap.version, {item.name: outcome for item, outcome in plan}, tuple(ran))
 
 
 def catalog_objects(

@@ -218,7 +218,7 @@ class Tokenized:
         """The rows tokenized: the valid ones and the rejected ones."""
         return self.rows_out + self.rows_rejected
 
-    def report(self, capabilities: Capabilities | None = None) -> JobReport:
+    def report(self) -> JobReport:
         """This run as a job's report."""
         return JobReport(
             rows_in=self.rows_in,
@@ -228,7 +228,6 @@ class Tokenized:
             codecs=dict(self.codecs),
             layouts=dict(self.layouts),
             seconds=dict(self.seconds),
-            capabilities=capabilities,
         )
 
 

@@ -36,6 +36,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
@@ -67,6 +68,7 @@ __all__ = [
     "CHECKPOINT_MARKER",
     "LOOPS",
     "STREAM_APP_PREFIX",
+    "StreamTotals",
     "check_checkpoint",
     "check_stream_job",
     "start_stream",
@@ -224,13 +226,14 @@ def start_stream(
     options: TokenizeOptions,
     *,
     stream: StreamOptions,
-    report: JobReport | None = None,
+    capabilities: Capabilities | None = None,
+    totals: StreamTotals | None = None,
 ) -> StreamingQuery:
     """Start the streaming query that tokenizes ``input``'s new rows into ``output`` (see the
-    module's notes), each batch as ``options`` say, and return it; ``report`` (if given) adds
-    up every batch. The session's capabilities are resolved once, here (or taken from
-    ``report.capabilities``), and every batch runs with them: ``foreachBatch`` calls a batch on
-    a thread that may see no active session.
+    module's notes), each batch as ``options`` say, and return it; ``totals`` (if given) adds
+    up every batch. The session's capabilities are resolved once, here (or given:
+    ``capabilities``), and every batch runs with them: ``foreachBatch`` calls a batch on a
+    thread that may see no active session.
 
     Example::
 
@@ -253,10 +256,11 @@ def start_stream(
         )
     checkpoint = stream.checkpoint
     app_id = STREAM_APP_PREFIX + check_checkpoint(checkpoint, output, columns, options, loop="spark")
-    total = report if report is not None else JobReport()
-    if total.capabilities is None:
-        total.capabilities = Capabilities.of(spark)
-    batch = _batch_writer(output, columns, options, checkpoint=checkpoint, app_id=app_id, total=total, source=input)
+    caps = capabilities if capabilities is not None else Capabilities.of(spark)
+    total = totals if totals is not None else StreamTotals()
+    batch = _batch_writer(
+        output, columns, options, checkpoint=checkpoint, app_id=app_id, total=total, source=input, capabilities=caps
+    )
     location = locate(checkpoint, options.storage_options).spark_path()
     writer = source.writeStream.foreachBatch(batch).option("checkpointLocation", location)
     interval = stream.interval
@@ -274,11 +278,12 @@ def _batch_writer(
     *,
     checkpoint: str,
     app_id: str,
-    total: JobReport,
+    total: StreamTotals,
     source: str,
+    capabilities: Capabilities,
 ) -> Callable[[DataFrame, int], None]:
     """The ``foreachBatch`` function: each batch appended to ``output`` with the stream's
-    capabilities (``total.capabilities``), added up in ``total``."""
+    ``capabilities``, added up in ``total``."""
     appending = dataclasses.replace(options, mode="append")  # every batch appends
     info = {
         "spark_mlt.job": "tokenize-stream",
@@ -286,11 +291,10 @@ def _batch_writer(
         "spark_mlt.handle_invalid": options.handle_invalid,
         "spark_mlt.writer": app_id,
     }
-    capabilities = total.capabilities
 
     def batch(df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
-        caps = capabilities or Capabilities.of(df.sparkSession)
+        caps = capabilities
         backend = job_backend(caps)
         snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, backend=backend)
         sink = TableSink(
@@ -302,7 +306,7 @@ def _batch_writer(
         )
         done = tokenize_frame(df, columns, sink, capabilities=caps)
         _record_codecs(checkpoint, options, done)
-        _add(total, done)
+        total.add(done)
         _log_batch(f"batch {batch_id}", done, time.perf_counter() - started)
 
     return batch
@@ -352,11 +356,14 @@ def tokenize_stream(
     """
     check_stream_job(options)
     options = resolve_input(input, options)  # a Delta table streams as one, never as its files
-    report = JobReport(capabilities=Capabilities.of(spark))  # once: the loop and every batch read it
-    if options.input_format == "delta" and not (report.capabilities and report.capabilities.delta_jars):
-        _follow_delta(spark, input, output, columns, options, stream=stream, report=report)
-        return _checked(report, output, options)
-    query = start_stream(spark, input, output, columns, options, stream=stream, report=report)
+    capabilities = Capabilities.of(spark)  # once: the loop and every batch read them
+    totals = StreamTotals()
+    if options.input_format == "delta" and not capabilities.delta_jars:
+        _follow_delta(spark, input, output, columns, options, stream=stream, capabilities=capabilities, totals=totals)
+        return _checked(totals.report, output, options)
+    query = start_stream(
+        spark, input, output, columns, options, stream=stream, capabilities=capabilities, totals=totals
+    )
     logged = -1
     try:
         while True:
@@ -367,13 +374,13 @@ def tokenize_stream(
     except KeyboardInterrupt:
         query.stop()
         raise
-    return _checked(report, output, options)
+    return _checked(totals.report, output, options)
 
 
 def _checked(report: JobReport, output: str, options: TokenizeOptions) -> JobReport:
     """The stream's report, once it stopped, after its thresholds: a warning per codec past half
     its capacity, and ``RejectedRowsError`` past ``max_rejected`` (over all its batches)."""
-    warn_capacity(report, output, "tokenize", storage_options=options.storage_options)
+    report = warn_capacity(report, output, "tokenize", storage_options=options.storage_options)
     check_rejected(report, options)
     return report
 
@@ -407,8 +414,9 @@ def _follow_delta(
     options: TokenizeOptions,
     *,
     stream: StreamOptions,
-    report: JobReport,
-) -> JobReport:
+    capabilities: Capabilities,
+    totals: StreamTotals,
+) -> None:
     """Without Delta's jars: the input table's versions after the checkpoint's last one, each
     one batch, read jar-free (the first batch: the table as it is, as Delta's source starts).
     A batch's transaction version is its source version, so a batch the table already holds
@@ -417,7 +425,7 @@ def _follow_delta(
     app_id = STREAM_APP_PREFIX + check_checkpoint(checkpoint, output, columns, options, loop="delta-versions")
     appending = dataclasses.replace(options, mode="append")
     info = {"spark_mlt.job": "tokenize-stream", "spark_mlt.input": input, "spark_mlt.writer": app_id}
-    backend = job_backend(report.capabilities or Capabilities.of(spark))
+    backend = job_backend(capabilities)
     while True:
         latest = read_snapshot(input, storage_options=options.storage_options).version
         done = (_read_marker(checkpoint, options) or {}).get("source_version")
@@ -438,24 +446,50 @@ def _follow_delta(
                 WriteOptions(commit_info={**info, "spark_mlt.batch": str(version)}, backend=backend),
                 transaction=AppTransaction(app_id, version),
             )
-            batch = tokenize_frame(rows, columns, sink, capabilities=report.capabilities)
+            batch = tokenize_frame(rows, columns, sink, capabilities=capabilities)
             rows.unpersist()
             _write_marker(checkpoint, options, {**(_read_marker(checkpoint, options) or {}), "source_version": version})
             _record_codecs(checkpoint, options, batch)
-            _add(report, batch)
+            totals.add(batch)
             _log_batch(f"source version {version}", batch, time.perf_counter() - started)
             done = version
         interval = stream.interval
         if interval is None:
-            return report
+            return
         time.sleep(interval)
 
 
-def _add(total: JobReport, batch: Tokenized) -> None:
-    total.codecs, total.layouts, total.write = batch.codecs, batch.layouts, batch.write
-    total.rows_out += batch.rows_out
-    total.rows_rejected += batch.rows_rejected
-    total.rows_in = total.rows_out + total.rows_rejected
+@dataclasses.dataclass
+class StreamTotals:
+    """What a stream's batches committed so far, added up as each batch ends (on the thread
+    ``foreachBatch`` calls it on): ``report`` is the stream's report of them.
+
+    Example::
+
+        totals = StreamTotals()
+        query = start_stream(spark, "landing/orders", "out/orders_mlt", ["customer_id"], options,
+                             stream=StreamOptions(checkpoint="chk/orders"), totals=totals)
+        query.awaitTermination()
+        print(totals.report.summary())
+    """
+
+    report: JobReport = dataclasses.field(default_factory=JobReport)
+    _lock: threading.Lock = dataclasses.field(default_factory=threading.Lock, repr=False, compare=False)
+
+    def add(self, batch: Tokenized) -> None:
+        """Adds a batch's rows; its codecs, layouts and commit are the stream's latest."""
+        with self._lock:
+            rows_out = self.report.rows_out + batch.rows_out
+            rejected = self.report.rows_rejected + batch.rows_rejected
+            self.report = dataclasses.replace(
+                self.report,
+                rows_in=rows_out + rejected,
+                rows_out=rows_out,
+                rows_rejected=rejected,
+                codecs=batch.codecs,
+                layouts=batch.layouts,
+                write=batch.write,
+            )
 
 
 def _query_name(output: str) -> str:

@@ -84,16 +84,14 @@ def tokenize_table(
         with phase(seconds, "vocabularies (planned)"):
             df, sources = planned_key_ids(spark, df, columns, output, opts)
         sized = fit_job_codecs(df, columns, opts, snapshot, sources=sources, seconds=seconds)
-        return JobReport(
-            codecs=sized.codecs, layouts=sized.layouts, seconds=seconds, dry_run=True, capabilities=capabilities
-        )
+        return JobReport(codecs=sized.codecs, layouts=sized.layouts, seconds=seconds, dry_run=True)
     info = {"spark_mlt.job": "tokenize", "spark_mlt.input": input, "spark_mlt.handle_invalid": opts.handle_invalid}
     if opts.resize:
         info["spark_mlt.resize"] = "true"
     sink = TableSink(output, snapshot, opts, WriteOptions(commit_info=info, backend=backend))
     done = tokenize_frame(df, columns, sink, capabilities=capabilities)
-    report = dataclasses.replace(done.report(capabilities), seconds={**seconds, **done.seconds})
-    warn_capacity(report, output, "tokenize", storage_options=opts.storage_options)
+    report = dataclasses.replace(done.report(), seconds={**seconds, **done.seconds})
+    report = warn_capacity(report, output, "tokenize", storage_options=opts.storage_options)
     check_rejected(report, opts)
     return report
 

@@ -33,7 +33,7 @@ from spark_mlt.batch.cli import (
 from spark_mlt.batch.cli.flags import Flag
 from spark_mlt.batch.cli.jobs import job_values, print_report
 from spark_mlt.batch.cli.main import failure_reason, parse_command_line
-from spark_mlt.batch.job.report import JobReport
+from spark_mlt.batch.job.report import JobReport, RunLog
 from spark_mlt.batch.job.session import is_local, spark_defaults
 from spark_mlt.errors import OptionError, TableExistsError
 from spark_mlt.storage import WriteOptions, token_write_options, write_delta
@@ -361,14 +361,26 @@ def test_an_advice_in_python_words_names_the_flag_and_a_jvm_that_did_not_start_s
 def test_a_runs_report_sums_its_parts_and_keeps_the_last_ones_write() -> None:
     """A sync's report adds up its windows: rows, deleted and erased keys, Spark jobs and phase
     times summed; the codecs, the write and the source version the last window's."""
-    total = JobReport(rows_in=3, rows_out=2, rows_rejected=1, source_version=4, erased={"email": 1})
-    total.spark_jobs["window"] = 10
-    later = JobReport(rows_in=2, rows_out=2, rows_deleted=1, source_version=6, erased={"email": 2, "sku": 1})
-    later.seconds["commit"] = 0.5
-    later.spark_jobs["window"] = 11
-    total.add(later)
+    first = JobReport(
+        rows_in=3, rows_out=2, rows_rejected=1, source_version=4, erased={"email": 1}, spark_jobs={"window": 10}
+    )
+    later = JobReport(
+        rows_in=2,
+        rows_out=2,
+        rows_deleted=1,
+        source_version=6,
+        erased={"email": 2, "sku": 1},
+        seconds={"commit": 0.5},
+        spark_jobs={"window": 11},
+        warnings=("w",),
+    )
+    total = first.plus(later)
     assert (total.rows_in, total.rows_out, total.rows_rejected, total.rows_deleted) == (5, 4, 1, 1)
     assert (total.source_version, total.erased, total.spark_jobs) == (6, {"email": 3, "sku": 1}, {"window": 21})
-    assert total.seconds == {"commit": 0.5}
-    total.add(JobReport())  # a part that did nothing keeps what is there
+    assert (total.seconds, total.warnings) == ({"commit": 0.5}, ("w",))
+    assert (first.rows_in, first.erased, first.spark_jobs) == (3, {"email": 1}, {"window": 10})  # parts unchanged
+    total = total.plus(JobReport())  # a part that did nothing keeps what is there
     assert (total.source_version, total.rows_out) == (6, 4)
+    run_log = RunLog(seconds={"commit": 0.25}, warnings=["w", "v"], spark_jobs={"window": 1})
+    logged = total.logged(run_log)
+    assert (logged.seconds, logged.warnings, logged.spark_jobs) == ({"commit": 0.75}, ("w", "v"), {"window": 22})

@@ -178,7 +178,7 @@ def test_a_rerun_after_an_append_keeps_every_object_made_for_the_version_it_was_
     assert read_snapshot(table).version > made_for
     again = publish_table(spark, f"{table}/", _functions_only(schema))
     assert set(again.objects.values()) == {"kept"}
-    assert again.statements == []
+    assert again.statements == ()
     found = catalog_objects(spark, table, schema)
     assert {entry["role"] for entry in found} == {"decode", "encode"}
     assert len(found) == 4

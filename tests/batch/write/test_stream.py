@@ -22,9 +22,14 @@ from spark_mlt import MLTError, SourceError
 from spark_mlt.batch import StreamOptions, TokenizeOptions, inspect_table
 from spark_mlt.batch.cli import main
 from spark_mlt.batch.job.options import trigger_seconds
-from spark_mlt.batch.job.report import JobReport
 from spark_mlt.batch.write.pipeline import TableSink, Tokenized, tokenize_frame
-from spark_mlt.batch.write.stream import CHECKPOINT_MARKER, check_checkpoint, start_stream, tokenize_stream
+from spark_mlt.batch.write.stream import (
+    CHECKPOINT_MARKER,
+    StreamTotals,
+    check_checkpoint,
+    start_stream,
+    tokenize_stream,
+)
 from spark_mlt.capabilities import Capabilities
 from spark_mlt.errors import InputFormatError
 from spark_mlt.storage import AppTransaction, read_codecs, read_delta, read_snapshot, write_delta
@@ -372,12 +377,19 @@ def test_every_batch_runs_with_the_capabilities_its_stream_resolved(spark: Spark
     landing, output = tmp_path / "landing", tmp_path / "orders_mlt"
     _land(landing, "a", [1, 2], ["x", "y"])
     stale = dataclasses.replace(Capabilities.of(spark), jar_version="0.0.9")
-    report = JobReport(capabilities=stale)
+    totals = StreamTotals()
     query = start_stream(
-        spark, str(landing), str(output), ["customer_id"], BATCH, stream=_stream(tmp_path), report=report
+        spark,
+        str(landing),
+        str(output),
+        ["customer_id"],
+        BATCH,
+        stream=_stream(tmp_path),
+        capabilities=stale,
+        totals=totals,
     )
     with pytest.raises(Exception, match=r"jar version 0\.0\.9") as raised:
         query.awaitTermination(120)
     assert "JarVersionError" in str(raised.value)
     assert not (output / "_delta_log").exists() or _ids(spark, output) == []
-    assert report.capabilities is stale
+    assert totals.report.rows_out == 0
