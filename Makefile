@@ -112,7 +112,7 @@ SUITE ?= default
 suite_env = $(if $(filter all,$(SUITE)),SPARK_MLT_STEP_TESTS=$(STEP_TESTS) SPARK_MLT_STEP_POINTS=$(STEP_POINTS) \
     SPARK_MLT_STEP_SEED=$${SPARK_MLT_STEP_SEED:-$$RANDOM} SPARK_MLT_DIFF_EXAMPLES=$(DIFF_EXAMPLES) SPARK_MLT_DIFF_ROTATE=1 \
     SPARK_MLT_DIFF_PREDICATES=16 SPARK_MLT_DIFF_REPORT=.differential/newest.txt \
-    SPARK_MLT_ENGINE_EXAMPLES=$(ENGINE_EXAMPLES) SPARK_MLT_ENGINE_REPORT=.differential/engines.txt PYSPARK_PYTHON=$(BIN)/python)
+    SPARK_MLT_ENGINE_EXAMPLES=$(ENGINE_EXAMPLES) SPARK_MLT_ENGINE_REPORT=.differential/engines.txt PYSPARK_PYTHON=$(abspath $(BIN)/python))
 suite_marks = $(if $(filter all,$(SUITE)),,-m "not slow and not exhaustive")
 test: check-java $(STAMP) jvm ## Run the test suite but the slow and exhaustive tests, which CI runs (fetches the line's s3a jars first; SUITE=all: every test of the line, as CI)
 	@$(call line_jars,$(BIN)/python,s3)
