@@ -25,7 +25,7 @@ from spark_mlt.storage import DeltaWriteResult
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-__all__ = ["JobReport", "RunLog", "codec_summary", "counted_jobs", "phase"]
+__all__ = ["JobReport", "RunLog", "added_counts", "codec_summary", "counted_jobs", "phase"]
 
 log = logging.getLogger("spark_mlt")
 
@@ -55,7 +55,8 @@ class RunLog:
             log.warning(text)
 
 
-def _added(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+def added_counts(mine: Mapping[str, Any], theirs: Mapping[str, Any]) -> dict[str, Any]:
+    """Two counts per name (erased keys, Spark jobs, seconds) added up."""
     out = dict(mine)
     for name, value in theirs.items():
         out[name] = out.get(name, 0) + value
@@ -121,9 +122,9 @@ class JobReport:
             rows_rejected=self.rows_rejected + later.rows_rejected,
             rows_deleted=self.rows_deleted + later.rows_deleted,
             mismatches=mismatches,
-            erased=_added(self.erased, later.erased),
-            spark_jobs=_added(self.spark_jobs, later.spark_jobs),
-            seconds=_added(self.seconds, later.seconds),
+            erased=added_counts(self.erased, later.erased),
+            spark_jobs=added_counts(self.spark_jobs, later.spark_jobs),
+            seconds=added_counts(self.seconds, later.seconds),
             codecs=later.codecs or self.codecs,
             layouts=later.layouts or self.layouts,
             write=later.write if later.write is not None else self.write,

@@ -17,10 +17,10 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 
 from spark_mlt._classic import clone_session
-from spark_mlt.batch.job.report import JobReport, phase
+from spark_mlt.batch.job.report import JobReport, added_counts, phase
 from spark_mlt.batch.mirror.counting import count_window, finish_erasure, window_counts, window_end
 from spark_mlt.batch.mirror.options import SyncOptions
-from spark_mlt.batch.mirror.run import KEEP_LEVEL, SyncRun, add_erased, quarantine_at, quarantine_table
+from spark_mlt.batch.mirror.run import KEEP_LEVEL, SyncRun, quarantine_at, quarantine_table
 from spark_mlt.batch.mirror.window import check_changes, last_rows, read_window
 from spark_mlt.batch.write.pipeline import Sized, stored_tokens, tokenize_frame
 from spark_mlt.column.sqltext import identifier
@@ -99,7 +99,7 @@ def apply_window(run: SyncRun, *, mirror: TableSnapshot, after: int, source: Tab
         done.report(),
         source_version=until,
         rows_deleted=0 if done.write.skipped else deleted,
-        erased=add_erased(erased, finish_erasure(run, source, held=until)),
+        erased=added_counts(erased, finish_erasure(run, source, held=until)),
     )
 
 

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from pyspark.sql import DataFrame
 
 from spark_mlt.batch.job.options import TokenizingOptions, part_values
-from spark_mlt.batch.job.report import JobReport, phase
+from spark_mlt.batch.job.report import JobReport, added_counts, phase
 from spark_mlt.batch.mirror.counting import counted_version, finish_erasure, recount, string_columns
 from spark_mlt.batch.mirror.options import SyncOptions
-from spark_mlt.batch.mirror.run import KEEP_LEVEL, SyncRun, add_erased, held_version, quarantine_table
+from spark_mlt.batch.mirror.run import KEEP_LEVEL, SyncRun, held_version, quarantine_table
 from spark_mlt.batch.mirror.tables import FULL_REFRESH_MARK, KEY_PROPERTY
 from spark_mlt.batch.write.options import TokenizeOptions
 from spark_mlt.batch.write.pipeline import QuarantineWrite, TableSink, tokenize_frame
@@ -94,7 +94,7 @@ def refresh_mirror(run: SyncRun, *, source: TableSnapshot, mirror: TableSnapshot
         recount(run, rows, counted, version=version)
     finally:
         rows.unpersist()
-    erased = add_erased(erased, finish_erasure(run, source, held=version))
+    erased = added_counts(erased, finish_erasure(run, source, held=version))
     return dataclasses.replace(
         done.report(),  # (its rows_in: rows out and rejected)
         source_version=version,

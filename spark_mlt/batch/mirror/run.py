@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 
 from pyspark import StorageLevel
 from pyspark.sql import SparkSession
@@ -84,15 +84,6 @@ def left_to_next_run(run_log: RunLog, step: Callable[[], object]) -> None:
         step()
     except ConcurrentWriteError as error:
         run_log.warn(f"left to the next sync: {error}")
-
-
-def add_erased(*parts: Mapping[str, int]) -> dict[str, int]:
-    """The keys erased per column by the parts of a run, added up."""
-    out: dict[str, int] = {}
-    for part in parts:
-        for column, count in part.items():
-            out[column] = out.get(column, 0) + count
-    return out
 
 
 def quarantine_table(run: SyncRun) -> TableSnapshot | None:

@@ -291,11 +291,10 @@ def _batch_writer(
         "spark_mlt.handle_invalid": options.handle_invalid,
         "spark_mlt.writer": app_id,
     }
+    backend = job_backend(capabilities)  # once for the stream, as its capabilities
 
     def batch(df: DataFrame, batch_id: int) -> None:
         started = time.perf_counter()
-        caps = capabilities
-        backend = job_backend(caps)
         snapshot = snapshot_for_write(output, "append", storage_options=options.storage_options, backend=backend)
         sink = TableSink(
             output,
@@ -304,7 +303,7 @@ def _batch_writer(
             WriteOptions(commit_info={**info, "spark_mlt.batch": str(batch_id)}, backend=backend),
             transaction=AppTransaction(app_id, int(batch_id)),
         )
-        done = tokenize_frame(df, columns, sink, capabilities=caps)
+        done = tokenize_frame(df, columns, sink, capabilities=capabilities)
         _record_codecs(checkpoint, options, done)
         total.add(done)
         _log_batch(f"batch {batch_id}", done, time.perf_counter() - started)
